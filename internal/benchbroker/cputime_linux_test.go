@@ -1,0 +1,49 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The process CPU clock and /proc/<pid>/stat count the same time, at different resolutions.
+func TestProcessCPUAgreesWithProcStat(t *testing.T) {
+	// A child that burns CPU on its own, so we measure another process, as benchbroker does.
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperBurnCPU$")
+	cmd.Env = append(os.Environ(), "BENCHBROKER_BURN=1")
+	require.NoError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		clock, method, err := processCPU(cmd.Process.Pid)
+		require.NoError(t, err)
+		require.Equal(t, "process CPU clock (ns)", method)
+		if clock >= 300*time.Millisecond {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "child used only %v of CPU in 10s", clock)
+		time.Sleep(10 * time.Millisecond)
+	}
+	before, _, err := processCPU(cmd.Process.Pid)
+	require.NoError(t, err)
+	ticks, err := procStatCPU(cmd.Process.Pid)
+	require.NoError(t, err)
+	after, _, err := processCPU(cmd.Process.Pid)
+	require.NoError(t, err)
+	// Ticks lag the clock by at most about a tick, plus whatever ran between the reads.
+	assert.InDelta(t, float64(before), float64(ticks), float64(30*time.Millisecond+after-before))
+}
+
+func TestHelperBurnCPU(t *testing.T) {
+	if os.Getenv("BENCHBROKER_BURN") == "" {
+		t.Skip("helper process for TestProcessCPUAgreesWithProcStat")
+	}
+	for x := 0; ; x++ {
+		_ = x * x
+	}
+}

@@ -1,0 +1,319 @@
+// Command benchbroker measures how much CPU a Kafka broker spends per record: our testbroker and
+// franz-go's kfake, side by side, in one run.
+//
+// A franz-go client on a small machine is slower than either broker, so the records per second a
+// client sees say little about the broker. benchbroker therefore runs each broker as a process of
+// its own (kfake through the small kfakebroker program, which takes testbroker's flags), drives it
+// with one franz-go workload from this process, and reads the broker process's CPU time (user plus
+// system, all threads) just before producing, between producing and consuming, and just after
+// consuming. Startup and shutdown are left out. The CPU time comes from the broker's process
+// CPU-time clock, which counts nanoseconds; /proc/<pid>/stat, in 10 ms ticks, is the fallback.
+//
+// For every broker and every workload (16 B records and 1 KiB records, on a topic of 1 and of 3
+// partitions) it builds the broker program once, starts it on free loopback ports with the topic
+// given by -topic, produces every record with an idempotent kgo producer (default batching, records
+// handed to Produce as fast as its buffer takes them, then Flush), consumes them all back with a
+// kgo consumer without a group from the start of each partition, checking offsets and sizes, and
+// stops the broker with SIGTERM. Brokers run one after the other, never at the same time.
+//
+// It prints a Markdown table for docs/benchmarks.md on stdout and its progress on stderr:
+//
+//	go run ./internal/benchbroker                                                  # full run
+//	go run ./internal/benchbroker -brokers-to-run kfake -records16 200000 -records1k 50000
+//
+// A broker that does not build or fails a workload is reported on stderr and under the table; the
+// other broker still runs. Linux only.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "benchbroker:", err)
+		os.Exit(1)
+	}
+}
+
+// config is everything the flags set.
+type config struct {
+	brokers        []string // which of programs to run, in order
+	programs       map[string]*brokerProgram
+	records16      int
+	records1k      int
+	partitions     []int
+	clusterBrokers int
+	runs           int
+	brokerConfigs  []string // key=value, each passed to every broker as -config
+	client         clientOpts
+	verbose        bool
+}
+
+func parseFlags() (*config, error) {
+	var (
+		c           config
+		brokers     = flag.String("brokers-to-run", "testbroker,kfake", "comma-separated brokers to measure: testbroker, kfake")
+		testbroker  = flag.String("testbroker", "./testbroker/cmd/testbroker", "package of the testbroker program, relative to the module root")
+		kfake       = flag.String("kfake", "./internal/benchbroker/kfakebroker", "package of the kfake program, relative to the module root")
+		partitions  = flag.String("partitions", "1,3", "comma-separated partition counts of the topic")
+		compression = flag.String("compression", "none", "producer compression: none, snappy, lz4, zstd or gzip (values are random bytes)")
+	)
+	flag.IntVar(&c.records16, "records16", 1_000_000, "records of 16 B per workload (0 skips them)")
+	flag.IntVar(&c.records1k, "records1k", 200_000, "records of 1 KiB per workload (0 skips them)")
+	flag.IntVar(&c.clusterBrokers, "cluster-brokers", 1, "brokers in each cluster (the -brokers flag of the broker program)")
+	flag.IntVar(&c.runs, "runs", 1, "runs of every workload per broker; the table shows the median of each column")
+	flag.DurationVar(&c.client.linger, "linger", 10*time.Millisecond, "producer linger (kgo's default is 10ms)")
+	flag.DurationVar(&c.client.timeout, "timeout", 10*time.Minute, "limit on each produce or consume phase")
+	flag.DurationVar(&c.client.stall, "stall", 30*time.Second, "fail a phase that acknowledges or reads no record for this long")
+	flag.Func("config", "broker config key=value, passed to every broker as -config (repeatable)", func(s string) error {
+		if k, _, ok := strings.Cut(s, "="); !ok || k == "" {
+			return fmt.Errorf("want key=value, got %q", s)
+		}
+		c.brokerConfigs = append(c.brokerConfigs, s)
+		return nil
+	})
+	flag.BoolVar(&c.verbose, "v", false, "copy the brokers' output to stderr")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", flag.Args())
+	}
+
+	c.programs = map[string]*brokerProgram{
+		"testbroker": {name: "testbroker", pkg: *testbroker},
+		"kfake":      {name: "kfake", pkg: *kfake},
+	}
+	for _, b := range strings.Split(*brokers, ",") {
+		b = strings.TrimSpace(b)
+		if _, ok := c.programs[b]; !ok {
+			return nil, fmt.Errorf("-brokers-to-run: unknown broker %q: use testbroker and/or kfake", b)
+		}
+		if !slices.Contains(c.brokers, b) {
+			c.brokers = append(c.brokers, b)
+		}
+	}
+	for _, p := range strings.Split(*partitions, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-partitions: want positive counts, got %q", p)
+		}
+		c.partitions = append(c.partitions, n)
+	}
+	codecs := map[string]kgo.CompressionCodec{
+		"none": kgo.NoCompression(), "snappy": kgo.SnappyCompression(), "lz4": kgo.Lz4Compression(),
+		"zstd": kgo.ZstdCompression(), "gzip": kgo.GzipCompression(),
+	}
+	var ok bool
+	c.client.codecName = *compression
+	if c.client.compression, ok = codecs[*compression]; !ok {
+		return nil, fmt.Errorf("-compression: unknown codec %q", *compression)
+	}
+	switch {
+	case c.records16 < 0 || c.records1k < 0:
+		return nil, errors.New("-records16 and -records1k must not be negative")
+	case c.records16 == 0 && c.records1k == 0:
+		return nil, errors.New("nothing to do: -records16 and -records1k are both 0")
+	case c.clusterBrokers < 1:
+		return nil, errors.New("-cluster-brokers must be at least 1")
+	case c.runs < 1:
+		return nil, errors.New("-runs must be at least 1")
+	case c.client.timeout <= 0 || c.client.stall <= 0:
+		return nil, errors.New("-timeout and -stall must be positive")
+	}
+	return &c, nil
+}
+
+func (c *config) workloads() []workload {
+	var ws []workload
+	for _, s := range []struct{ size, records int }{{16, c.records16}, {1024, c.records1k}} {
+		if s.records == 0 {
+			continue
+		}
+		for _, p := range c.partitions {
+			ws = append(ws, workload{size: s.size, records: s.records, partitions: p})
+		}
+	}
+	return ws
+}
+
+func run() error {
+	c, err := parseFlags()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	_, method, err := processCPU(os.Getpid())
+	if err != nil {
+		return fmt.Errorf("cannot measure CPU time: %w", err)
+	}
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "benchbroker-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	var failures []string
+	var programs []*brokerProgram
+	for _, name := range c.brokers {
+		p := c.programs[name]
+		fmt.Fprintf(os.Stderr, "building %s (%s)\n", name, p.pkg)
+		if err := p.build(ctx, root, dir); err != nil {
+			fmt.Fprintf(os.Stderr, "benchbroker: %s: skipped, it does not build: %v\n", name, err)
+			failures = append(failures, fmt.Sprintf("%s: skipped, `go build %s` failed", name, p.pkg))
+			continue
+		}
+		programs = append(programs, p)
+	}
+
+	var results []result
+	for _, w := range c.workloads() {
+		runs := make(map[string][]measurement)
+		errs := make(map[string]error)
+		for i := range c.runs {
+			for _, p := range programs {
+				if errs[p.name] != nil {
+					continue
+				}
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				fmt.Fprintf(os.Stderr, "%s: %v, run %d of %d\n", p.name, w, i+1, c.runs)
+				m, err := measure(ctx, c, p, w)
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "benchbroker: %s: %v: %v\n", p.name, w, err)
+					errs[p.name] = err
+					failures = append(failures, fmt.Sprintf("%s, %v: %s", p.name, w, firstLine(err)))
+					continue
+				}
+				fmt.Fprintf(os.Stderr, "  %v\n", m)
+				runs[p.name] = append(runs[p.name], m)
+			}
+		}
+		for _, p := range programs {
+			if errs[p.name] == nil {
+				results = append(results, result{broker: p.name, w: w, m: median(runs[p.name])})
+			}
+		}
+	}
+
+	printReport(os.Stdout, c, method, results, failures)
+	if len(results) == 0 {
+		return errors.New("no broker was measured")
+	}
+	return nil
+}
+
+// measure runs workload w against a fresh broker started from p.
+func measure(ctx context.Context, c *config, p *brokerProgram, w workload) (m measurement, err error) {
+	const topic = "bench"
+	bp, err := startBroker(ctx, p, c.clusterBrokers, topic, w.partitions, c.brokerConfigs, c.verbose)
+	if err != nil {
+		return m, err
+	}
+	defer func() {
+		user, sys, stopErr := bp.stop(10 * time.Second)
+		m.brokerUser, m.brokerSys = user, sys
+		if err == nil && stopErr != nil {
+			err = fmt.Errorf("stopping: %w", stopErr)
+		}
+	}()
+	pid := bp.cmd.Process.Pid
+	self := os.Getpid()
+	sample := func() (broker, client time.Duration, err error) {
+		if broker, _, err = processCPU(pid); err != nil {
+			return 0, 0, err
+		}
+		client, _, err = processCPU(self)
+		return broker, client, err
+	}
+
+	b0, c0, err := sample()
+	if err != nil {
+		return m, err
+	}
+	if m.produce, err = produce(ctx, bp.seeds, topic, w, c.client); err != nil {
+		return m, err
+	}
+	b1, _, err := sample()
+	if err != nil {
+		return m, err
+	}
+	if m.consume, err = consume(ctx, bp.seeds, topic, w, c.client); err != nil {
+		return m, err
+	}
+	b2, c2, err := sample()
+	if err != nil {
+		return m, err
+	}
+	m.records = w.records
+	m.brokerProduce, m.brokerConsume, m.brokerBoth = b1-b0, b2-b1, b2-b0
+	m.client = c2 - c0
+	return m, nil
+}
+
+// moduleRoot returns the directory of the main module's go.mod.
+func moduleRoot(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("run benchbroker inside the kshare module: go env GOMOD names no go.mod")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+// cpuModel returns the first "model name" in /proc/cpuinfo.
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
+
+// goVersion describes the go command that builds the brokers, and this program's runtime.
+func goVersion() string {
+	v := runtime.Version()
+	if out, err := exec.Command("go", "env", "GOVERSION").Output(); err == nil {
+		if gv := strings.TrimSpace(string(out)); gv != v {
+			return fmt.Sprintf("%s (brokers built with %s)", v, gv)
+		}
+	}
+	return v
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// measurement is what one run of one workload against one broker gave.
+type measurement struct {
+	records                      int
+	produce, consume             time.Duration // wall time the client saw for each phase
+	brokerProduce, brokerConsume time.Duration // broker CPU time in each phase
+	brokerBoth                   time.Duration // their sum (a median of sums, in a median)
+	client                       time.Duration // this process's CPU time in both phases
+	brokerUser, brokerSys        time.Duration // broker CPU time from exec to exit, for reference
+}
+
+func (m measurement) produceRate() float64 { return float64(m.records) / m.produce.Seconds() }
+func (m measurement) consumeRate() float64 { return float64(m.records) / m.consume.Seconds() }
+
+// perRecord returns d per record, in µs.
+func (m measurement) perRecord(d time.Duration) float64 {
+	return float64(d.Nanoseconds()) / 1e3 / float64(m.records)
+}
+
+func (m measurement) String() string {
+	return fmt.Sprintf("produce %v (%.0f rec/s), consume %v (%.0f rec/s), broker CPU %v + %v = %.3f µs/rec (whole process: user %v, system %v), client CPU %.3f µs/rec",
+		m.produce.Round(time.Millisecond), m.produceRate(), m.consume.Round(time.Millisecond), m.consumeRate(),
+		m.brokerProduce.Round(time.Millisecond), m.brokerConsume.Round(time.Millisecond), m.perRecord(m.brokerBoth),
+		m.brokerUser.Round(time.Millisecond), m.brokerSys.Round(time.Millisecond), m.perRecord(m.client))
+}
+
+// median returns, field by field, the median of ms (the lower middle one for an even count).
+func median(ms []measurement) measurement {
+	pick := func(f func(measurement) time.Duration) time.Duration {
+		ds := make([]time.Duration, len(ms))
+		for i, m := range ms {
+			ds[i] = f(m)
+		}
+		slices.Sort(ds)
+		return ds[(len(ds)-1)/2]
+	}
+	return measurement{
+		records:       ms[0].records,
+		produce:       pick(func(m measurement) time.Duration { return m.produce }),
+		consume:       pick(func(m measurement) time.Duration { return m.consume }),
+		brokerProduce: pick(func(m measurement) time.Duration { return m.brokerProduce }),
+		brokerConsume: pick(func(m measurement) time.Duration { return m.brokerConsume }),
+		brokerBoth:    pick(func(m measurement) time.Duration { return m.brokerBoth }),
+		client:        pick(func(m measurement) time.Duration { return m.client }),
+		brokerUser:    pick(func(m measurement) time.Duration { return m.brokerUser }),
+		brokerSys:     pick(func(m measurement) time.Duration { return m.brokerSys }),
+	}
+}
+
+// result is one row of the table.
+type result struct {
+	broker string
+	w      workload
+	m      measurement
+}
+
+// printReport writes the environment, one row per broker and workload, the testbroker/kfake ratios
+// where both brokers ran, and what failed.
+func printReport(out io.Writer, c *config, method string, results []result, failures []string) {
+	p := func(format string, args ...any) { fmt.Fprintf(out, format, args...) }
+
+	gomaxprocs := fmt.Sprint(runtime.GOMAXPROCS(0))
+	if env := os.Getenv("GOMAXPROCS"); env != "" {
+		gomaxprocs += " (GOMAXPROCS=" + env + ", brokers too)"
+	}
+	p("- Go: %s, %s/%s\n", goVersion(), runtime.GOOS, runtime.GOARCH)
+	p("- CPU: %s, %d logical CPUs, GOMAXPROCS %s\n", cpuModel(), runtime.NumCPU(), gomaxprocs)
+	p("- Broker CPU: user+system time of the broker process, all threads, read from its %s just before producing, between the phases and just after consuming\n", method)
+	p("- Client: franz-go kgo in the harness process; %d broker(s) per cluster, idempotent producer, linger %v, compression %s, %d run(s) per row (median)\n",
+		c.clusterBrokers, c.client.linger, c.client.codecName, c.runs)
+	if len(c.brokerConfigs) > 0 {
+		p("- Broker configs: %s\n", strings.Join(c.brokerConfigs, ", "))
+	}
+	p("\n")
+
+	p("| broker | record | partitions | records | produce rec/s | consume rec/s | broker CPU µs/rec | produce µs/rec | consume µs/rec | client CPU µs/rec |\n")
+	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range results {
+		m := r.m
+		p("| %s | %s | %d | %d | %s | %s | %.3f | %.3f | %.3f | %.2f |\n",
+			r.broker, sizeName(r.w.size), r.w.partitions, r.w.records,
+			thousands(m.produceRate()), thousands(m.consumeRate()),
+			m.perRecord(m.brokerBoth), m.perRecord(m.brokerProduce), m.perRecord(m.brokerConsume), m.perRecord(m.client))
+	}
+
+	var cmp []string
+	for _, tb := range results {
+		if tb.broker != "testbroker" {
+			continue
+		}
+		for _, kf := range results {
+			if kf.broker != "kfake" || kf.w != tb.w {
+				continue
+			}
+			cpu := tb.m.perRecord(tb.m.brokerBoth) / kf.m.perRecord(kf.m.brokerBoth)
+			prod := tb.m.produceRate() / kf.m.produceRate()
+			cons := tb.m.consumeRate() / kf.m.consumeRate()
+			met := "no"
+			if cpu <= 0.5 && prod >= 1 && cons >= 1 {
+				met = "yes"
+			}
+			cmp = append(cmp, fmt.Sprintf("| %s | %d | %.2f | %.2f | %.2f | %s |",
+				sizeName(tb.w.size), tb.w.partitions, cpu, prod, cons, met))
+		}
+	}
+	if len(cmp) > 0 {
+		p("\nGoal: testbroker at most half of kfake's broker CPU per record, with the client's records/s no lower.\n\n")
+		p("| record | partitions | broker CPU testbroker/kfake | produce rec/s testbroker/kfake | consume rec/s testbroker/kfake | goal met |\n")
+		p("|---|---:|---:|---:|---:|---|\n")
+		p("%s\n", strings.Join(cmp, "\n"))
+	}
+
+	if len(failures) > 0 {
+		p("\nNot measured:\n")
+		for _, f := range failures {
+			p("- %s\n", f)
+		}
+	}
+}
+
+// thousands formats f rounded to an integer with a comma between groups of three digits.
+func thousands(f float64) string {
+	s := fmt.Sprintf("%.0f", f)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

@@ -1,0 +1,105 @@
+// Command testbroker runs the kshare fake Kafka cluster as a program, for local runs, scripts
+// and clients in other languages:
+//
+//	go run ./testbroker/cmd/testbroker -brokers 3 -addr 127.0.0.1:9092 -topic orders:3
+//
+// Broker i listens on the port of -addr plus i (with port 0, every broker picks a free port).
+// It prints one line per broker with its node id and address, then serves until SIGINT or
+// SIGTERM, when it closes every connection and exits 0.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/kshare/kshare/testbroker"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "testbroker:", err)
+		os.Exit(2)
+	}
+}
+
+// listFlag collects a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// run starts the cluster, reports where it listens and serves until ctx is done.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("testbroker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	brokers := fs.Int("brokers", 1, "number of brokers (node ids 0..N-1)")
+	addr := fs.String("addr", "127.0.0.1:9092", "host:port of broker 0; broker i listens on port+i (port 0: free ports)")
+	verbose := fs.Bool("v", false, "log connection-level events (closed connections and why) to stderr")
+	var topics, configs listFlag
+	fs.Var(&topics, "topic", "topic to create at start, as name or name:partitions (repeatable)")
+	fs.Var(&configs, "config", "broker config as key=value, e.g. auto.create.topics.enable=false (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+
+	opts := []testbroker.Opt{testbroker.NumBrokers(*brokers), testbroker.ListenAddr(*addr)}
+	if *verbose {
+		opts = append(opts, testbroker.Logger(slog.New(slog.NewTextHandler(stderr, nil))))
+	}
+	for _, t := range topics {
+		name, parts, err := parseTopic(t)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, testbroker.Topic(name, parts))
+	}
+	for _, kv := range configs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("-config %q: want key=value", kv)
+		}
+		opts = append(opts, testbroker.BrokerConfig(k, v))
+	}
+
+	c, err := testbroker.Start(opts...)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	for id, a := range c.Addrs() {
+		fmt.Fprintf(stdout, "broker %d listening on %s\n", id, a)
+	}
+	fmt.Fprintf(stdout, "cluster %s ready; seed brokers: %s\n", c.ClusterID(), strings.Join(c.Addrs(), ","))
+	<-ctx.Done()
+	return nil
+}
+
+func parseTopic(s string) (string, int32, error) {
+	name, parts, found := strings.Cut(s, ":")
+	if !found {
+		return name, 1, nil
+	}
+	n, err := strconv.ParseInt(parts, 10, 32)
+	if err != nil || n < 1 {
+		return "", 0, fmt.Errorf("-topic %q: partitions must be a positive number", s)
+	}
+	return name, int32(n), nil
+}

@@ -1,0 +1,21 @@
+// Package testbroker is a fake Kafka cluster that speaks the real wire protocol, for tests and
+// local runs. Any Kafka client can talk to it: franz-go, the Java client, kcat.
+//
+// Start one in a test with StartT, which closes it when the test ends:
+//
+//	c := testbroker.StartT(t, testbroker.Topic("orders", 3))
+//	cl, _ := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...))
+//
+// A cluster runs one or more brokers in the process, each on its own loopback listener, with
+// partition leaders spread over them. Everything time-based runs on one clock, the real one by
+// default; WithManualClock gives tests a clock that moves only when they advance it, so that a
+// long-poll wait, and later an acquisition lock, ends exactly when the test says.
+//
+// Version caps (MaxVersion) make the cluster play an older Kafka: ApiVersions advertises the cap
+// and requests above it are answered with UNSUPPORTED_VERSION. Faults (Cluster.InjectFault)
+// answer matching requests with an error code, hold them, or drop the connection. The
+// inspection methods (Topics, Partition) show what a test may want to assert on.
+//
+// The same cluster runs as a program: go run ./testbroker/cmd/testbroker -brokers 3. See
+// docs/testbroker.md for every option and for what is and is not implemented.
+package testbroker

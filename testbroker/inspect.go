@@ -1,0 +1,63 @@
+package testbroker
+
+import "github.com/kshare/kshare/testbroker/internal/server"
+
+// TopicInfo is a snapshot of a topic.
+type TopicInfo struct {
+	Name string
+	ID   [16]byte
+	// Configs holds the topic-level configs set explicitly (at creation or by
+	// IncrementalAlterConfigs); defaults are not listed.
+	Configs    map[string]string
+	Partitions []PartitionInfo
+}
+
+// PartitionInfo is a snapshot of a partition: its placement and its log's offsets.
+type PartitionInfo struct {
+	Topic          string
+	Partition      int32
+	Leader         int32
+	LeaderEpoch    int32
+	Replicas       []int32
+	LogStartOffset int64
+	// LogEndOffset is the offset the next appended record gets.
+	LogEndOffset int64
+	// HighWatermark is the offset up to which consumers can read.
+	HighWatermark int64
+}
+
+// Topics returns every topic, sorted by name.
+func (c *Cluster) Topics() []TopicInfo {
+	ts := c.s.Topics()
+	out := make([]TopicInfo, len(ts))
+	for i, t := range ts {
+		out[i] = topicInfo(t)
+	}
+	return out
+}
+
+// Topic returns one topic by name.
+func (c *Cluster) Topic(name string) (TopicInfo, bool) {
+	t, ok := c.s.TopicState(name)
+	if !ok {
+		return TopicInfo{}, false
+	}
+	return topicInfo(t), true
+}
+
+// Partition returns one partition of a topic.
+func (c *Cluster) Partition(topic string, partition int32) (PartitionInfo, bool) {
+	t, ok := c.Topic(topic)
+	if !ok || partition < 0 || int(partition) >= len(t.Partitions) {
+		return PartitionInfo{}, false
+	}
+	return t.Partitions[partition], true
+}
+
+func topicInfo(t server.TopicState) TopicInfo {
+	ti := TopicInfo{Name: t.Name, ID: t.ID, Configs: t.Configs, Partitions: make([]PartitionInfo, len(t.Partitions))}
+	for i, p := range t.Partitions {
+		ti.Partitions[i] = PartitionInfo(p)
+	}
+	return ti
+}

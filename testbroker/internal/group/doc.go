@@ -1,0 +1,20 @@
+// Package group is the fake cluster's group coordinator: it holds every group of the cluster,
+// whatever its type (classic, consumer, share, streams), and runs the membership protocol of
+// share groups (KIP-932) the way Kafka's GroupMetadataManager does.
+//
+// A share group is created by the first ShareGroupHeartbeat with member epoch 0. Each
+// heartbeat may change the member's subscription; the group epoch is bumped when a member
+// joins, leaves, is fenced or changes its subscription, and when the subscribed topics'
+// metadata (ids, partition counts) changes. The target assignment is recomputed (by the
+// "simple" assignor, see Assign) whenever the group epoch moves past the assignment epoch.
+// There is no revocation phase: a heartbeating member jumps straight to its target assignment
+// and epoch; other members catch up on their own next heartbeat.
+//
+// A member that does not heartbeat within its session timeout (share.session.timeout.ms, on
+// the cluster clock) is removed and the group epoch bumped. Removal from the group does not
+// release the records the member acquired: Kafka leaves that to the acquisition locks and to
+// share-session close.
+//
+// Errors carry Kafka's error codes and messages (Error); the server copies them into the
+// responses' ErrorCode and ErrorMessage fields.
+package group

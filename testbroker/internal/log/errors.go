@@ -1,0 +1,50 @@
+package log
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// ErrTransactionalUnsupported refuses transactional batches (attributes bit 0x10) and control
+// batches (bit 0x20): the test broker has no transaction coordinator, so it cannot keep such
+// batches consistent. It wraps kerr.InvalidRecord, the code Kafka gives a client that writes
+// control batches, which a producer treats as final rather than retrying.
+var ErrTransactionalUnsupported error = &codeError{
+	code: kerr.InvalidRecord,
+	msg:  "the test broker does not support transactions: transactional and control batches are refused",
+}
+
+// CorruptError reports records that fail an integrity check: a batch frame that does not fit
+// the bytes, a magic byte outside 0..2, a CRC mismatch or an unknown compression codec. Unwrap
+// returns kerr.CorruptMessage (code 2).
+type CorruptError struct {
+	Pos    int    // byte position, in the records given, of the batch at fault
+	Reason string // what is wrong with it
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("corrupt record batch at byte %d: %s", e.Pos, e.Reason)
+}
+
+// Unwrap returns kerr.CorruptMessage.
+func (e *CorruptError) Unwrap() error { return kerr.CorruptMessage }
+
+// codeError is a refusal carrying the Kafka error code to answer it with; its message says what
+// was wrong without repeating the code's generic description.
+type codeError struct {
+	code *kerr.Error
+	msg  string
+}
+
+func (e *codeError) Error() string { return e.msg }
+
+func (e *codeError) Unwrap() error { return e.code }
+
+func errorf(code *kerr.Error, format string, args ...any) error {
+	return &codeError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func corruptf(pos int, format string, args ...any) error {
+	return &CorruptError{Pos: pos, Reason: fmt.Sprintf(format, args...)}
+}

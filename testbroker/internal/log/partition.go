@@ -1,0 +1,352 @@
+package log
+
+import (
+	"encoding/binary"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// DefaultMaxMessageBytes is Kafka's default max.message.bytes: 1 MiB plus the 12 bytes of a
+// batch's BaseOffset and BatchLength.
+const DefaultMaxMessageBytes = 1048588
+
+// Config describes a partition's log. The topic's configuration supplies it.
+type Config struct {
+	// LogStartOffset is the offset the first appended record receives; a negative value means 0.
+	LogStartOffset int64
+	// LogAppendTime stamps every batch with its append time, as message.timestamp.type
+	// LogAppendTime does; otherwise the producer's timestamps stand (CreateTime).
+	LogAppendTime bool
+	// MaxMessageBytes is the largest batch accepted, in bytes, as max.message.bytes; zero or
+	// less means DefaultMaxMessageBytes.
+	MaxMessageBytes int
+}
+
+// Partition is the log of one partition. All its methods are safe for concurrent use.
+type Partition struct {
+	logAppendTime   bool
+	maxMessageBytes int
+
+	mu          sync.Mutex
+	logStart    int64
+	leo         int64 // log end offset: the offset the next record receives
+	hwm         int64
+	leaderEpoch int32
+	batches     []stored // in offset order, without gaps, from logStart to leo
+	maxIdx      int      // index in batches of the first batch with the largest MaxTimestamp
+	arena       []byte   // storage the next batches are copied into
+	producers   map[int64]*producerState
+	wake        chan struct{} // closed on the next change; nil until Notify asks for it
+}
+
+// stored is one appended batch.
+type stored struct {
+	base, last   int64
+	maxTimestamp int64
+	maxSoFar     int64 // the largest maxTimestamp of this batch and all batches before it
+	data         []byte
+}
+
+// Batches are copied into chunks that start small, so that a partition holding a few records
+// costs little, and double up to maxChunk, so that a busy one allocates rarely.
+const (
+	minChunk = 4 << 10
+	maxChunk = 1 << 20
+)
+
+// NewPartition returns an empty log whose log start offset, log end offset and high watermark
+// are cfg.LogStartOffset, and whose leader epoch is 0.
+func NewPartition(cfg Config) *Partition {
+	start := max(cfg.LogStartOffset, 0)
+	maxBytes := cfg.MaxMessageBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxMessageBytes
+	}
+	return &Partition{
+		logAppendTime:   cfg.LogAppendTime,
+		maxMessageBytes: maxBytes,
+		logStart:        start,
+		leo:             start,
+		hwm:             start,
+		producers:       make(map[int64]*producerState),
+	}
+}
+
+// AppendResult is the outcome of a successful Append.
+type AppendResult struct {
+	// BaseOffset is the offset of the batch's first record.
+	BaseOffset int64
+	// LogAppendTime is the append time in Unix milliseconds on a LogAppendTime topic, and -1 on
+	// a CreateTime topic, as a produce response reports it.
+	LogAppendTime int64
+	// Duplicate reports a producer retry: the batch repeats one of the producer's last five
+	// batches, nothing was appended, and BaseOffset and LogAppendTime are the original's.
+	Duplicate bool
+}
+
+// Append validates the records field of one produce request for this partition, appends its
+// batch, and returns the batch's base offset. now is the cluster clock's time; on a
+// LogAppendTime topic it becomes the batch's MaxTimestamp and the CRC is recomputed. On a
+// CreateTime topic the producer's MaxTimestamp is kept as it is: Kafka recomputes it from the
+// records, which this log does not decode, and clients always write it right.
+//
+// The records must hold exactly one v2 batch, as Kafka requires of a produce request, with a
+// BaseOffset of 0 and no more than max.message.bytes; the batch must pass SplitBatches' checks
+// and must be neither transactional nor a control batch (ErrTransactionalUnsupported). A
+// refused append changes nothing. See the package documentation for the error codes.
+//
+// A batch with a ProducerID of 0 or more comes from an idempotent producer and is checked as
+// Kafka checks it. A retry of one of the producer's last five batches (same epoch, same first
+// and last sequence) is not appended again: Append returns the original batch's base offset
+// with Duplicate set. Otherwise an epoch older than the last one seen fails with
+// kerr.InvalidProducerEpoch; a newer epoch must start at sequence 0 and the current epoch must
+// continue at the last sequence plus one (MaxInt32 wraps to 0), or Append fails with
+// kerr.OutOfOrderSequenceNumber. A producer the partition has no state for may start at any
+// sequence, as with Kafka. Producer state never expires.
+func (p *Partition) Append(records []byte, now time.Time) (AppendResult, error) {
+	h, err := p.validate(records)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	appendTime := int64(-1)
+	if p.logAppendTime {
+		appendTime = now.UnixMilli()
+	}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ps *producerState
+	newProducer := false
+	if h.ProducerID >= 0 {
+		ps = p.producers[h.ProducerID]
+		if ps == nil {
+			ps, newProducer = &producerState{epoch: noEpoch}, true
+		}
+		if dup, ok := ps.duplicate(&h); ok {
+			res := AppendResult{BaseOffset: dup.baseOffset, LogAppendTime: -1, Duplicate: true}
+			if p.logAppendTime {
+				res.LogAppendTime = dup.maxTimestamp
+			}
+			return res, nil
+		}
+		if err := ps.check(&h); err != nil {
+			return AppendResult{}, err
+		}
+	}
+
+	base := p.leo
+	data := p.store(records)
+	binary.BigEndian.PutUint64(data, uint64(base))
+	binary.BigEndian.PutUint32(data[posLeaderEpoch:], uint32(p.leaderEpoch))
+	maxTS := h.MaxTimestamp
+	switch {
+	case p.logAppendTime:
+		maxTS = appendTime
+		setMaxTimestamp(data, true, maxTS)
+	case h.Attributes&attrLogAppendTime != 0:
+		// Kafka stores batches of a CreateTime topic with the CreateTime type whatever the
+		// producer set; the records' timestamps then read as the producer wrote them.
+		setMaxTimestamp(data, false, maxTS)
+	}
+
+	s := stored{base: base, last: base + int64(h.LastOffsetDelta), maxTimestamp: maxTS, maxSoFar: maxTS, data: data}
+	if n := len(p.batches); n > 0 {
+		s.maxSoFar = max(maxTS, p.batches[n-1].maxSoFar)
+		if maxTS > p.batches[p.maxIdx].maxTimestamp {
+			p.maxIdx = n
+		}
+	}
+	p.batches = append(p.batches, s)
+	p.leo = s.last + 1
+	if ps != nil {
+		ps.add(&h, base, maxTS)
+		if newProducer {
+			p.producers[h.ProducerID] = ps
+		}
+	}
+	p.notifyLocked()
+	return AppendResult{BaseOffset: base, LogAppendTime: appendTime}, nil
+}
+
+// validate applies the checks that need no partition state, in Kafka's order: the request's
+// framing, then UnifiedLog's checks, then LogValidator's.
+func (p *Partition) validate(records []byte) (BatchHeader, error) {
+	if len(records) == 0 {
+		return BatchHeader{}, errNoBatch
+	}
+	n, err := frame(records, 0)
+	if err != nil {
+		return BatchHeader{}, err
+	}
+	if n < len(records) {
+		return BatchHeader{}, errorf(kerr.InvalidRecord, "a produce request may carry one record batch per partition, but %d bytes follow the first batch", len(records)-n)
+	}
+	h := parseHeader(records)
+	if h.BaseOffset != 0 {
+		return BatchHeader{}, errorf(kerr.InvalidRecord, "the base offset of a produced batch must be 0, not %d", h.BaseOffset)
+	}
+	if n > p.maxMessageBytes {
+		return BatchHeader{}, errorf(kerr.MessageTooLarge, "the batch has %d bytes, more than max.message.bytes (%d)", n, p.maxMessageBytes)
+	}
+	if err := checkBatch(&h, records, 0); err != nil {
+		return BatchHeader{}, err
+	}
+	switch {
+	case h.Attributes&(attrTransactional|attrControl) != 0:
+		return BatchHeader{}, ErrTransactionalUnsupported
+	case h.ProducerID >= 0 && h.BaseSequence < 0:
+		return BatchHeader{}, errorf(kerr.InvalidRecord, "producer %d sent the invalid sequence %d", h.ProducerID, h.BaseSequence)
+	case h.Attributes&attrLogAppendTime != 0 && (p.logAppendTime || h.MaxTimestamp == -1):
+		// Kafka refuses the producer's LogAppendTime type wherever the records' timestamps are
+		// not checked as create times: on LogAppendTime topics, and when the timestamp is
+		// missing (-1).
+		return BatchHeader{}, errorf(kerr.InvalidTimestamp, "the producer must not set the LogAppendTime timestamp type")
+	}
+	return h, nil
+}
+
+// store copies b into the arena and returns the copy, whose capacity ends with it.
+func (p *Partition) store(b []byte) []byte {
+	if len(b) > cap(p.arena)-len(p.arena) {
+		size := min(max(2*cap(p.arena), minChunk), maxChunk)
+		p.arena = make([]byte, 0, max(size, len(b)))
+	}
+	start := len(p.arena)
+	p.arena = append(p.arena, b...)
+	return p.arena[start:len(p.arena):len(p.arena)]
+}
+
+// AppendRecords appends to dst the stored batches a fetch at offset returns, and returns the
+// extended slice: the batch that holds offset and the batches after it, as long as their total
+// stays within maxBytes and each lies wholly below limit (the high watermark: a batch whose
+// last offset is limit or more is not returned). The first batch is returned even when it
+// alone exceeds maxBytes, so that a consumer always makes progress (KIP-74); a caller that
+// must stay within maxBytes (a later partition of a fetch whose size budget is spent) drops a
+// result longer than maxBytes, which can only be that single first batch.
+//
+// The first batch may start before offset; the consumer skips the records it did not ask for.
+// An offset equal to the log end offset, or at or past limit, returns dst unchanged. An offset
+// below the log start offset or past the log end offset fails with kerr.OffsetOutOfRange.
+func (p *Partition) AppendRecords(dst []byte, offset int64, maxBytes int, limit int64) ([]byte, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if offset < p.logStart || offset > p.leo {
+		return dst, errorf(kerr.OffsetOutOfRange, "offset %d is outside the log, which spans [%d, %d)", offset, p.logStart, p.leo)
+	}
+	i := sort.Search(len(p.batches), func(i int) bool { return p.batches[i].last >= offset })
+	total := 0
+	for ; i < len(p.batches) && p.batches[i].last < limit; i++ {
+		data := p.batches[i].data
+		if total > 0 && total+len(data) > maxBytes {
+			break
+		}
+		dst = append(dst, data...)
+		total += len(data)
+	}
+	return dst, nil
+}
+
+// OffsetForTimestamp answers a ListOffsets request for timestamp ts (zero or more; the
+// negative special timestamps are the caller's): the first batch whose MaxTimestamp is ts or
+// more holds Kafka's answer, the first record with a timestamp of ts or more. The log does not
+// decode records, so it returns that batch's base offset and its MaxTimestamp: the offset may
+// precede Kafka's by records of the same batch, never follow it, so a consumer that seeks there
+// misses nothing. On LogAppendTime topics, where all records of a batch share its timestamp,
+// and for single-record batches, the answer is Kafka's exactly.
+//
+// found is false when no batch qualifies, or when that batch is not wholly below limit (the
+// high watermark), as Kafka hides answers at or past the high watermark from consumers.
+func (p *Partition) OffsetForTimestamp(ts, limit int64) (offset, timestamp int64, found bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// maxSoFar never decreases, and the first batch where it reaches ts is the first batch
+	// whose own MaxTimestamp does.
+	i := sort.Search(len(p.batches), func(i int) bool { return p.batches[i].maxSoFar >= ts })
+	if i == len(p.batches) || p.batches[i].last >= limit {
+		return -1, -1, false
+	}
+	return p.batches[i].base, p.batches[i].maxTimestamp, true
+}
+
+// MaxTimestamp answers a ListOffsets request for the largest timestamp (-3, KIP-734): it
+// returns the base offset and MaxTimestamp of the first batch holding the largest timestamp in
+// the log. Kafka returns the offset of the first record with that timestamp, which lies in
+// that batch; on LogAppendTime topics and for single-record batches that is the base offset.
+//
+// found is false when the log is empty, or when that batch is not wholly below limit (the high
+// watermark), as Kafka hides answers at or past the high watermark from consumers.
+func (p *Partition) MaxTimestamp(limit int64) (offset, timestamp int64, found bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.batches) == 0 || p.batches[p.maxIdx].last >= limit {
+		return -1, -1, false
+	}
+	b := &p.batches[p.maxIdx]
+	return b.base, b.maxTimestamp, true
+}
+
+// LogStartOffset returns the offset of the first record the log holds or will hold.
+func (p *Partition) LogStartOffset() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logStart
+}
+
+// LogEndOffset returns the offset the next appended record will receive.
+func (p *Partition) LogEndOffset() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.leo
+}
+
+// HighWatermark returns the high watermark: consumers read only below it.
+func (p *Partition) HighWatermark() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.hwm
+}
+
+// SetHighWatermark sets the high watermark, clamped to [LogStartOffset, LogEndOffset]. Append
+// leaves the high watermark alone: the caller moves it once the batch counts as replicated. A
+// change wakes the Notify channel.
+func (p *Partition) SetHighWatermark(hwm int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	hwm = min(max(hwm, p.logStart), p.leo)
+	if hwm != p.hwm {
+		p.hwm = hwm
+		p.notifyLocked()
+	}
+}
+
+// SetLeaderEpoch sets the leader epoch that Append writes into the PartitionLeaderEpoch field
+// of the batches it appends from now on; consumers use it to detect log truncation.
+func (p *Partition) SetLeaderEpoch(epoch int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.leaderEpoch = epoch
+}
+
+// Notify returns a channel that is closed at the next append or high watermark change; each
+// change closes the channel in use and a later call returns a new one. A long-polling fetch
+// calls Notify before it looks for data, then waits on the channel if it found none, so that a
+// change between the look and the wait is not missed. The channel is made only when asked for,
+// so appends with nobody waiting allocate none.
+func (p *Partition) Notify() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.wake == nil {
+		p.wake = make(chan struct{})
+	}
+	return p.wake
+}
+
+func (p *Partition) notifyLocked() {
+	if p.wake != nil {
+		close(p.wake)
+		p.wake = nil
+	}
+}

@@ -1,0 +1,172 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+
+	"github.com/kshare/kshare/testbroker/internal/clock"
+	"github.com/kshare/kshare/testbroker/internal/fault"
+	"github.com/kshare/kshare/testbroker/internal/group"
+	"github.com/kshare/kshare/testbroker/internal/wire"
+)
+
+// Config is what a Cluster is started with. The public testbroker package validates it.
+type Config struct {
+	// Brokers is the number of brokers (node ids 0..Brokers-1).
+	Brokers int
+	// ListenAddrs has one address per broker; "127.0.0.1:0" picks a free port.
+	ListenAddrs []string
+	// Clock runs every timer of the cluster; nil means the real clock.
+	Clock clock.Clock
+	// MaxFrameBytes is the largest request accepted; larger frames close the connection.
+	MaxFrameBytes int32
+	// MaxVersions caps the version advertised and accepted per API key.
+	MaxVersions map[int16]int16
+	// BrokerConfigs are broker-level settings (server.properties keys) that override defaults.
+	BrokerConfigs map[string]string
+	// Topics are created before the cluster accepts connections.
+	Topics []TopicSpec
+	// Logger receives connection-level events (closed connections and why). nil discards them.
+	Logger *slog.Logger
+	// ClusterID is reported in Metadata and DescribeCluster; empty picks a random one.
+	ClusterID string
+}
+
+// TopicSpec describes a topic to create.
+type TopicSpec struct {
+	Name              string
+	Partitions        int32
+	ReplicationFactor int16
+	Configs           map[string]string
+}
+
+// Cluster is a running fake cluster.
+type Cluster struct {
+	cfg       Config
+	clock     clock.Clock
+	logger    *slog.Logger
+	clusterID string
+	brokers   []*Broker
+	faults    *fault.Set
+	configs   *brokerConfigs
+
+	topicsMu   sync.RWMutex
+	topics     map[string]*Topic
+	topicIDs   map[[16]byte]*Topic
+	topicCount int // topics ever created; spreads the first leader of each new topic
+
+	producerIDs producerIDs
+	groups      *group.Coordinator
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	wg        sync.WaitGroup
+}
+
+// Start listens on every broker's address and creates the configured topics.
+func Start(cfg Config) (*Cluster, error) {
+	if cfg.Brokers < 1 || len(cfg.ListenAddrs) != cfg.Brokers {
+		return nil, fmt.Errorf("server: %d brokers need %d listen addresses, got %d", cfg.Brokers, cfg.Brokers, len(cfg.ListenAddrs))
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.MaxFrameBytes <= 0 {
+		cfg.MaxFrameBytes = wire.DefaultMaxFrameBytes
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	configs, err := newBrokerConfigs(cfg.BrokerConfigs)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{
+		cfg:       cfg,
+		clock:     cfg.Clock,
+		logger:    logger,
+		clusterID: cfg.ClusterID,
+		faults:    fault.NewSet(),
+		configs:   configs,
+		topics:    make(map[string]*Topic),
+		topicIDs:  make(map[[16]byte]*Topic),
+		closed:    make(chan struct{}),
+	}
+	c.groups = c.newGroupCoordinator()
+	if c.clusterID == "" {
+		var id [16]byte
+		_, _ = rand.Read(id[:])
+		c.clusterID = base64.RawURLEncoding.EncodeToString(id[:])
+	}
+	for _, t := range cfg.Topics {
+		if _, err := c.createTopic(t); err != nil {
+			return nil, fmt.Errorf("server: creating topic %q: %w", t.Name, err)
+		}
+	}
+	for i, addr := range cfg.ListenAddrs {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("server: broker %d: %w", i, err)
+		}
+		b := newBroker(c, int32(i), ln)
+		c.brokers = append(c.brokers, b)
+	}
+	for _, b := range c.brokers {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			b.serve()
+		}()
+	}
+	return c, nil
+}
+
+// Close stops every listener and connection and waits for all of the cluster's goroutines.
+func (c *Cluster) Close() {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.groups.Close()
+		for _, b := range c.brokers {
+			b.close()
+		}
+	})
+	c.wg.Wait()
+}
+
+// Addrs returns each broker's listen address, by node id.
+func (c *Cluster) Addrs() []string {
+	addrs := make([]string, len(c.brokers))
+	for i, b := range c.brokers {
+		addrs[i] = b.addr
+	}
+	return addrs
+}
+
+// Clock returns the cluster clock.
+func (c *Cluster) Clock() clock.Clock { return c.clock }
+
+// Faults returns the cluster's fault rules.
+func (c *Cluster) Faults() *fault.Set { return c.faults }
+
+// ClusterID returns the id reported to clients.
+func (c *Cluster) ClusterID() string { return c.clusterID }
+
+// NumBrokers returns how many brokers the cluster runs.
+func (c *Cluster) NumBrokers() int { return len(c.cfg.ListenAddrs) }
+
+// broker returns the broker with the given node id, or nil.
+func (c *Cluster) broker(id int32) *Broker {
+	if id < 0 || int(id) >= len(c.brokers) {
+		return nil
+	}
+	return c.brokers[id]
+}
+
+var errClusterClosed = errors.New("server: cluster closed")

@@ -1,0 +1,752 @@
+package server
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/log"
+)
+
+// configDef is one config Kafka defines (a ConfigDef key): its type, its default and the
+// validator Kafka runs on a parsed value.
+type configDef struct {
+	name      string
+	typ       kmsg.ConfigType
+	def       string // Kafka's default, canonical; unused when null
+	null      bool   // Kafka's default is null: the config has no value until one is set
+	check     func(name string, v any) error
+	dynamic   bool            // broker configs only: in DynamicBrokerConfig.AllDynamicConfigs
+	synonyms  []brokerSynonym // topic configs only: the broker configs that set the default
+	brokerKey string          // group configs only: the broker config that sets the default
+}
+
+// brokerSynonym is a broker config that sets a topic config's default, in the topic config's
+// unit once multiplied by toTopic (log.retention.hours sets retention.ms times 3600000).
+type brokerSynonym struct {
+	name    string
+	toTopic int64
+}
+
+func def(name string, typ kmsg.ConfigType, dflt string, check func(string, any) error) configDef {
+	return configDef{name: name, typ: typ, def: dflt, check: check}
+}
+
+func nullDef(name string, typ kmsg.ConfigType) configDef {
+	return configDef{name: name, typ: typ, null: true}
+}
+
+// dyn marks a broker config that IncrementalAlterConfigs may change.
+func (d configDef) dyn() configDef { d.dynamic = true; return d }
+
+// from sets the broker synonyms of a topic config, most preferred first, each converting 1:1.
+func (d configDef) from(names ...string) configDef {
+	for _, n := range names {
+		d.synonyms = append(d.synonyms, brokerSynonym{name: n, toTopic: 1})
+	}
+	return d
+}
+
+// fromScaled adds a broker synonym whose value is multiplied by factor (hours or minutes to ms).
+func (d configDef) fromScaled(name string, factor int64) configDef {
+	d.synonyms = append(d.synonyms, brokerSynonym{name: name, toTopic: factor})
+	return d
+}
+
+// defaultsFrom sets the broker config whose value is a group config's default.
+func (d configDef) defaultsFrom(brokerKey string) configDef { d.brokerKey = brokerKey; return d }
+
+const (
+	typeBool   = kmsg.ConfigTypeBoolean
+	typeString = kmsg.ConfigTypeString
+	typeInt    = kmsg.ConfigTypeInt
+	typeLong   = kmsg.ConfigTypeLong
+	typeDouble = kmsg.ConfigTypeDouble
+	typeList   = kmsg.ConfigTypeList
+
+	maxLong = "9223372036854775807"
+	maxInt  = "2147483647"
+
+	hourMs   = int64(time.Hour / time.Millisecond)
+	minuteMs = int64(time.Minute / time.Millisecond)
+)
+
+var compressionTypes = []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}
+
+// brokerDefs are the broker configs the cluster knows, with Kafka 4.x's defaults, validators
+// and dynamic flags (KafkaConfig, ServerLogConfigs, GroupCoordinatorConfig, ShareGroupConfig).
+var brokerDefs = defsByName(
+	def("auto.create.topics.enable", typeBool, "true", nil),
+	def("num.partitions", typeInt, "1", atLeast(1)),
+	def("default.replication.factor", typeInt, "1", nil),
+	def("delete.topic.enable", typeBool, "true", nil),
+	def("offsets.topic.num.partitions", typeInt, "50", atLeast(1)),
+	def("share.coordinator.state.topic.num.partitions", typeInt, "50", atLeast(1)),
+
+	// The broker side of the topic configs: every one is dynamic but the hour and minute
+	// synonyms (DynamicLogConfig.ReconfigurableConfigs).
+	def("compression.type", typeString, "producer", oneOf(compressionTypes...)).dyn(),
+	def("log.cleaner.delete.retention.ms", typeLong, "86400000", atLeast(0)).dyn(),
+	def("log.cleaner.max.compaction.lag.ms", typeLong, maxLong, atLeast(1)).dyn(),
+	def("log.cleaner.min.cleanable.ratio", typeDouble, "0.5", between(0, 1)).dyn(),
+	def("log.cleaner.min.compaction.lag.ms", typeLong, "0", atLeast(0)).dyn(),
+	def("log.cleanup.policy", typeList, "delete", listOf("compact", "delete")).dyn(),
+	def("log.flush.interval.messages", typeLong, maxLong, atLeast(1)).dyn(),
+	nullDef("log.flush.interval.ms", typeLong).dyn(),
+	def("log.flush.scheduler.interval.ms", typeLong, maxLong, nil),
+	def("log.index.interval.bytes", typeInt, "4096", atLeast(0)).dyn(),
+	def("log.index.size.max.bytes", typeInt, "10485760", atLeast(4)).dyn(),
+	def("log.local.retention.bytes", typeLong, "-2", atLeast(-2)).dyn(),
+	def("log.local.retention.ms", typeLong, "-2", atLeast(-2)).dyn(),
+	def("log.message.timestamp.after.max.ms", typeLong, "3600000", atLeast(0)).dyn(),
+	def("log.message.timestamp.before.max.ms", typeLong, maxLong, atLeast(0)).dyn(),
+	def("log.message.timestamp.type", typeString, "CreateTime", oneOf("CreateTime", "LogAppendTime")).dyn(),
+	def("log.preallocate", typeBool, "false", nil).dyn(),
+	def("log.retention.bytes", typeLong, "-1", nil).dyn(),
+	def("log.retention.hours", typeInt, "168", nil),
+	nullDef("log.retention.minutes", typeInt),
+	nullDef("log.retention.ms", typeLong).dyn(),
+	def("log.roll.hours", typeInt, "168", atLeast(1)),
+	def("log.roll.jitter.hours", typeInt, "0", atLeast(0)),
+	nullDef("log.roll.jitter.ms", typeLong).dyn(),
+	nullDef("log.roll.ms", typeLong).dyn(),
+	def("log.segment.bytes", typeInt, "1073741824", atLeast(1<<20)).dyn(),
+	def("log.segment.delete.delay.ms", typeLong, "60000", atLeast(0)).dyn(),
+	def("message.max.bytes", typeInt, strconv.Itoa(log.DefaultMaxMessageBytes), atLeast(0)).dyn(),
+	def("min.insync.replicas", typeInt, "1", atLeast(1)).dyn(),
+	def("unclean.leader.election.enable", typeBool, "false", nil).dyn(),
+
+	// Group coordinator: defaults and bounds of the group configs.
+	def("group.consumer.heartbeat.interval.ms", typeInt, "5000", atLeast(1)),
+	def("group.consumer.max.heartbeat.interval.ms", typeInt, "15000", atLeast(1)),
+	def("group.consumer.max.session.timeout.ms", typeInt, "60000", atLeast(1)),
+	def("group.consumer.max.size", typeInt, maxInt, atLeast(1)),
+	def("group.consumer.min.heartbeat.interval.ms", typeInt, "5000", atLeast(1)),
+	def("group.consumer.min.session.timeout.ms", typeInt, "45000", atLeast(1)),
+	def("group.consumer.session.timeout.ms", typeInt, "45000", atLeast(1)),
+	def("group.share.delivery.count.limit", typeInt, "5", between(2, 10)),
+	def("group.share.heartbeat.interval.ms", typeInt, "5000", atLeast(1)),
+	def("group.share.max.delivery.count.limit", typeInt, "10", between(5, 25)),
+	def("group.share.max.heartbeat.interval.ms", typeInt, "15000", atLeast(1)),
+	def("group.share.max.partition.max.record.locks", typeInt, "4000", between(2000, 10000)),
+	def("group.share.max.record.lock.duration.ms", typeInt, "60000", between(30000, 3600000)),
+	def("group.share.max.session.timeout.ms", typeInt, "60000", atLeast(1)),
+	def("group.share.max.share.sessions", typeInt, "2000", atLeast(1)),
+	def("group.share.max.size", typeInt, "200", between(1, 1000)),
+	def("group.share.min.delivery.count.limit", typeInt, "2", between(2, 5)),
+	def("group.share.min.heartbeat.interval.ms", typeInt, "5000", atLeast(1)),
+	def("group.share.min.partition.max.record.locks", typeInt, "100", between(100, 2000)),
+	def("group.share.min.record.lock.duration.ms", typeInt, "15000", between(1000, 30000)),
+	def("group.share.min.session.timeout.ms", typeInt, "45000", atLeast(1)),
+	def("group.share.partition.max.record.locks", typeInt, "2000", between(100, 10000)),
+	def("group.share.record.lock.duration.ms", typeInt, "30000", between(1000, 3600000)),
+	def("group.share.session.timeout.ms", typeInt, "45000", atLeast(1)),
+	def("group.streams.heartbeat.interval.ms", typeInt, "5000", atLeast(1)),
+	def("group.streams.initial.rebalance.delay.ms", typeInt, "3000", atLeast(0)),
+	def("group.streams.max.heartbeat.interval.ms", typeInt, "15000", atLeast(1)),
+	def("group.streams.max.session.timeout.ms", typeInt, "60000", atLeast(1)),
+	def("group.streams.max.standby.replicas", typeInt, "2", atLeast(0)),
+	def("group.streams.min.heartbeat.interval.ms", typeInt, "5000", atLeast(1)),
+	def("group.streams.min.session.timeout.ms", typeInt, "45000", atLeast(1)),
+	def("group.streams.num.standby.replicas", typeInt, "0", atLeast(0)),
+	def("group.streams.session.timeout.ms", typeInt, "45000", atLeast(1)),
+)
+
+// topicDefs are the topic configs the cluster knows (LogConfig), with their broker synonyms
+// (ServerTopicConfigSynonyms).
+var topicDefs = defsByName(
+	def("cleanup.policy", typeList, "delete", listOf("compact", "delete")).from("log.cleanup.policy"),
+	def("compression.type", typeString, "producer", oneOf(compressionTypes...)).from("compression.type"),
+	def("delete.retention.ms", typeLong, "86400000", atLeast(0)).from("log.cleaner.delete.retention.ms"),
+	def("file.delete.delay.ms", typeLong, "60000", atLeast(0)).from("log.segment.delete.delay.ms"),
+	def("flush.messages", typeLong, maxLong, atLeast(1)).from("log.flush.interval.messages"),
+	def("flush.ms", typeLong, maxLong, atLeast(0)).from("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+	def("index.interval.bytes", typeInt, "4096", atLeast(0)).from("log.index.interval.bytes"),
+	def("local.retention.bytes", typeLong, "-2", atLeast(-2)).from("log.local.retention.bytes"),
+	def("local.retention.ms", typeLong, "-2", atLeast(-2)).from("log.local.retention.ms"),
+	def("max.compaction.lag.ms", typeLong, maxLong, atLeast(1)).from("log.cleaner.max.compaction.lag.ms"),
+	def("max.message.bytes", typeInt, strconv.Itoa(log.DefaultMaxMessageBytes), atLeast(0)).from("message.max.bytes"),
+	def("message.timestamp.after.max.ms", typeLong, "3600000", atLeast(0)).from("log.message.timestamp.after.max.ms"),
+	def("message.timestamp.before.max.ms", typeLong, maxLong, atLeast(0)).from("log.message.timestamp.before.max.ms"),
+	def("message.timestamp.type", typeString, "CreateTime", oneOf("CreateTime", "LogAppendTime")).from("log.message.timestamp.type"),
+	def("min.cleanable.dirty.ratio", typeDouble, "0.5", between(0, 1)).from("log.cleaner.min.cleanable.ratio"),
+	def("min.compaction.lag.ms", typeLong, "0", atLeast(0)).from("log.cleaner.min.compaction.lag.ms"),
+	def("min.insync.replicas", typeInt, "1", atLeast(1)).from("min.insync.replicas"),
+	def("preallocate", typeBool, "false", nil).from("log.preallocate"),
+	def("remote.log.copy.disable", typeBool, "false", nil),
+	def("remote.log.delete.on.disable", typeBool, "false", nil),
+	def("remote.storage.enable", typeBool, "false", nil),
+	def("retention.bytes", typeLong, "-1", nil).from("log.retention.bytes"),
+	def("retention.ms", typeLong, "604800000", atLeast(-1)).from("log.retention.ms").
+		fromScaled("log.retention.minutes", minuteMs).fromScaled("log.retention.hours", hourMs),
+	def("segment.bytes", typeInt, "1073741824", atLeast(1<<20)).from("log.segment.bytes"),
+	def("segment.index.bytes", typeInt, "10485760", atLeast(4)).from("log.index.size.max.bytes"),
+	def("segment.jitter.ms", typeLong, "0", atLeast(0)).from("log.roll.jitter.ms").fromScaled("log.roll.jitter.hours", hourMs),
+	def("segment.ms", typeLong, "604800000", atLeast(1)).from("log.roll.ms").fromScaled("log.roll.hours", hourMs),
+	def("unclean.leader.election.enable", typeBool, "false", nil).from("unclean.leader.election.enable"),
+)
+
+// groupDefs are the group configs (GroupConfig), in Kafka's definition order, each defaulting
+// to its broker config.
+var groupDefs = []configDef{
+	def("consumer.session.timeout.ms", typeInt, "", atLeast(1)).defaultsFrom("group.consumer.session.timeout.ms"),
+	def("consumer.heartbeat.interval.ms", typeInt, "", atLeast(1)).defaultsFrom("group.consumer.heartbeat.interval.ms"),
+	def("share.session.timeout.ms", typeInt, "", atLeast(1)).defaultsFrom("group.share.session.timeout.ms"),
+	def("share.heartbeat.interval.ms", typeInt, "", atLeast(1)).defaultsFrom("group.share.heartbeat.interval.ms"),
+	def("share.record.lock.duration.ms", typeInt, "", atLeast(1000)).defaultsFrom("group.share.record.lock.duration.ms"),
+	def("share.delivery.count.limit", typeInt, "", atLeast(2)).defaultsFrom("group.share.delivery.count.limit"),
+	def("share.partition.max.record.locks", typeInt, "", atLeast(100)).defaultsFrom("group.share.partition.max.record.locks"),
+	def("share.auto.offset.reset", typeString, "latest", checkAutoOffsetReset),
+	def("share.isolation.level", typeString, "read_uncommitted", oneOf("read_committed", "read_uncommitted")),
+	def("share.renew.acknowledge.enable", typeBool, "true", nil),
+	def("streams.session.timeout.ms", typeInt, "", atLeast(1)).defaultsFrom("group.streams.session.timeout.ms"),
+	def("streams.heartbeat.interval.ms", typeInt, "", atLeast(1)).defaultsFrom("group.streams.heartbeat.interval.ms"),
+	def("streams.num.standby.replicas", typeInt, "", atLeast(0)).defaultsFrom("group.streams.num.standby.replicas"),
+	def("streams.initial.rebalance.delay.ms", typeInt, "", atLeast(0)).defaultsFrom("group.streams.initial.rebalance.delay.ms"),
+}
+
+var groupDefsByName = defsByName(groupDefs...)
+
+// groupBounds are the broker configs that bound group configs, in the order GroupConfig
+// checks them; an empty min means no lower bound.
+var groupBounds = []struct{ key, min, max string }{
+	{"consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms"},
+	{"consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms"},
+	{"share.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"},
+	{"share.session.timeout.ms", "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"},
+	{"share.record.lock.duration.ms", "group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms"},
+	{"share.delivery.count.limit", "group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit"},
+	{"share.partition.max.record.locks", "group.share.min.partition.max.record.locks", "group.share.max.partition.max.record.locks"},
+	{"streams.heartbeat.interval.ms", "group.streams.min.heartbeat.interval.ms", "group.streams.max.heartbeat.interval.ms"},
+	{"streams.session.timeout.ms", "group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms"},
+	{"streams.num.standby.replicas", "", "group.streams.max.standby.replicas"},
+}
+
+// sessionOverHeartbeat pairs the session timeout and heartbeat interval configs whose session
+// must exceed the heartbeat, for groups and (with the "group." prefix) for the broker.
+var sessionOverHeartbeat = []struct{ session, heartbeat string }{
+	{"consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"},
+	{"share.session.timeout.ms", "share.heartbeat.interval.ms"},
+	{"streams.session.timeout.ms", "streams.heartbeat.interval.ms"},
+}
+
+func defsByName(defs ...configDef) map[string]*configDef {
+	m := make(map[string]*configDef, len(defs))
+	for i := range defs {
+		m[defs[i].name] = &defs[i]
+	}
+	return m
+}
+
+// Validators, with the reasons Kafka's ConfigDef validators give.
+
+func atLeast(min int64) func(string, any) error {
+	return func(name string, v any) error {
+		if toFloat(v) < float64(min) {
+			return invalidValue(name, v, fmt.Sprintf("Value must be at least %d", min))
+		}
+		return nil
+	}
+}
+
+func between(min, max int64) func(string, any) error {
+	return func(name string, v any) error {
+		if err := atLeast(min)(name, v); err != nil {
+			return err
+		}
+		if toFloat(v) > float64(max) {
+			return invalidValue(name, v, fmt.Sprintf("Value must be no more than %d", max))
+		}
+		return nil
+	}
+}
+
+func oneOf(valid ...string) func(string, any) error {
+	return func(name string, v any) error {
+		if !slices.Contains(valid, v.(string)) {
+			return invalidValue(name, v, "String must be one of: "+strings.Join(valid, ", "))
+		}
+		return nil
+	}
+}
+
+func listOf(valid ...string) func(string, any) error {
+	check := oneOf(valid...)
+	return func(name string, v any) error {
+		for _, s := range v.([]string) {
+			if err := check(name, s); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+func toFloat(v any) float64 {
+	switch n := v.(type) {
+	case int64:
+		return float64(n)
+	case float64:
+		return n
+	}
+	return 0
+}
+
+// invalidValue is the text of Kafka's ConfigException(name, value, message).
+func invalidValue(name string, value any, reason string) error {
+	return fmt.Errorf("Invalid value %s for configuration %s: %s", javaString(value), name, reason)
+}
+
+// javaString prints a parsed value the way Java's toString does.
+func javaString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case bool:
+		return strconv.FormatBool(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1e7 {
+			return strconv.FormatFloat(x, 'f', 1, 64)
+		}
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case []string:
+		return "[" + strings.Join(x, ", ") + "]"
+	}
+	return fmt.Sprint(v)
+}
+
+var listSplit = regexp.MustCompile(`\s*,\s*`)
+
+// parse reads a raw value as ConfigDef.parseType does (trimmed, typed) and runs the validator.
+func (d *configDef) parse(raw string) (any, error) {
+	s := strings.TrimSpace(raw)
+	var v any
+	switch d.typ {
+	case typeBool:
+		switch {
+		case strings.EqualFold(s, "true"):
+			v = true
+		case strings.EqualFold(s, "false"):
+			v = false
+		default:
+			return nil, invalidValue(d.name, raw, "Expected value to be either true or false")
+		}
+	case typeInt, typeLong:
+		bits, typeName := 32, "INT"
+		if d.typ == typeLong {
+			bits, typeName = 64, "LONG"
+		}
+		n, err := strconv.ParseInt(s, 10, bits)
+		if err != nil {
+			return nil, invalidValue(d.name, raw, "Not a number of type "+typeName)
+		}
+		v = n
+	case typeDouble:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return nil, invalidValue(d.name, raw, "Not a number of type DOUBLE")
+		}
+		v = f
+	case typeList:
+		list := []string{}
+		if s != "" {
+			list = listSplit.Split(s, -1)
+		}
+		v = list
+	default:
+		v = s
+	}
+	if d.check != nil {
+		if err := d.check(d.name, v); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// canonical is a valid raw value as Kafka prints the parsed value (ConfigDef.convertToString).
+func (d *configDef) canonical(raw string) string {
+	v, err := d.parse(raw)
+	if err != nil {
+		return raw
+	}
+	if list, ok := v.([]string); ok {
+		return strings.Join(list, ",")
+	}
+	if f, ok := v.(float64); ok {
+		return javaString(f)
+	}
+	return fmt.Sprint(v)
+}
+
+// shareOffsetReset is a parsed share.auto.offset.reset: latest, earliest, or by_duration with
+// how far back from now a new share partition starts.
+type shareOffsetReset struct {
+	strategy string // "latest", "earliest" or "by_duration"
+	duration time.Duration
+}
+
+// parseShareOffsetReset parses share.auto.offset.reset as ShareGroupAutoOffsetResetStrategy
+// does: "latest", "earliest" or "by_duration:" and a non-negative ISO-8601 duration
+// (PnDTnHnMn.nS), all case-sensitive but the duration's letters.
+func parseShareOffsetReset(s string) (shareOffsetReset, bool) {
+	switch s {
+	case "latest", "earliest":
+		return shareOffsetReset{strategy: s}, true
+	}
+	rest, ok := strings.CutPrefix(s, "by_duration:")
+	if !ok {
+		return shareOffsetReset{}, false
+	}
+	d, ok := parseISODuration(rest)
+	if !ok || d < 0 {
+		return shareOffsetReset{}, false
+	}
+	return shareOffsetReset{strategy: "by_duration", duration: d}, true
+}
+
+var isoDuration = regexp.MustCompile(`(?i)^([-+]?)P(?:([-+]?[0-9]+)D)?(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?$`)
+
+// parseISODuration parses what java.time.Duration.parse accepts.
+func parseISODuration(s string) (time.Duration, bool) {
+	m := isoDuration.FindStringSubmatch(s)
+	if m == nil || m[3] == "T" || (m[2] == "" && m[3] == "") {
+		return 0, false
+	}
+	var total time.Duration
+	for _, part := range []struct {
+		digits string
+		unit   time.Duration
+	}{{m[2], 24 * time.Hour}, {m[4], time.Hour}, {m[5], time.Minute}, {m[6], time.Second}} {
+		if part.digits == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(part.digits, 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		total += time.Duration(n) * part.unit
+	}
+	if m[7] != "" {
+		frac, _ := strconv.ParseInt((m[7] + "000000000")[:9], 10, 64)
+		if strings.HasPrefix(m[6], "-") {
+			frac = -frac
+		}
+		total += time.Duration(frac)
+	}
+	if m[1] == "-" {
+		total = -total
+	}
+	return total, true
+}
+
+func checkAutoOffsetReset(name string, v any) error {
+	s := v.(string)
+	if _, ok := parseShareOffsetReset(s); !ok {
+		return invalidValue(name, v, "Invalid value `"+s+"` for configuration "+name+
+			". The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.")
+	}
+	return nil
+}
+
+// brokerConfigs holds every config of the cluster: the broker configs it started with, those
+// set later with IncrementalAlterConfigs (cluster-wide and per broker), and group configs.
+// Topic configs live on their Topic.
+type brokerConfigs struct {
+	static map[string]string // from Config.BrokerConfigs, validated; never changes
+
+	mu         sync.RWMutex
+	dynDefault map[string]string            // resource "": every broker's dynamic configs
+	dynBroker  map[int32]map[string]string  // resource "<id>": one broker's dynamic configs
+	groups     map[string]map[string]string // group id -> its group configs
+}
+
+// newBrokerConfigs validates the broker configs a cluster starts with: every key must be one
+// the cluster knows (an unknown key is an error naming it, where Kafka would only log it), each
+// value must parse and pass Kafka's validator, and the group bounds must hold together as
+// GroupCoordinatorConfig and ShareGroupConfig require.
+func newBrokerConfigs(m map[string]string) (*brokerConfigs, error) {
+	b := &brokerConfigs{
+		static:     make(map[string]string, len(m)),
+		dynDefault: make(map[string]string),
+		dynBroker:  make(map[int32]map[string]string),
+		groups:     make(map[string]map[string]string),
+	}
+	for _, k := range sortedKeys(m) {
+		d := brokerDefs[k]
+		if d == nil {
+			return nil, fmt.Errorf("server: unknown broker config %q", k)
+		}
+		if _, err := d.parse(m[k]); err != nil {
+			return nil, fmt.Errorf("server: broker config: %w", err)
+		}
+		b.static[k] = m[k]
+	}
+	if err := b.checkGroupBounds(); err != nil {
+		return nil, fmt.Errorf("server: broker config: %w", err)
+	}
+	return b, nil
+}
+
+// checkGroupBounds applies the broker-level requirements on the group configs' defaults and
+// bounds: min <= default <= max, and the session timeout above the heartbeat interval.
+func (b *brokerConfigs) checkGroupBounds() error {
+	for _, bound := range groupBounds {
+		dflt := groupDefsByName[bound.key].brokerKey
+		if bound.min != "" {
+			if b.int(bound.max) < b.int(bound.min) {
+				return fmt.Errorf("%s must be greater than or equal to %s", bound.max, bound.min)
+			}
+			if b.int(dflt) < b.int(bound.min) {
+				return fmt.Errorf("%s must be greater than or equal to %s", dflt, bound.min)
+			}
+		}
+		if b.int(dflt) > b.int(bound.max) {
+			return fmt.Errorf("%s must be less than or equal to %s", dflt, bound.max)
+		}
+	}
+	for _, p := range sessionOverHeartbeat {
+		session, heartbeat := "group."+p.session, "group."+p.heartbeat
+		if b.int(heartbeat) >= b.int(session) {
+			return fmt.Errorf("%s must be less than %s", heartbeat, session)
+		}
+	}
+	if b.int("group.share.max.share.sessions") < b.int("group.share.max.size") {
+		return fmt.Errorf("group.share.max.share.sessions must be greater than or equal to group.share.max.size")
+	}
+	return nil
+}
+
+// lookupLocked returns broker config name's value for broker id and where it comes from:
+// that broker's dynamic configs, the cluster-wide dynamic configs, the static configs, then
+// Kafka's default. A negative id skips per-broker configs. ok is false for a null value.
+func (b *brokerConfigs) lookupLocked(id int32, name string) (value string, source kmsg.ConfigSource, ok bool) {
+	if v, found := b.dynBroker[id][name]; found && id >= 0 {
+		return v, kmsg.ConfigSourceDynamicBrokerConfig, true
+	}
+	if v, found := b.dynDefault[name]; found {
+		return v, kmsg.ConfigSourceDynamicDefaultBrokerConfig, true
+	}
+	if v, found := b.static[name]; found {
+		return v, kmsg.ConfigSourceStaticBrokerConfig, true
+	}
+	if d := brokerDefs[name]; d != nil && !d.null {
+		return d.def, kmsg.ConfigSourceDefaultConfig, true
+	}
+	return "", kmsg.ConfigSourceDefaultConfig, false
+}
+
+// value returns the cluster-wide value of a known broker config (per-broker dynamic configs
+// aside). It panics on a config the cluster does not define or whose value is null: callers
+// name configs from brokerDefs.
+func (b *brokerConfigs) value(name string) string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.valueLocked(name)
+}
+
+func (b *brokerConfigs) valueLocked(name string) string {
+	v, _, ok := b.lookupLocked(-1, name)
+	if !ok {
+		panic("server: broker config " + name + " has no value")
+	}
+	return v
+}
+
+// bool returns a boolean broker config's cluster-wide value.
+func (b *brokerConfigs) bool(name string) bool { return b.parsed(name).(bool) }
+
+// int returns an INT or LONG broker config's cluster-wide value.
+func (b *brokerConfigs) int(name string) int { return int(b.parsed(name).(int64)) }
+
+// string returns a STRING broker config's cluster-wide value.
+func (b *brokerConfigs) string(name string) string { return b.parsed(name).(string) }
+
+func (b *brokerConfigs) parsed(name string) any {
+	v, err := brokerDefs[name].parse(b.value(name))
+	if err != nil {
+		panic("server: stored broker config is invalid: " + err.Error())
+	}
+	return v
+}
+
+// topicValueLocked returns topic config name's value for a topic with the given configs: the
+// topic's own value, else the first broker synonym with a value (for broker id, or
+// cluster-wide when id is negative) in the topic config's unit, else Kafka's default.
+func (b *brokerConfigs) topicValueLocked(configs map[string]string, id int32, name string) string {
+	d := topicDefs[name]
+	if v, ok := configs[name]; ok {
+		return d.canonical(v)
+	}
+	for _, syn := range d.synonyms {
+		v, _, ok := b.lookupLocked(id, syn.name)
+		if !ok {
+			continue
+		}
+		if syn.toTopic == 1 {
+			return d.canonical(v)
+		}
+		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		return strconv.FormatInt(n*syn.toTopic, 10)
+	}
+	return d.def
+}
+
+// validateTopicConfigs checks a topic's explicit configs as LogConfig.validate does and
+// returns a copy to store: an unknown name, a value that does not parse or fails its
+// validator, or min.compaction.lag.ms above max.compaction.lag.ms is INVALID_CONFIG with
+// Kafka's message.
+func (b *brokerConfigs) validateTopicConfigs(m map[string]string) (map[string]string, error) {
+	keys := sortedKeys(m)
+	for _, k := range keys {
+		if topicDefs[k] == nil {
+			return nil, errorf(kerr.InvalidConfig, "Unknown topic config name: %s", k)
+		}
+	}
+	for _, k := range keys {
+		if _, err := topicDefs[k].parse(m[k]); err != nil {
+			return nil, errorf(kerr.InvalidConfig, "%s", err.Error())
+		}
+	}
+	b.mu.RLock()
+	minLag, _ := strconv.ParseInt(b.topicValueLocked(m, -1, "min.compaction.lag.ms"), 10, 64)
+	maxLag, _ := strconv.ParseInt(b.topicValueLocked(m, -1, "max.compaction.lag.ms"), 10, 64)
+	b.mu.RUnlock()
+	if minLag > maxLag {
+		return nil, errorf(kerr.InvalidConfig, "conflict topic config setting min.compaction.lag.ms (%d) > max.compaction.lag.ms (%d)", minLag, maxLag)
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// newLog returns an empty log for a new partition of a topic with the given explicit configs:
+// message.timestamp.type and max.message.bytes come from the topic, else from the broker
+// configs (log.message.timestamp.type, message.max.bytes). The log keeps them for its
+// lifetime: a later change of either config applies to partitions created after it.
+func (c *Cluster) newLog(configs map[string]string) *log.Partition {
+	b := c.configs
+	b.mu.RLock()
+	tsType := b.topicValueLocked(configs, -1, "message.timestamp.type")
+	maxBytes, _ := strconv.Atoi(b.topicValueLocked(configs, -1, "max.message.bytes"))
+	b.mu.RUnlock()
+	return log.NewPartition(log.Config{LogAppendTime: tsType == "LogAppendTime", MaxMessageBytes: maxBytes})
+}
+
+// groupDefaultLocked is a group config's default: its broker config's cluster-wide value, or
+// Kafka's GroupConfig default for the few without one.
+func (b *brokerConfigs) groupDefaultLocked(d *configDef) string {
+	if d.brokerKey != "" {
+		return brokerDefs[d.brokerKey].canonical(b.valueLocked(d.brokerKey))
+	}
+	return d.def
+}
+
+// validateGroupConfigsLocked checks a group's configs as GroupConfig.validate does, with the
+// broker's values standing in for unset ones: an unknown name, a value that does not parse or
+// fails its validator, a value outside the broker's bounds or a session timeout not above its
+// heartbeat interval is INVALID_CONFIG with Kafka's message.
+func (b *brokerConfigs) validateGroupConfigsLocked(m map[string]string) error {
+	for _, k := range sortedKeys(m) {
+		if groupDefsByName[k] == nil {
+			return errorf(kerr.InvalidConfig, "Unknown group config name: %s", k)
+		}
+	}
+	values := make(map[string]int64, len(groupDefs))
+	for i := range groupDefs {
+		d := &groupDefs[i]
+		raw, ok := m[d.name]
+		if !ok {
+			raw = b.groupDefaultLocked(d)
+		}
+		v, err := d.parse(raw)
+		if err != nil {
+			return errorf(kerr.InvalidConfig, "%s", err.Error())
+		}
+		if n, isInt := v.(int64); isInt {
+			values[d.name] = n
+		}
+	}
+	bound := func(name string) int64 {
+		n, _ := strconv.ParseInt(b.valueLocked(name), 10, 64)
+		return n
+	}
+	for _, g := range groupBounds {
+		if g.min != "" && values[g.key] < bound(g.min) {
+			return errorf(kerr.InvalidConfig, "%s must be greater than or equal to %s", g.key, g.min)
+		}
+		if values[g.key] > bound(g.max) {
+			return errorf(kerr.InvalidConfig, "%s must be less than or equal to %s", g.key, g.max)
+		}
+	}
+	for _, p := range sessionOverHeartbeat {
+		if values[p.session] <= values[p.heartbeat] {
+			return errorf(kerr.InvalidConfig, "%s must be greater than %s", p.session, p.heartbeat)
+		}
+	}
+	return nil
+}
+
+// groupConfig returns the value set for one of a group's configs with IncrementalAlterConfigs,
+// and whether one is set. The group need not exist: Kafka lets configs be set beforehand.
+func (c *Cluster) groupConfig(group, key string) (string, bool) {
+	c.configs.mu.RLock()
+	defer c.configs.mu.RUnlock()
+	v, ok := c.configs.groups[group][key]
+	return v, ok
+}
+
+// effectiveGroupConfig returns the value a group runs with for a group config: the group's
+// own value, else the broker's (group.share.record.lock.duration.ms for
+// share.record.lock.duration.ms), else Kafka's default. It panics on an unknown key.
+func (c *Cluster) effectiveGroupConfig(group, key string) string {
+	d := groupDefsByName[key]
+	if d == nil {
+		panic("server: unknown group config " + key)
+	}
+	b := c.configs
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if v, ok := b.groups[group][key]; ok {
+		return d.canonical(v)
+	}
+	return b.groupDefaultLocked(d)
+}
+
+// groupConfigInt returns an INT group config's effective value (effectiveGroupConfig).
+func (c *Cluster) groupConfigInt(group, key string) int {
+	n, _ := strconv.Atoi(c.effectiveGroupConfig(group, key))
+	return n
+}
+
+// groupConfigBool returns a BOOLEAN group config's effective value (effectiveGroupConfig).
+func (c *Cluster) groupConfigBool(group, key string) bool {
+	return c.effectiveGroupConfig(group, key) == "true"
+}
+
+// groupOffsetReset returns a group's effective share.auto.offset.reset, parsed.
+func (c *Cluster) groupOffsetReset(group string) shareOffsetReset {
+	r, _ := parseShareOffsetReset(c.effectiveGroupConfig(group, "share.auto.offset.reset"))
+	return r
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

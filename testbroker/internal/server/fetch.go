@@ -1,0 +1,339 @@
+package server
+
+import (
+	"errors"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// maxFetchBytes caps the records of one fetch response, as Kafka's fetch.max.bytes default
+// (55 MiB) does.
+const maxFetchBytes = 55 << 20
+
+// noAbortedTransactions is what a READ_COMMITTED fetch gets: an empty list (never null), since
+// the log holds no transactional batches. It is shared and never written.
+var noAbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+
+// fetchPart is one partition of a fetch: what was asked, where its answer goes, and the
+// partition when it exists.
+type fetchPart struct {
+	req   *kmsg.FetchRequestTopicPartition
+	out   *kmsg.FetchResponseTopicPartition
+	p     *Partition  // nil when the topic or partition is unknown
+	err   *kerr.Error // why p is nil
+	topic int         // index of the partition's topic in the request
+}
+
+// handleFetch answers Fetch v4-18 as a Kafka leader answers a consumer. Topics are named by
+// name up to v12 and by id from v13 (an unknown id is UNKNOWN_TOPIC_ID, an unknown name or
+// partition UNKNOWN_TOPIC_OR_PARTITION); in the response, as with Kafka, the partitions the
+// cluster has come first, in request order, and the unknown ones after them.
+//
+// Fetch sessions (KIP-227) are refused the way Kafka refuses them when its session cache is
+// full: a full fetch (SessionEpoch 0, which asks for a session, or -1, which does not) is
+// answered with SessionID 0, meaning that no session was created, and the client keeps sending
+// full fetches. Any other epoch belongs to an incremental fetch of a session this broker never
+// created, which fails as a whole with FETCH_SESSION_ID_NOT_FOUND. ForgottenTopics therefore
+// has nothing to forget.
+//
+// Each partition gets its high watermark, last stable offset (the high watermark: there are no
+// transactions), log start offset, and the stored batches from the one holding FetchOffset up
+// to the high watermark, within PartitionMaxBytes and what is left of the request's MaxBytes
+// (capped at 55 MiB, Kafka's fetch.max.bytes). The first partition with data gets at least one
+// whole batch whatever the limits, as with Kafka (KIP-74). A FetchOffset outside the log is
+// OFFSET_OUT_OF_RANGE. A partition this broker does not lead is NOT_LEADER_OR_FOLLOWER, with
+// the leader in CurrentLeader and its address in Brokers from v16, as Kafka sends them; a
+// CurrentLeaderEpoch older or newer than the partition's is FENCED_LEADER_EPOCH or
+// UNKNOWN_LEADER_EPOCH. Failed partitions report -1 for every offset.
+//
+// When the records found add up to less than MinBytes, MaxWaitMillis is positive and no
+// partition failed, the fetch waits (Kafka's DelayedFetch): every append or high watermark
+// move on one of its partitions makes it read again, and it answers as soon as it has
+// MinBytes, or with whatever it has once MaxWaitMillis has passed on the cluster clock. The
+// wait's deadline is its only timer on the clock, stopped when data ends the wait early, so
+// that a test on the manual clock can see the fetch parked. A closing cluster ends the wait.
+//
+// Every fetch is served as a consumer's: the replica fields of follower fetches (ReplicaID,
+// ReplicaState, the partitions' LogStartOffset, LastFetchedEpoch, HighWatermark) are not read,
+// so a follower also reads only up to the high watermark. Fetching from a follower (KIP-392)
+// is not offered: the broker never names a preferred read replica, so clients do not try.
+func (b *Broker) handleFetch(cn *conn, req *kmsg.FetchRequest) kmsg.Response {
+	c := b.c
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if req.Version >= 7 && req.SessionEpoch != 0 && req.SessionEpoch != -1 {
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return resp
+	}
+	parts, waitable := b.fetchParts(req, resp)
+	b.readAndWait(req, parts[:waitable])
+	if req.Version >= 16 {
+		for i := range parts[:waitable] {
+			if out := parts[i].out; out.CurrentLeader.LeaderID >= 0 {
+				resp.Brokers = c.appendFetchBroker(resp.Brokers, out.CurrentLeader.LeaderID)
+			}
+		}
+	}
+	return resp
+}
+
+// readAndWait reads the parts into their response slots and, when they hold less than the
+// request's MinBytes, waits for more as handleFetch describes.
+func (b *Broker) readAndWait(req *kmsg.FetchRequest, parts []fetchPart) {
+	c := b.c
+	maxBytes := min(max(int(req.MaxBytes), 0), maxFetchBytes)
+	minBytes := min(int(req.MinBytes), maxBytes)
+	committed := req.IsolationLevel == 1
+
+	buf, n, failed := b.readFetch(parts, nil, maxBytes, committed, req.Version)
+	if req.MaxWaitMillis <= 0 || len(parts) == 0 || n >= minBytes || failed {
+		return
+	}
+
+	expired := make(chan struct{})
+	timer := c.clock.AfterFunc(time.Duration(req.MaxWaitMillis)*time.Millisecond, func() { close(expired) })
+	w := newFetchWaiter(len(parts), expired, c.closed)
+	for {
+		// Ask for the wake-ups before reading, so that an append between the read and the wait
+		// is not missed.
+		for i := range parts {
+			w.set(i, parts[i].p.Log.Notify())
+		}
+		buf, n, failed = b.readFetch(parts, buf[:0], maxBytes, committed, req.Version)
+		if n >= minBytes || failed {
+			timer.Stop()
+			return
+		}
+		switch w.wait() {
+		case waitExpired:
+			b.readFetch(parts, buf[:0], maxBytes, committed, req.Version)
+			return
+		case waitClosed:
+			timer.Stop()
+			return
+		}
+	}
+}
+
+// appendFetchBroker adds the address of node id to brokers unless it is there already.
+func (c *Cluster) appendFetchBroker(brokers []kmsg.FetchResponseBroker, id int32) []kmsg.FetchResponseBroker {
+	for _, have := range brokers {
+		if have.NodeID == id {
+			return brokers
+		}
+	}
+	if nb := c.broker(id); nb != nil {
+		brokers = append(brokers, kmsg.FetchResponseBroker{NodeID: id, Host: nb.host, Port: nb.port})
+	}
+	return brokers
+}
+
+// fetchParts resolves the request's partitions and lays out the response: the partitions the
+// cluster has, in request order, then the unknown ones with their errors, grouped into topics
+// wherever neighbours share one (Kafka's order). It returns the parts in that order and how
+// many of them exist (the ones to read and wait on).
+func (b *Broker) fetchParts(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) ([]fetchPart, int) {
+	c := b.c
+	total := 0
+	for i := range req.Topics {
+		total += len(req.Topics[i].Partitions)
+	}
+	parts := make([]fetchPart, 0, total)
+	var unknown []fetchPart
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		var t *Topic
+		unknownTopic := kerr.UnknownTopicOrPartition
+		if req.Version >= 13 {
+			t, unknownTopic = c.topicByID(rt.TopicID), kerr.UnknownTopicID
+		} else {
+			t = c.topic(rt.Topic)
+		}
+		for j := range rt.Partitions {
+			fp := fetchPart{req: &rt.Partitions[j], topic: i}
+			if t == nil {
+				fp.err = unknownTopic
+			} else if fp.p = c.partition(t, fp.req.Partition); fp.p == nil {
+				fp.err = kerr.UnknownTopicOrPartition
+			}
+			if fp.err != nil {
+				unknown = append(unknown, fp)
+			} else {
+				parts = append(parts, fp)
+			}
+		}
+	}
+	known := len(parts)
+	parts = append(parts, unknown...)
+
+	outs := make([]kmsg.FetchResponseTopicPartition, len(parts))
+	sameTopic := func(i int) bool { // whether part i belongs to the topic of part i-1
+		if i == 0 {
+			return false
+		}
+		a, b := &req.Topics[parts[i].topic], &req.Topics[parts[i-1].topic]
+		return a.Topic == b.Topic && a.TopicID == b.TopicID
+	}
+	topics := 0
+	for i := range parts {
+		if !sameTopic(i) {
+			topics++
+		}
+	}
+	resp.Topics = make([]kmsg.FetchResponseTopic, 0, topics)
+	for i := range parts {
+		fp := &parts[i]
+		out := &outs[i]
+		out.Default()
+		out.Partition = fp.req.Partition
+		fp.out = out
+		if fp.err != nil {
+			out.ErrorCode = fp.err.Code
+			out.HighWatermark = -1
+		}
+		if !sameTopic(i) {
+			rt := &req.Topics[fp.topic]
+			resp.Topics = append(resp.Topics, kmsg.FetchResponseTopic{Topic: rt.Topic, TopicID: rt.TopicID, Partitions: outs[i:i]})
+		}
+		last := &resp.Topics[len(resp.Topics)-1]
+		last.Partitions = last.Partitions[:len(last.Partitions)+1]
+	}
+	return parts, known
+}
+
+// readFetch reads every part into its response slot, appending the records to buf, and
+// returns buf, the record bytes read and whether a partition failed. A part's RecordBatches
+// alias buf; reading again into buf[:0] rewrites every slot, so none keeps stale bytes.
+func (b *Broker) readFetch(parts []fetchPart, buf []byte, maxBytes int, committed bool, version int16) ([]byte, int, bool) {
+	left := maxBytes
+	first := true // no partition has given records yet: the next one gets at least a batch
+	failed := false
+	total := 0
+	for i := range parts {
+		fp := &parts[i]
+		out, p := fp.out, fp.p
+		out.RecordBatches = nil
+		out.AbortedTransactions = nil
+		if lerr := b.leaderError(p, fp.req.CurrentLeaderEpoch); lerr != nil {
+			b.failFetchPart(out, lerr, p, version)
+			failed = true
+			continue
+		}
+		hwm := p.Log.HighWatermark()
+		partMax := min(max(int(fp.req.PartitionMaxBytes), 0), left)
+		start := len(buf)
+		var err error
+		if first || partMax > 0 {
+			buf, err = p.Log.AppendRecords(buf, fp.req.FetchOffset, partMax, hwm)
+		} else if off := fp.req.FetchOffset; off < p.Log.LogStartOffset() || off > p.Log.LogEndOffset() {
+			// The response is full: no records, but the offset is still checked.
+			err = kerr.OffsetOutOfRange
+		}
+		if err != nil {
+			b.failFetchPart(out, kerrOf(err), p, version)
+			failed = true
+			continue
+		}
+		n := len(buf) - start
+		if !first && n > partMax {
+			// Only the first partition with data may exceed the limits (KIP-74).
+			buf, n = buf[:start], 0
+		}
+		if n > 0 {
+			out.RecordBatches = buf[start:len(buf):len(buf)]
+			first = false
+			left = max(left-n, 0)
+			total += n
+		}
+		out.ErrorCode = 0
+		out.HighWatermark = hwm
+		out.LastStableOffset = hwm
+		out.LogStartOffset = p.Log.LogStartOffset()
+		out.CurrentLeader.LeaderID, out.CurrentLeader.LeaderEpoch = -1, -1
+		if committed {
+			out.AbortedTransactions = noAbortedTransactions
+		}
+	}
+	return buf, total, failed
+}
+
+// failFetchPart sets a failed partition's answer: the error, -1 for every offset, and for a
+// partition led elsewhere the leader (v16+, as Kafka sends it).
+func (b *Broker) failFetchPart(out *kmsg.FetchResponseTopicPartition, err *kerr.Error, p *Partition, version int16) {
+	out.ErrorCode = err.Code
+	out.HighWatermark, out.LastStableOffset, out.LogStartOffset = -1, -1, -1
+	out.CurrentLeader.LeaderID, out.CurrentLeader.LeaderEpoch = -1, -1
+	if version >= 16 && (err == kerr.NotLeaderForPartition || err == kerr.FencedLeaderEpoch) {
+		out.CurrentLeader.LeaderID, out.CurrentLeader.LeaderEpoch = p.Leader, p.LeaderEpoch
+	}
+}
+
+// kerrOf returns the Kafka error err carries, or UNKNOWN_SERVER_ERROR.
+func kerrOf(err error) *kerr.Error {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke
+	}
+	return kerr.UnknownServerError
+}
+
+// fetchWaiter waits for the first of: a wake-up of any of a fetch's partitions, the fetch's
+// deadline, the cluster's close.
+type fetchWaiter struct {
+	expired, closed <-chan struct{}
+	one             <-chan struct{}      // the wake-up of a single-partition fetch
+	cases           []reflect.SelectCase // wake-ups first, then expired and closed
+}
+
+type waitResult int
+
+const (
+	waitWoken waitResult = iota
+	waitExpired
+	waitClosed
+)
+
+func newFetchWaiter(n int, expired, closed <-chan struct{}) *fetchWaiter {
+	w := &fetchWaiter{expired: expired, closed: closed}
+	if n > 1 {
+		w.cases = make([]reflect.SelectCase, n+2)
+		for i := range w.cases {
+			w.cases[i].Dir = reflect.SelectRecv
+		}
+		w.cases[n].Chan = reflect.ValueOf(expired)
+		w.cases[n+1].Chan = reflect.ValueOf(closed)
+	}
+	return w
+}
+
+// set makes ch the wake-up of partition i.
+func (w *fetchWaiter) set(i int, ch <-chan struct{}) {
+	if w.cases == nil {
+		w.one = ch
+		return
+	}
+	w.cases[i].Chan = reflect.ValueOf(ch)
+}
+
+func (w *fetchWaiter) wait() waitResult {
+	if w.cases == nil {
+		select {
+		case <-w.one:
+			return waitWoken
+		case <-w.expired:
+			return waitExpired
+		case <-w.closed:
+			return waitClosed
+		}
+	}
+	chosen, _, _ := reflect.Select(w.cases)
+	switch chosen {
+	case len(w.cases) - 2:
+		return waitExpired
+	case len(w.cases) - 1:
+		return waitClosed
+	}
+	return waitWoken
+}

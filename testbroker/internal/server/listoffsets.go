@@ -1,0 +1,164 @@
+package server
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The special timestamps of ListOffsets and the first version that accepts each.
+const (
+	latestTimestamp        = -1 // the offset consumers read up to (v1+)
+	earliestTimestamp      = -2 // the log start offset (v1+)
+	maxTimestamp           = -3 // the record with the largest timestamp, KIP-734 (v7+)
+	earliestLocalTimestamp = -4 // the local log start offset, KIP-405 (v8+)
+	latestTieredTimestamp  = -5 // the last offset in remote storage, KIP-1005 (v9+)
+)
+
+// minVersionForTimestamp returns the first ListOffsets version that accepts a special
+// timestamp, or -1 for a negative timestamp no version up to v10 knows.
+func minVersionForTimestamp(ts int64) int16 {
+	switch ts {
+	case latestTimestamp, earliestTimestamp:
+		return 1
+	case maxTimestamp:
+		return 7
+	case earliestLocalTimestamp:
+		return 8
+	case latestTieredTimestamp:
+		return 9
+	}
+	return -1
+}
+
+// Replica ids a ListOffsets request can come from.
+const (
+	consumerReplicaID  = -1 // a client: reads up to the high watermark, only from the leader
+	debuggingReplicaID = -2 // a tool: may ask a follower
+)
+
+// handleListOffsets answers ListOffsets v1-10 as Kafka's ReplicaManager.fetchOffset does. Per
+// partition, by Timestamp:
+//
+//   - -2 (earliest) and -4 (earliest local: there is no remote storage): the log start offset;
+//   - -1 (latest): the offset reads stop at, the high watermark for a client (with
+//     READ_COMMITTED the last stable offset, which is the high watermark, as there are no
+//     transactions) and the log end offset for a follower;
+//   - -3 (max timestamp): the first batch holding the largest timestamp, with that timestamp;
+//   - -5 (latest tiered): offset -1, as on a Kafka topic without remote storage;
+//   - 0 or more: the first batch whose largest timestamp reaches Timestamp (see
+//     log.Partition.OffsetForTimestamp for how that can precede Kafka's record-exact answer).
+//
+// A timestamp search that finds nothing, or only records at or past the offset reads stop at,
+// answers offset -1 and timestamp -1 without an error, as Kafka does. Special timestamps get
+// timestamp -1. LeaderEpoch (v4+) is the partition's leader epoch, the epoch of every batch it
+// holds; -5 gets -1. A special timestamp the request's version does not know is
+// UNSUPPORTED_VERSION; a partition named twice is INVALID_REQUEST, answered once; an unknown
+// topic or partition is UNKNOWN_TOPIC_OR_PARTITION; a broker that does not lead the partition
+// answers NOT_LEADER_OR_FOLLOWER, except to the debugging replica id (-2) on a follower;
+// a CurrentLeaderEpoch (v4+) older or newer than the partition's is FENCED_LEADER_EPOCH or
+// UNKNOWN_LEADER_EPOCH.
+func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
+	c := b.c
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	dups := duplicatePartitions(req)
+	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(req.Topics))
+	for i := range req.Topics {
+		rt, st := &req.Topics[i], &resp.Topics[i]
+		st.Topic = rt.Topic
+		t := c.topic(rt.Topic)
+		st.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, 0, len(rt.Partitions))
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			key := listOffsetsKey{rt.Topic, rp.Partition}
+			if answered, dup := dups[key]; dup {
+				if !answered {
+					dups[key] = true
+					sp.ErrorCode = kerr.InvalidRequest.Code
+					st.Partitions = append(st.Partitions, sp)
+				}
+				continue
+			}
+			b.listOffset(req, t, rp, &sp)
+			st.Partitions = append(st.Partitions, sp)
+		}
+	}
+	return resp
+}
+
+// listOffsetsKey names a partition of a ListOffsets request.
+type listOffsetsKey struct {
+	topic     string
+	partition int32
+}
+
+// duplicatePartitions returns the partitions the request names more than once, each mapped to
+// false (not answered yet); nil when there are none.
+func duplicatePartitions(req *kmsg.ListOffsetsRequest) map[listOffsetsKey]bool {
+	total := 0
+	for i := range req.Topics {
+		total += len(req.Topics[i].Partitions)
+	}
+	if total < 2 {
+		return nil
+	}
+	seen := make(map[listOffsetsKey]struct{}, total)
+	var dups map[listOffsetsKey]bool
+	for i := range req.Topics {
+		for _, p := range req.Topics[i].Partitions {
+			key := listOffsetsKey{req.Topics[i].Topic, p.Partition}
+			if _, ok := seen[key]; !ok {
+				seen[key] = struct{}{}
+				continue
+			}
+			if dups == nil {
+				dups = make(map[listOffsetsKey]bool)
+			}
+			dups[key] = false
+		}
+	}
+	return dups
+}
+
+// listOffset answers one partition of a ListOffsets request into sp, which has Kafka's
+// defaults (offset, timestamp and leader epoch -1).
+func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, t *Topic, rp *kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) {
+	if rp.Timestamp < 0 {
+		if v := minVersionForTimestamp(rp.Timestamp); v < 0 || req.Version < v {
+			sp.ErrorCode = kerr.UnsupportedVersion.Code
+			return
+		}
+	}
+	p := b.c.partition(t, rp.Partition)
+	if p == nil {
+		sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		return
+	}
+	if err := b.replicaError(p, rp.CurrentLeaderEpoch, req.ReplicaID != debuggingReplicaID); err != nil {
+		sp.ErrorCode = err.Code
+		return
+	}
+	// The offset reads stop at: a follower reads the whole log, a client up to the high
+	// watermark, which is also the last stable offset.
+	limit := p.Log.HighWatermark()
+	if req.ReplicaID != consumerReplicaID {
+		limit = p.Log.LogEndOffset()
+	}
+	epoch := p.LeaderEpoch
+	switch rp.Timestamp {
+	case earliestTimestamp, earliestLocalTimestamp:
+		sp.Offset, sp.LeaderEpoch = p.Log.LogStartOffset(), epoch
+	case latestTimestamp:
+		sp.Offset, sp.LeaderEpoch = limit, epoch
+	case latestTieredTimestamp:
+	case maxTimestamp:
+		if off, ts, ok := p.Log.MaxTimestamp(limit); ok {
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, ts, epoch
+		}
+	default:
+		if off, ts, ok := p.Log.OffsetForTimestamp(rp.Timestamp, limit); ok {
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, ts, epoch
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package server
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// controllerID is the node reported as controller; KRaft clusters report a broker id here.
+const controllerID = 0
+
+func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) kmsg.Response {
+	c := b.c
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.Version = req.Version
+	resp.Brokers = c.metadataBrokers()
+	resp.ClusterID = &c.clusterID
+	resp.ControllerID = controllerID
+
+	// v0 sends an empty list for "all topics"; v1+ sends null for all and empty for none.
+	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	if all {
+		for _, t := range c.sortedTopics() {
+			resp.Topics = append(resp.Topics, c.metadataTopic(t))
+		}
+		return resp
+	}
+	autoCreate := (req.Version < 4 || req.AllowAutoTopicCreation) && c.configs.bool("auto.create.topics.enable")
+	for _, rt := range req.Topics {
+		var t *Topic
+		switch {
+		case rt.Topic != nil && *rt.Topic != "":
+			t = c.topic(*rt.Topic)
+			if t == nil && autoCreate {
+				created, err := c.createTopic(TopicSpec{Name: *rt.Topic, Partitions: int32(c.configs.int("num.partitions")), ReplicationFactor: int16(c.configs.int("default.replication.factor"))})
+				switch {
+				case err == nil:
+					t = created
+				case errors.Is(err, kerr.TopicAlreadyExists):
+					t = c.topic(*rt.Topic)
+				default:
+					resp.Topics = append(resp.Topics, kmsg.MetadataResponseTopic{Topic: rt.Topic, ErrorCode: codeOf(err)})
+					continue
+				}
+			}
+			if t == nil {
+				resp.Topics = append(resp.Topics, kmsg.MetadataResponseTopic{Topic: rt.Topic, ErrorCode: kerr.UnknownTopicOrPartition.Code})
+				continue
+			}
+		default:
+			t = c.topicByID(rt.TopicID)
+			if t == nil {
+				resp.Topics = append(resp.Topics, kmsg.MetadataResponseTopic{TopicID: rt.TopicID, ErrorCode: kerr.UnknownTopicID.Code})
+				continue
+			}
+		}
+		resp.Topics = append(resp.Topics, c.metadataTopic(t))
+	}
+	return resp
+}
+
+func (c *Cluster) metadataBrokers() []kmsg.MetadataResponseBroker {
+	out := make([]kmsg.MetadataResponseBroker, len(c.brokers))
+	for i, b := range c.brokers {
+		out[i] = kmsg.MetadataResponseBroker{NodeID: b.id, Host: b.host, Port: b.port}
+	}
+	return out
+}
+
+func (c *Cluster) metadataTopic(t *Topic) kmsg.MetadataResponseTopic {
+	name := t.Name
+	mt := kmsg.MetadataResponseTopic{Topic: &name, TopicID: t.ID, AuthorizedOperations: -2147483648}
+	for _, p := range c.partitions(t) {
+		mt.Partitions = append(mt.Partitions, kmsg.MetadataResponseTopicPartition{
+			Partition:   p.Index,
+			Leader:      p.Leader,
+			LeaderEpoch: p.LeaderEpoch,
+			Replicas:    p.Replicas,
+			ISR:         p.Replicas,
+		})
+	}
+	return mt
+}

@@ -1,0 +1,176 @@
+// Package wire reads and writes Kafka's framing: size-prefixed frames, request headers v1/v2,
+// response headers v0/v1. Request and response bodies are kmsg types. Nothing here panics on
+// bad input: every failure is an error that says what was wrong with the frame.
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DefaultMaxFrameBytes is the largest request frame accepted unless configured otherwise
+// (100 MiB, as Kafka's socket.request.max.bytes).
+const DefaultMaxFrameBytes = 100 << 20
+
+// ApiVersionsKey is the one API whose responses always use response header v0.
+const ApiVersionsKey = 18
+
+// Errors that describe why a frame could not be used. A server closes the connection on any of
+// them, except ErrUnsupportedVersion, which it answers.
+var (
+	ErrFrameTooLarge      = errors.New("wire: frame larger than the maximum request size")
+	ErrBadFrameSize       = errors.New("wire: negative or too small frame size")
+	ErrMalformedHeader    = errors.New("wire: malformed request header")
+	ErrUnknownAPIKey      = errors.New("wire: unknown API key")
+	ErrUnsupportedVersion = errors.New("wire: unsupported API version")
+	ErrMalformedBody      = errors.New("wire: malformed request body")
+)
+
+// Request is one decoded request.
+type Request struct {
+	Key           int16
+	Version       int16
+	CorrelationID int32
+	ClientID      *string
+	// Body is the decoded request. It is nil when the version is not one kmsg can decode
+	// (ErrUnsupportedVersion); the header fields are still set then.
+	Body kmsg.Request
+}
+
+// ReadFrame reads one size-prefixed frame from r and returns its payload (without the size).
+// The payload is freshly allocated and owned by the caller: decoded bodies alias it.
+func ReadFrame(r io.Reader, maxBytes int32) ([]byte, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(size[:]))
+	if n < 8 {
+		return nil, fmt.Errorf("%w: %d bytes", ErrBadFrameSize, n)
+	}
+	if n > maxBytes {
+		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrFrameTooLarge, n, maxBytes)
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// ParseRequest decodes a request frame's header and body. On ErrUnsupportedVersion the returned
+// Request carries the header so that the caller can answer; on any other error it is nil.
+func ParseRequest(frame []byte) (*Request, error) {
+	if len(frame) < 10 {
+		return nil, fmt.Errorf("%w: %d bytes", ErrMalformedHeader, len(frame))
+	}
+	req := &Request{
+		Key:           int16(binary.BigEndian.Uint16(frame[0:])),
+		Version:       int16(binary.BigEndian.Uint16(frame[2:])),
+		CorrelationID: int32(binary.BigEndian.Uint32(frame[4:])),
+	}
+	rest := frame[8:]
+	idLen := int16(binary.BigEndian.Uint16(rest))
+	rest = rest[2:]
+	switch {
+	case idLen == -1:
+	case idLen < -1 || int(idLen) > len(rest):
+		return nil, fmt.Errorf("%w: client id length %d", ErrMalformedHeader, idLen)
+	default:
+		id := string(rest[:idLen])
+		req.ClientID = &id
+		rest = rest[idLen:]
+	}
+	body := kmsg.RequestForKey(req.Key)
+	if body == nil {
+		return nil, fmt.Errorf("%w %d", ErrUnknownAPIKey, req.Key)
+	}
+	if req.Version < 0 || req.Version > body.MaxVersion() {
+		return req, fmt.Errorf("%w: %s v%d", ErrUnsupportedVersion, kmsg.NameForKey(req.Key), req.Version)
+	}
+	body.SetVersion(req.Version)
+	if body.IsFlexible() {
+		var err error
+		if rest, err = skipTags(rest); err != nil {
+			return nil, err
+		}
+	}
+	// Strings in the body alias the frame rather than being copied; frames are never reused.
+	if err := body.(unsafeReader).UnsafeReadFrom(rest); err != nil {
+		return nil, fmt.Errorf("%w: %s v%d: %v", ErrMalformedBody, kmsg.NameForKey(req.Key), req.Version, err)
+	}
+	req.Body = body
+	return req, nil
+}
+
+type unsafeReader interface{ UnsafeReadFrom([]byte) error }
+
+// skipTags skips a tagged-field section of a flexible request header.
+func skipTags(b []byte) ([]byte, error) {
+	n, b, err := uvarint(b)
+	if err != nil {
+		return nil, err
+	}
+	for i := uint64(0); i < n; i++ {
+		if _, b, err = uvarint(b); err != nil { // tag
+			return nil, err
+		}
+		var size uint64
+		if size, b, err = uvarint(b); err != nil {
+			return nil, err
+		}
+		if size > uint64(len(b)) {
+			return nil, fmt.Errorf("%w: tagged field of %d bytes past the end", ErrMalformedHeader, size)
+		}
+		b = b[size:]
+	}
+	return b, nil
+}
+
+func uvarint(b []byte) (uint64, []byte, error) {
+	v, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, nil, fmt.Errorf("%w: bad varint in tagged fields", ErrMalformedHeader)
+	}
+	return v, b[n:], nil
+}
+
+// AppendResponse appends a whole response frame (size, header, body) to dst. The header is v1
+// (with an empty tag section) for flexible versions, v0 otherwise; ApiVersions is always v0.
+func AppendResponse(dst []byte, key int16, correlationID int32, resp kmsg.Response) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
+	if resp.IsFlexible() && key != ApiVersionsKey {
+		dst = append(dst, 0)
+	}
+	dst = resp.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}
+
+// AppendRequest appends a whole request frame (size, header v1 or v2, body) to dst. The fake
+// cluster uses it for its own inter-broker requests and tests use it to speak raw kmsg.
+func AppendRequest(dst []byte, correlationID int32, clientID *string, req kmsg.Request) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint16(dst, uint16(req.Key()))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(req.GetVersion()))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
+	if clientID == nil {
+		dst = binary.BigEndian.AppendUint16(dst, 0xffff)
+	} else {
+		dst = binary.BigEndian.AppendUint16(dst, uint16(len(*clientID)))
+		dst = append(dst, *clientID...)
+	}
+	if req.IsFlexible() {
+		dst = append(dst, 0)
+	}
+	dst = req.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}

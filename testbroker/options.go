@@ -1,0 +1,139 @@
+package testbroker
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/clock"
+	"github.com/kshare/kshare/testbroker/internal/server"
+)
+
+// Opt configures a Cluster.
+type Opt interface{ apply(*cfg) }
+
+type opt func(*cfg)
+
+func (o opt) apply(c *cfg) { o(c) }
+
+type cfg struct {
+	brokers       int
+	addr          string
+	manualStart   *time.Time
+	maxFrameBytes int32
+	maxVersions   map[int16]int16
+	brokerConfigs map[string]string
+	topics        []server.TopicSpec
+	logger        *slog.Logger
+	clusterID     string
+}
+
+func defaultCfg() cfg {
+	return cfg{
+		brokers:       1,
+		addr:          "127.0.0.1:0",
+		maxVersions:   map[int16]int16{},
+		brokerConfigs: map[string]string{},
+	}
+}
+
+// NumBrokers sets how many brokers the cluster runs (default 1). Node ids are 0..n-1.
+func NumBrokers(n int) Opt { return opt(func(c *cfg) { c.brokers = n }) }
+
+// ListenAddr sets where the brokers listen, as host:port: broker i listens on port+i. A port of
+// 0 (the default, "127.0.0.1:0") gives every broker a free port of its own.
+func ListenAddr(hostport string) Opt { return opt(func(c *cfg) { c.addr = hostport }) }
+
+// WithManualClock runs the cluster on a manual clock that starts at start and moves only when
+// the test advances it (Cluster.ManualClock). Without it the cluster uses the real clock.
+func WithManualClock(start time.Time) Opt {
+	return opt(func(c *cfg) { c.manualStart = &start })
+}
+
+// MaxRequestBytes sets the largest request frame accepted (default 100 MiB). A larger frame
+// closes the connection, with the reason logged.
+func MaxRequestBytes(n int32) Opt { return opt(func(c *cfg) { c.maxFrameBytes = n }) }
+
+// MaxVersion caps the version of one API (a kmsg key, e.g. kmsg.ShareFetch): ApiVersions
+// advertises at most version, and a request above it is answered with UNSUPPORTED_VERSION. A cap
+// below the lowest implemented version removes the API from ApiVersions, and its requests close
+// the connection.
+func MaxVersion(key kmsg.Key, version int16) Opt {
+	return opt(func(c *cfg) { c.maxVersions[int16(key)] = version })
+}
+
+// BrokerConfig sets a broker-level config (a server.properties key such as
+// "auto.create.topics.enable" or "num.partitions"). Start fails on an unknown key or a bad value.
+func BrokerConfig(key, value string) Opt {
+	return opt(func(c *cfg) { c.brokerConfigs[key] = value })
+}
+
+// Topic creates a topic with the given number of partitions when the cluster starts.
+func Topic(name string, partitions int32) Opt {
+	return TopicWithConfigs(name, partitions, nil)
+}
+
+// TopicWithConfigs creates a topic with topic-level configs (e.g. "message.timestamp.type").
+func TopicWithConfigs(name string, partitions int32, configs map[string]string) Opt {
+	return opt(func(c *cfg) {
+		c.topics = append(c.topics, server.TopicSpec{Name: name, Partitions: partitions, Configs: configs})
+	})
+}
+
+// Logger receives the cluster's connection-level events, such as a connection closed because
+// of a malformed request and why. The default discards them.
+func Logger(l *slog.Logger) Opt { return opt(func(c *cfg) { c.logger = l }) }
+
+// ClusterID sets the cluster id reported to clients (default: random).
+func ClusterID(id string) Opt { return opt(func(c *cfg) { c.clusterID = id }) }
+
+// validate checks every option in one place and turns them into the server's config.
+func (c *cfg) validate() (server.Config, *clock.Manual, error) {
+	if c.brokers < 1 {
+		return server.Config{}, nil, fmt.Errorf("testbroker: NumBrokers(%d): need at least one broker", c.brokers)
+	}
+	host, portStr, err := net.SplitHostPort(c.addr)
+	if err != nil {
+		return server.Config{}, nil, fmt.Errorf("testbroker: ListenAddr(%q): want host:port: %w", c.addr, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port+c.brokers-1 > 65535 {
+		return server.Config{}, nil, fmt.Errorf("testbroker: ListenAddr(%q): port must be 0, or leave room for %d brokers below 65536", c.addr, c.brokers)
+	}
+	if c.maxFrameBytes < 0 {
+		return server.Config{}, nil, fmt.Errorf("testbroker: MaxRequestBytes(%d): must be positive", c.maxFrameBytes)
+	}
+	for key, v := range c.maxVersions {
+		if kmsg.RequestForKey(key) == nil {
+			return server.Config{}, nil, fmt.Errorf("testbroker: MaxVersion(%d, %d): unknown API key", key, v)
+		}
+	}
+	addrs := make([]string, c.brokers)
+	for i := range addrs {
+		p := 0
+		if port != 0 {
+			p = port + i
+		}
+		addrs[i] = net.JoinHostPort(host, strconv.Itoa(p))
+	}
+	sc := server.Config{
+		Brokers:       c.brokers,
+		ListenAddrs:   addrs,
+		MaxFrameBytes: c.maxFrameBytes,
+		MaxVersions:   c.maxVersions,
+		BrokerConfigs: c.brokerConfigs,
+		Topics:        c.topics,
+		Logger:        c.logger,
+		ClusterID:     c.clusterID,
+	}
+	var manual *clock.Manual
+	if c.manualStart != nil {
+		manual = clock.NewManual(*c.manualStart)
+		sc.Clock = manual
+	}
+	return sc, manual, nil
+}
