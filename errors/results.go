@@ -1,0 +1,101 @@
+package errors
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// AckError reports acknowledgements that failed for one partition: the records at Offsets were
+// not acknowledged as asked. A record whose Renew failed is not returned again.
+type AckError struct {
+	Topic     string
+	Partition int32
+	Offsets   []int64
+	Err       error  // a *kerr.Error where Kafka sent a code; Unwrap returns it
+	Message   string // Kafka's error message, when it sent one
+}
+
+// Error returns, for example, "acknowledging orders-3 offsets 10-19: INVALID_RECORD_STATE:
+// <Kafka's message>". Offsets that do not form one range are given as a count and their span.
+func (e *AckError) Error() string {
+	var b strings.Builder
+	b.WriteString("acknowledging ")
+	b.WriteString(e.Topic)
+	b.WriteByte('-')
+	b.WriteString(strconv.Itoa(int(e.Partition)))
+	if len(e.Offsets) > 0 {
+		b.WriteByte(' ')
+		b.WriteString(describeOffsets(e.Offsets))
+	}
+	b.WriteString(": ")
+	b.WriteString(cause(e.Err, e.Message))
+	return b.String()
+}
+
+// Unwrap returns e.Err.
+func (e *AckError) Unwrap() error { return e.Err }
+
+// FatalError reports that a share group's coordinator refused the member for good; the consumer
+// cannot go on and must be closed. Err is the *kerr.Error of the code Kafka sent; the fatal codes
+// are those for which IsFatalHeartbeatCode is true.
+type FatalError struct {
+	Group   string
+	Err     error  // a *kerr.Error; Unwrap returns it
+	Message string // Kafka's error message, when it sent one
+}
+
+// Error returns, for example, `share group "g": GROUP_AUTHORIZATION_FAILED: <Kafka's message>`.
+func (e *FatalError) Error() string {
+	return "share group " + strconv.Quote(e.Group) + ": " + cause(e.Err, e.Message)
+}
+
+// Unwrap returns e.Err.
+func (e *FatalError) Unwrap() error { return e.Err }
+
+// IsFatalHeartbeatCode reports whether a ShareGroupHeartbeat error code ends the membership for
+// good, as Kafka's client treats it: GROUP_AUTHORIZATION_FAILED, INVALID_REQUEST,
+// GROUP_MAX_SIZE_REACHED and GROUP_ID_NOT_FOUND. Kafka ignores GROUP_ID_NOT_FOUND in answer to the
+// heartbeat that leaves the group; that choice is the caller's.
+func IsFatalHeartbeatCode(code int16) bool {
+	switch code {
+	case kerr.GroupAuthorizationFailed.Code, kerr.InvalidRequest.Code,
+		kerr.GroupMaxSizeReached.Code, kerr.GroupIDNotFound.Code:
+		return true
+	}
+	return false
+}
+
+// cause words err with Kafka's message: "NAME: message" for a *kerr.Error, err's own text
+// followed by the message otherwise.
+func cause(err error, message string) string {
+	switch {
+	case err == nil && message == "":
+		return "unknown error"
+	case err == nil:
+		return message
+	case message == "":
+		return err.Error()
+	}
+	if ke, ok := err.(*kerr.Error); ok {
+		return ke.Message + ": " + message
+	}
+	return err.Error() + ": " + message
+}
+
+// describeOffsets returns "offset 7", "offsets 10-19" for a whole range, or "3 offsets in 10-40".
+func describeOffsets(offsets []int64) string {
+	if len(offsets) == 1 {
+		return "offset " + strconv.FormatInt(offsets[0], 10)
+	}
+	lo, hi := offsets[0], offsets[0]
+	for _, o := range offsets[1:] {
+		lo, hi = min(lo, o), max(hi, o)
+	}
+	if hi-lo+1 == int64(len(offsets)) {
+		return fmt.Sprintf("offsets %d-%d", lo, hi)
+	}
+	return fmt.Sprintf("%d offsets in %d-%d", len(offsets), lo, hi)
+}

@@ -1,0 +1,47 @@
+package errors
+
+import stderrors "errors"
+
+// Conditions the consumer reports. Where Kafka's Java client reports the same condition, the
+// message is Kafka's.
+var (
+	// ErrUnsupportedAcknowledgeType: the partition's leader does not support the acknowledge type
+	// (Renew needs Kafka 4.2: ShareFetch and ShareAcknowledge v2). Nothing was sent.
+	ErrUnsupportedAcknowledgeType = stderrors.New("acknowledge type not supported by the partition leader")
+
+	// ErrClosed: the consumer was closed; it cannot be used again.
+	ErrClosed = stderrors.New("consumer is closed")
+
+	// ErrWokenUp: Wakeup interrupted a blocking call. The consumer stays usable.
+	ErrWokenUp = stderrors.New("consumer woken up by Wakeup")
+
+	// ErrConcurrentPoll: Poll was called while another Poll was running.
+	ErrConcurrentPoll = stderrors.New("Poll called while another Poll is running")
+
+	// ErrImplicitMode: a record was acknowledged while the consumer acknowledges implicitly
+	// (every record a Poll returned is accepted by the next Poll or commit).
+	ErrImplicitMode = stderrors.New("Implicit acknowledgement of delivery is being used.")
+
+	// ErrCannotAcknowledge: the record is not one the consumer is holding: it was not returned by
+	// the current Poll, or its acknowledgement was already sent.
+	ErrCannotAcknowledge = stderrors.New("The record cannot be acknowledged.")
+
+	// ErrUnacknowledgedRecords: in explicit mode, Poll was called before every record the last
+	// Poll returned was acknowledged. Nothing was consumed: acknowledge the records and poll again.
+	ErrUnacknowledgedRecords = stderrors.New("All records must be acknowledged in explicit acknowledgement mode.")
+
+	// ErrNotSubscribed: Poll was called with no subscription.
+	ErrNotSubscribed = stderrors.New("Consumer is not subscribed to any topics.")
+
+	// ErrInCallback: a consumer method was called from inside the acknowledgement commit
+	// callback, which runs while the consumer is busy.
+	ErrInCallback = stderrors.New("consumer methods are not accessible from the acknowledgement commit callback")
+)
+
+// Is reports whether any error in err's tree matches target; it is the standard library's
+// errors.Is.
+func Is(err, target error) bool { return stderrors.Is(err, target) }
+
+// As finds the first error in err's tree that matches target and, if one is found, sets target
+// to it and returns true; it is the standard library's errors.As.
+func As(err error, target any) bool { return stderrors.As(err, target) }
