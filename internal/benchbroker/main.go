@@ -21,6 +21,16 @@
 //	go run ./internal/benchbroker                                                  # full run
 //	go run ./internal/benchbroker -brokers-to-run kfake -records16 200000 -records1k 50000
 //
+// -workloads picks what runs: plain (the above), share and lockexpiry. share produces
+// -records-share records of 16 B the same way, sets the group's share.auto.offset.reset to
+// earliest, and measures only the consume phase: one franz-go share consumer accepting every
+// record with Record.Ack(AckAccept) until all are accepted and the acks flushed. lockexpiry
+// measures how late after its deadline an expired acquisition lock's record is offered again on
+// the real clock (see lockexpiry.go):
+//
+//	go run ./internal/benchbroker -workloads share,lockexpiry                      # the share issue's figures
+//	go run ./internal/benchbroker -workloads share,lockexpiry -records-share 100000 -partitions 1 -lock-samples 10 -lock-samples-kfake 2
+//
 // A broker that does not build or fails a workload is reported on stderr and under the table; the
 // other broker still runs. Linux only.
 package main
@@ -64,6 +74,15 @@ type config struct {
 	brokerConfigs  []string // key=value, each passed to every broker as -config
 	client         clientOpts
 	verbose        bool
+
+	plain, share, lockExpiry bool // which workloads -workloads selects
+	recordsShare             int
+	shareMaxRecords          int  // kgo.ShareMaxRecords; 0 keeps kgo's default
+	shareStrict              bool // kgo.ShareMaxRecordsStrict: record-limit acquisition
+	lockSamples              int  // lock-expiry samples for testbroker
+	lockSamplesKfake         int  // and for kfake, whose sweep makes each take seconds
+	lockDuration             time.Duration
+	lockWait                 time.Duration // a lock-expiry sample fails when not offered again this long after its deadline
 }
 
 func parseFlags() (*config, error) {
@@ -74,6 +93,7 @@ func parseFlags() (*config, error) {
 		kfake       = flag.String("kfake", "./internal/benchbroker/kfakebroker", "package of the kfake program, relative to the module root")
 		partitions  = flag.String("partitions", "1,3", "comma-separated partition counts of the topic")
 		compression = flag.String("compression", "none", "producer compression: none, snappy, lz4, zstd or gzip (values are random bytes)")
+		workloads   = flag.String("workloads", "plain", "comma-separated workloads: plain (produce, then consume without a group), share (franz-go share consumer), lockexpiry (lateness of an expired lock's redelivery)")
 	)
 	flag.IntVar(&c.records16, "records16", 1_000_000, "records of 16 B per workload (0 skips them)")
 	flag.IntVar(&c.records1k, "records1k", 200_000, "records of 1 KiB per workload (0 skips them)")
@@ -90,6 +110,13 @@ func parseFlags() (*config, error) {
 		return nil
 	})
 	flag.BoolVar(&c.verbose, "v", false, "copy the brokers' output to stderr")
+	flag.IntVar(&c.recordsShare, "records-share", 1_000_000, "share workload: records of 16 B per partition count")
+	flag.IntVar(&c.shareMaxRecords, "share-max-records", 0, "share workload: kgo.ShareMaxRecords (0: kgo's default, 500)")
+	flag.BoolVar(&c.shareStrict, "share-strict", false, "share workload: kgo.ShareMaxRecordsStrict (the broker acquires at most ShareMaxRecords per fetch, splitting batches)")
+	flag.IntVar(&c.lockSamples, "lock-samples", 20, "lockexpiry workload: samples against testbroker")
+	flag.IntVar(&c.lockSamplesKfake, "lock-samples-kfake", 3, "lockexpiry workload: samples against kfake (each waits for its lock sweep, 5 s by default)")
+	flag.DurationVar(&c.lockDuration, "lock-duration", time.Second, "lockexpiry workload: record lock duration (at least 1s, testbroker's lowest bound)")
+	flag.DurationVar(&c.lockWait, "lock-wait", 10*time.Second, "lockexpiry workload: fail a sample whose record is not offered again this long after its deadline")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", flag.Args())
@@ -124,11 +151,33 @@ func parseFlags() (*config, error) {
 	if c.client.compression, ok = codecs[*compression]; !ok {
 		return nil, fmt.Errorf("-compression: unknown codec %q", *compression)
 	}
+	for _, wl := range strings.Split(*workloads, ",") {
+		switch strings.TrimSpace(wl) {
+		case "plain":
+			c.plain = true
+		case "share":
+			c.share = true
+		case "lockexpiry":
+			c.lockExpiry = true
+		default:
+			return nil, fmt.Errorf("-workloads: unknown workload %q: use plain, share and/or lockexpiry", wl)
+		}
+	}
 	switch {
 	case c.records16 < 0 || c.records1k < 0:
 		return nil, errors.New("-records16 and -records1k must not be negative")
-	case c.records16 == 0 && c.records1k == 0:
+	case c.plain && c.records16 == 0 && c.records1k == 0:
 		return nil, errors.New("nothing to do: -records16 and -records1k are both 0")
+	case c.share && c.recordsShare < 1:
+		return nil, errors.New("-records-share must be positive")
+	case c.shareMaxRecords < 0:
+		return nil, errors.New("-share-max-records must not be negative")
+	case c.lockSamples < 0 || c.lockSamplesKfake < 0:
+		return nil, errors.New("-lock-samples and -lock-samples-kfake must not be negative")
+	case c.lockExpiry && c.lockDuration < time.Second:
+		return nil, errors.New("-lock-duration must be at least 1s (testbroker's group.share.min.record.lock.duration.ms bound)")
+	case c.lockWait <= 0:
+		return nil, errors.New("-lock-wait must be positive")
 	case c.clusterBrokers < 1:
 		return nil, errors.New("-cluster-brokers must be at least 1")
 	case c.runs < 1:
@@ -141,6 +190,9 @@ func parseFlags() (*config, error) {
 
 func (c *config) workloads() []workload {
 	var ws []workload
+	if !c.plain {
+		return nil
+	}
 	for _, s := range []struct{ size, records int }{{16, c.records16}, {1024, c.records1k}} {
 		if s.records == 0 {
 			continue
@@ -218,8 +270,28 @@ func run() error {
 		}
 	}
 
-	printReport(os.Stdout, c, method, results, failures)
-	if len(results) == 0 {
+	var shareResults []shareResult
+	if c.share {
+		rs, fs, err := runShare(ctx, c, programs)
+		if err != nil {
+			return err
+		}
+		shareResults, failures = rs, append(failures, fs...)
+	}
+	var lockResults []lockResult
+	if c.lockExpiry {
+		rs, fs, err := runLockExpiry(ctx, c, programs)
+		if err != nil {
+			return err
+		}
+		lockResults, failures = rs, append(failures, fs...)
+	}
+
+	printReport(os.Stdout, c, method, results)
+	printShareReport(os.Stdout, c, shareResults)
+	printLockReport(os.Stdout, c, lockResults)
+	printFailures(os.Stdout, failures)
+	if len(results) == 0 && len(shareResults) == 0 && len(lockResults) == 0 {
 		return errors.New("no broker was measured")
 	}
 	return nil

@@ -65,9 +65,9 @@ type result struct {
 	m      measurement
 }
 
-// printReport writes the environment, one row per broker and workload, the testbroker/kfake ratios
-// where both brokers ran, and what failed.
-func printReport(out io.Writer, c *config, method string, results []result, failures []string) {
+// printReport writes the environment, then, for the plain workload, one row per broker and
+// workload and the testbroker/kfake ratios where both brokers ran.
+func printReport(out io.Writer, c *config, method string, results []result) {
 	p := func(format string, args ...any) { fmt.Fprintf(out, format, args...) }
 
 	gomaxprocs := fmt.Sprint(runtime.GOMAXPROCS(0))
@@ -81,6 +81,9 @@ func printReport(out io.Writer, c *config, method string, results []result, fail
 		c.clusterBrokers, c.client.linger, c.client.codecName, c.runs)
 	if len(c.brokerConfigs) > 0 {
 		p("- Broker configs: %s\n", strings.Join(c.brokerConfigs, ", "))
+	}
+	if len(results) == 0 {
+		return
 	}
 	p("\n")
 
@@ -120,12 +123,16 @@ func printReport(out io.Writer, c *config, method string, results []result, fail
 		p("|---|---:|---:|---:|---:|---|\n")
 		p("%s\n", strings.Join(cmp, "\n"))
 	}
+}
 
-	if len(failures) > 0 {
-		p("\nNot measured:\n")
-		for _, f := range failures {
-			p("- %s\n", f)
-		}
+// printFailures lists what was not measured, and why.
+func printFailures(out io.Writer, failures []string) {
+	if len(failures) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "\nNot measured:\n")
+	for _, f := range failures {
+		fmt.Fprintf(out, "- %s\n", f)
 	}
 }
 

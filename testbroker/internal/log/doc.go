@@ -2,7 +2,8 @@
 //
 // Record batches are kept exactly as the producer encoded them: the package reads the 61-byte
 // header of each v2 batch and never decodes, decompresses or re-encodes the records behind it.
-// Appending a batch copies its bytes once and writes the offsets the log assigns into the
+// Appending a batch stores its bytes, copying a small batch into shared storage and keeping a
+// large one where the caller had it, and writes the offsets the log assigns into the
 // BaseOffset field and the partition's leader epoch into the PartitionLeaderEpoch field; both
 // lie before the CRC-covered part of the batch, so the producer's CRC stays valid. Only a topic
 // whose message.timestamp.type is LogAppendTime makes the log rewrite covered bytes (the

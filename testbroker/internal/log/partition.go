@@ -37,7 +37,8 @@ type Partition struct {
 	leaderEpoch int32
 	batches     []stored // in offset order, without gaps, from logStart to leo
 	maxIdx      int      // index in batches of the first batch with the largest MaxTimestamp
-	arena       []byte   // storage the next batches are copied into
+	arena       []byte   // storage the next small batches are copied into
+	arenaTail   bool     // whether the last batch stored is the last one copied into arena
 	producers   map[int64]*producerState
 	wake        chan struct{} // closed on the next change; nil until Notify asks for it
 }
@@ -47,14 +48,21 @@ type stored struct {
 	base, last   int64
 	maxTimestamp int64
 	maxSoFar     int64 // the largest maxTimestamp of this batch and all batches before it
-	data         []byte
+	// data is the batch. A batch copied into an arena chunk keeps the chunk's capacity beyond
+	// it, so that AppendSpans can extend it over the batches copied right after it; data must
+	// be capped before it leaves the package.
+	data    []byte
+	follows bool // data starts where the previous batch's data ends, in the same chunk
 }
 
-// Batches are copied into chunks that start small, so that a partition holding a few records
-// costs little, and double up to maxChunk, so that a busy one allocates rarely.
+// Batches smaller than keepBytes are copied into chunks that start small, so that a partition
+// holding a few records costs little, and double up to maxChunk, so that a busy one allocates
+// rarely. Larger batches are kept where the caller had them: copying them would cost more than
+// the little memory a request frame holds besides its batch.
 const (
-	minChunk = 4 << 10
-	maxChunk = 1 << 20
+	minChunk  = 4 << 10
+	maxChunk  = 1 << 20
+	keepBytes = 8 << 10
 )
 
 // NewPartition returns an empty log whose log start offset, log end offset and high watermark
@@ -88,7 +96,12 @@ type AppendResult struct {
 }
 
 // Append validates the records field of one produce request for this partition, appends its
-// batch, and returns the batch's base offset. now is the cluster clock's time; on a
+// batch, and returns the batch's base offset. A batch that is appended may be stored as it is,
+// without a copy, with the assigned offset, the leader epoch and on LogAppendTime topics the
+// timestamp written into it: the caller must neither modify nor reuse records once Append has
+// appended them. A refused or duplicate batch is left untouched.
+//
+// now is the cluster clock's time; on a
 // LogAppendTime topic it becomes the batch's MaxTimestamp and the CRC is recomputed. On a
 // CreateTime topic the producer's MaxTimestamp is kept as it is: Kafka recomputes it from the
 // records, which this log does not decode, and clients always write it right.
@@ -138,7 +151,7 @@ func (p *Partition) Append(records []byte, now time.Time) (AppendResult, error) 
 	}
 
 	base := p.leo
-	data := p.store(records)
+	data, follows := p.store(records)
 	binary.BigEndian.PutUint64(data, uint64(base))
 	binary.BigEndian.PutUint32(data[posLeaderEpoch:], uint32(p.leaderEpoch))
 	maxTS := h.MaxTimestamp
@@ -152,7 +165,7 @@ func (p *Partition) Append(records []byte, now time.Time) (AppendResult, error) 
 		setMaxTimestamp(data, false, maxTS)
 	}
 
-	s := stored{base: base, last: base + int64(h.LastOffsetDelta), maxTimestamp: maxTS, maxSoFar: maxTS, data: data}
+	s := stored{base: base, last: base + int64(h.LastOffsetDelta), maxTimestamp: maxTS, maxSoFar: maxTS, data: data, follows: follows}
 	if n := len(p.batches); n > 0 {
 		s.maxSoFar = max(maxTS, p.batches[n-1].maxSoFar)
 		if maxTS > p.batches[p.maxIdx].maxTimestamp {
@@ -208,15 +221,24 @@ func (p *Partition) validate(records []byte) (BatchHeader, error) {
 	return h, nil
 }
 
-// store copies b into the arena and returns the copy, whose capacity ends with it.
-func (p *Partition) store(b []byte) []byte {
+// store returns the storage of batch b, which becomes the last stored batch: b itself when it
+// is large, otherwise a copy in the arena. follows reports whether the copy starts where the
+// previous batch ends.
+func (p *Partition) store(b []byte) (data []byte, follows bool) {
+	if len(b) >= keepBytes {
+		p.arenaTail = false
+		return b[:len(b):len(b)], false
+	}
+	follows = p.arenaTail
 	if len(b) > cap(p.arena)-len(p.arena) {
 		size := min(max(2*cap(p.arena), minChunk), maxChunk)
 		p.arena = make([]byte, 0, max(size, len(b)))
+		follows = false
 	}
 	start := len(p.arena)
 	p.arena = append(p.arena, b...)
-	return p.arena[start:len(p.arena):len(p.arena)]
+	p.arenaTail = true
+	return p.arena[start:len(p.arena)], follows
 }
 
 // AppendRecords appends to dst the stored batches a fetch at offset returns, and returns the
@@ -233,20 +255,56 @@ func (p *Partition) store(b []byte) []byte {
 func (p *Partition) AppendRecords(dst []byte, offset int64, maxBytes int, limit int64) ([]byte, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if offset < p.logStart || offset > p.leo {
-		return dst, errorf(kerr.OffsetOutOfRange, "offset %d is outside the log, which spans [%d, %d)", offset, p.logStart, p.leo)
+	i, j, err := p.readRange(offset, maxBytes, limit)
+	for _, b := range p.batches[i:j] {
+		dst = append(dst, b.data...)
 	}
-	i := sort.Search(len(p.batches), func(i int) bool { return p.batches[i].last >= offset })
+	return dst, err
+}
+
+// AppendSpans is AppendRecords without the copy: it appends to dst the same bytes, as slices
+// of the log's storage, and returns the extended slice and the number of bytes. Batches stored
+// next to each other come as one slice, so a fetch of many small batches is a few slices. The
+// slices never change once appended: a reader may keep them but must not modify them.
+func (p *Partition) AppendSpans(dst [][]byte, offset int64, maxBytes int, limit int64) ([][]byte, int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i, j, err := p.readRange(offset, maxBytes, limit)
 	total := 0
-	for ; i < len(p.batches) && p.batches[i].last < limit; i++ {
-		data := p.batches[i].data
-		if total > 0 && total+len(data) > maxBytes {
+	var span []byte // the slice being built; its capacity runs on over the batches after it
+	for _, b := range p.batches[i:j] {
+		total += len(b.data)
+		if b.follows && len(span) > 0 {
+			span = span[:len(span)+len(b.data)]
+			continue
+		}
+		if len(span) > 0 {
+			dst = append(dst, span[:len(span):len(span)])
+		}
+		span = b.data
+	}
+	if len(span) > 0 {
+		dst = append(dst, span[:len(span):len(span)])
+	}
+	return dst, total, err
+}
+
+// readRange returns the batches [i, j) that AppendRecords returns, or an empty range and its
+// error.
+func (p *Partition) readRange(offset int64, maxBytes int, limit int64) (i, j int, err error) {
+	if offset < p.logStart || offset > p.leo {
+		return 0, 0, errorf(kerr.OffsetOutOfRange, "offset %d is outside the log, which spans [%d, %d)", offset, p.logStart, p.leo)
+	}
+	i = sort.Search(len(p.batches), func(i int) bool { return p.batches[i].last >= offset })
+	total := 0
+	for j = i; j < len(p.batches) && p.batches[j].last < limit; j++ {
+		n := len(p.batches[j].data)
+		if total > 0 && total+n > maxBytes {
 			break
 		}
-		dst = append(dst, data...)
-		total += len(data)
+		total += n
 	}
-	return dst, nil
+	return i, j, nil
 }
 
 // OffsetForTimestamp answers a ListOffsets request for timestamp ts (zero or more; the

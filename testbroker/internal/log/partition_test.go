@@ -1,7 +1,6 @@
 package log
 
 import (
-	"encoding/binary"
 	"errors"
 	"sync"
 	"testing"
@@ -36,11 +35,10 @@ func TestAppendAssignsOffsets(t *testing.T) {
 	var inputs [][]byte
 	for _, n := range []int{1, 3, 500, 2} {
 		in := encode(spec{n: n})
-		inputs = append(inputs, in)
+		inputs = append(inputs, clone(in))
 		res, err := p.Append(in, now)
 		require.NoError(t, err)
 		assert.Equal(t, AppendResult{BaseOffset: p.LogEndOffset() - int64(n), LogAppendTime: -1}, res)
-		assert.Equal(t, int64(0), int64(binary.BigEndian.Uint64(in)), "the input is not modified")
 	}
 	assert.Equal(t, int64(100), p.LogStartOffset())
 	assert.Equal(t, int64(606), p.LogEndOffset())
@@ -162,6 +160,47 @@ func TestAppendRecords(t *testing.T) {
 			}
 			assert.Equal(t, tt.want, baseOffsets(split(t, out[len(prefix):])))
 		})
+	}
+}
+
+// TestAppendSpans checks that AppendSpans returns what AppendRecords returns, without copying:
+// large batches as they were appended, small ones copied next to each other and merged.
+func TestAppendSpans(t *testing.T) {
+	p := NewPartition(Config{})
+	large := encode(spec{n: 500})
+	require.GreaterOrEqual(t, len(large), keepBytes)
+	// Small batches of 100 records (about 2.3 KiB) fill the first 4 KiB chunk after one batch.
+	inputs := [][]byte{encode(spec{n: 1}), encode(spec{n: 2}), large, encode(spec{n: 100}), encode(spec{n: 100}), encode(spec{n: 3})}
+	var bases []int64
+	for _, in := range inputs {
+		res, err := p.Append(in, now)
+		require.NoError(t, err)
+		bases = append(bases, res.BaseOffset)
+	}
+	p.SetHighWatermark(p.LogEndOffset())
+
+	spans, n, err := p.AppendSpans(nil, 0, 1<<30, p.HighWatermark())
+	require.NoError(t, err)
+	require.Len(t, spans, 4, "[1 2] in the first chunk, the large batch, [100] at the end of the first chunk, [100 3] in the second")
+	assert.Len(t, spans[0], len(inputs[0])+len(inputs[1]))
+	assert.Same(t, &large[0], &spans[1][0], "a large batch is stored without a copy")
+	assert.Len(t, spans[3], len(inputs[4])+len(inputs[5]))
+	for _, s := range spans {
+		assert.Equal(t, len(s), cap(s), "a span cannot be appended to")
+	}
+
+	for _, offset := range append(bases, -1, p.LogEndOffset(), p.LogEndOffset()+1) {
+		for _, maxBytes := range []int{0, len(inputs[0]) + len(inputs[1]), len(large) + 1, 1 << 30} {
+			for _, limit := range []int64{bases[3], p.LogEndOffset()} {
+				want, wantErr := p.AppendRecords(nil, offset, maxBytes, limit)
+				spans, n, err = p.AppendSpans([][]byte{[]byte("kept")}, offset, maxBytes, limit)
+				require.Equal(t, wantErr, err)
+				require.Equal(t, []byte("kept"), spans[0], "dst is extended, not overwritten")
+				got := concat(spans[1:]...)
+				require.Equal(t, want, got, "offset %d, maxBytes %d, limit %d", offset, maxBytes, limit)
+				require.Len(t, got, n)
+			}
+		}
 	}
 }
 
@@ -497,8 +536,9 @@ func TestConcurrentAppendAndRead(t *testing.T) {
 	assert.Equal(t, want, next)
 }
 
-// BenchmarkAppend appends batches of 500 records with 16-byte values. Each partition takes 4096
-// batches (about 50 MB) before the next replaces it, so memory stays bounded.
+// BenchmarkAppend appends batches of 500 records with 16-byte values, each a fresh copy as a
+// request frame is, since the log keeps large batches. Each partition takes 4096 batches (about
+// 50 MB) before the next replaces it, so memory stays bounded.
 func BenchmarkAppend(b *testing.B) {
 	const records, perPartition = 500, 4096
 	plain := encode(spec{n: records})
@@ -525,7 +565,7 @@ func BenchmarkAppend(b *testing.B) {
 				if n%perPartition == 0 {
 					p = NewPartition(bm.cfg)
 				}
-				if _, err := p.Append(bm.batch(n%perPartition), now); err != nil {
+				if _, err := p.Append(clone(bm.batch(n%perPartition)), now); err != nil {
 					b.Fatal(err)
 				}
 				n++

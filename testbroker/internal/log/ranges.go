@@ -35,7 +35,7 @@ func (p *Partition) AppendExtents(dst []Extent, offset int64, maxBytes int, limi
 		if total > 0 && total+len(b.data) > maxBytes {
 			break
 		}
-		dst = append(dst, Extent{Base: b.base, Last: b.last, Data: b.data})
+		dst = append(dst, Extent{Base: b.base, Last: b.last, Data: b.data[:len(b.data):len(b.data)]})
 		total += len(b.data)
 	}
 	return dst, nil

@@ -88,6 +88,13 @@ func (b *Broker) dropConnections() {
 	}
 }
 
+// frames holds the response frames of all connections between responses. A frame's buffer
+// holds what a response does not refer to (a fetch response refers to its record batches), so
+// it stays small; one that grew past maxPooledFrame is dropped rather than kept.
+var frames = sync.Pool{New: func() any { return new(wire.Frame) }}
+
+const maxPooledFrame = 1 << 20
+
 // conn is one client connection. Requests are handled one at a time, in order, the way Kafka
 // processes a connection's requests (a long-polling Fetch holds back the requests behind it).
 type conn struct {
@@ -95,7 +102,6 @@ type conn struct {
 	nc     net.Conn
 	id     string
 	r      *bufio.Reader
-	out    []byte
 	done   chan struct{} // closed when the connection is closed, by either side
 	once   sync.Once
 	onDone []func() // run once when the connection closes (session cleanup)
@@ -176,12 +182,15 @@ func (cn *conn) serve() {
 		if resp == nil { // acks=0 produce: no response
 			continue
 		}
-		cn.out = wire.AppendResponse(cn.out[:0], req.Key, req.CorrelationID, resp)
-		if _, err := cn.nc.Write(cn.out); err != nil {
-			return
+		f := frames.Get().(*wire.Frame)
+		f.AppendResponse(req.Key, req.CorrelationID, resp)
+		_, err = f.WriteTo(cn.nc)
+		f.Reset()
+		if cap(f.B) <= maxPooledFrame {
+			frames.Put(f)
 		}
-		if cap(cn.out) > 1<<20 { // do not pin a large fetch response's buffer
-			cn.out = nil
+		if err != nil {
+			return
 		}
 	}
 }

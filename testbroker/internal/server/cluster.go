@@ -62,6 +62,7 @@ type Cluster struct {
 
 	producerIDs producerIDs
 	groups      *group.Coordinator
+	shares      *shareState
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -99,6 +100,7 @@ func Start(cfg Config) (*Cluster, error) {
 		closed:    make(chan struct{}),
 	}
 	c.groups = c.newGroupCoordinator()
+	c.shares = newShareState(c, cfg.Brokers)
 	if c.clusterID == "" {
 		var id [16]byte
 		_, _ = rand.Read(id[:])
@@ -136,6 +138,7 @@ func (c *Cluster) Close() {
 		for _, b := range c.brokers {
 			b.close()
 		}
+		c.shares.close()
 	})
 	c.wg.Wait()
 }

@@ -69,6 +69,15 @@ func init() {
 		77: {1, 1, func(b *Broker, cn *conn, r kmsg.Request) kmsg.Response {
 			return b.handleShareGroupDescribe(r.(*kmsg.ShareGroupDescribeRequest))
 		}},
+		78: {1, 2, func(b *Broker, cn *conn, r kmsg.Request) kmsg.Response {
+			return b.handleShareFetch(cn, r.(*kmsg.ShareFetchRequest))
+		}},
+		79: {1, 2, func(b *Broker, cn *conn, r kmsg.Request) kmsg.Response {
+			return b.handleShareAcknowledge(r.(*kmsg.ShareAcknowledgeRequest))
+		}},
+		90: {0, 1, func(b *Broker, cn *conn, r kmsg.Request) kmsg.Response {
+			return b.handleDescribeShareGroupOffsets(r.(*kmsg.DescribeShareGroupOffsetsRequest))
+		}},
 	}
 }
 

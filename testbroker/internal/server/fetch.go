@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/wire"
 )
 
 // maxFetchBytes caps the records of one fetch response, as Kafka's fetch.max.bytes default
@@ -20,11 +22,12 @@ var noAbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction
 // fetchPart is one partition of a fetch: what was asked, where its answer goes, and the
 // partition when it exists.
 type fetchPart struct {
-	req   *kmsg.FetchRequestTopicPartition
-	out   *kmsg.FetchResponseTopicPartition
-	p     *Partition  // nil when the topic or partition is unknown
-	err   *kerr.Error // why p is nil
-	topic int         // index of the partition's topic in the request
+	req     *kmsg.FetchRequestTopicPartition
+	out     *kmsg.FetchResponseTopicPartition
+	p       *Partition  // nil when the topic or partition is unknown
+	err     *kerr.Error // why p is nil
+	topic   int         // index of the partition's topic in the request
+	records [][]byte    // the records read, as slices of the log's storage; empty for none
 }
 
 // handleFetch answers Fetch v4-18 as a Kafka leader answers a consumer. Topics are named by
@@ -76,7 +79,21 @@ func (b *Broker) handleFetch(cn *conn, req *kmsg.FetchRequest) kmsg.Response {
 			}
 		}
 	}
-	return resp
+	// The records go out from the log's storage, without a copy: the parts are in response
+	// order, as wire.FetchResponse's Records.
+	var records [][][]byte
+	for i := range parts[:waitable] {
+		if len(parts[i].records) > 0 {
+			if records == nil {
+				records = make([][][]byte, waitable)
+			}
+			records[i] = parts[i].records
+		}
+	}
+	if records == nil {
+		return resp
+	}
+	return &wire.FetchResponse{FetchResponse: resp, Records: records}
 }
 
 // readAndWait reads the parts into their response slots and, when they hold less than the
@@ -87,7 +104,7 @@ func (b *Broker) readAndWait(req *kmsg.FetchRequest, parts []fetchPart) {
 	minBytes := min(int(req.MinBytes), maxBytes)
 	committed := req.IsolationLevel == 1
 
-	buf, n, failed := b.readFetch(parts, nil, maxBytes, committed, req.Version)
+	n, failed := b.readFetch(parts, maxBytes, committed, req.Version)
 	if req.MaxWaitMillis <= 0 || len(parts) == 0 || n >= minBytes || failed {
 		return
 	}
@@ -101,14 +118,14 @@ func (b *Broker) readAndWait(req *kmsg.FetchRequest, parts []fetchPart) {
 		for i := range parts {
 			w.set(i, parts[i].p.Log.Notify())
 		}
-		buf, n, failed = b.readFetch(parts, buf[:0], maxBytes, committed, req.Version)
+		n, failed = b.readFetch(parts, maxBytes, committed, req.Version)
 		if n >= minBytes || failed {
 			timer.Stop()
 			return
 		}
 		switch w.wait() {
 		case waitExpired:
-			b.readFetch(parts, buf[:0], maxBytes, committed, req.Version)
+			b.readFetch(parts, maxBytes, committed, req.Version)
 			return
 		case waitClosed:
 			timer.Stop()
@@ -203,10 +220,10 @@ func (b *Broker) fetchParts(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) ([
 	return parts, known
 }
 
-// readFetch reads every part into its response slot, appending the records to buf, and
-// returns buf, the record bytes read and whether a partition failed. A part's RecordBatches
-// alias buf; reading again into buf[:0] rewrites every slot, so none keeps stale bytes.
-func (b *Broker) readFetch(parts []fetchPart, buf []byte, maxBytes int, committed bool, version int16) ([]byte, int, bool) {
+// readFetch reads every part into its response slot and its records, and returns the record
+// bytes read and whether a partition failed. Reading again rewrites every part, so none keeps
+// stale records.
+func (b *Broker) readFetch(parts []fetchPart, maxBytes int, committed bool, version int16) (int, bool) {
 	left := maxBytes
 	first := true // no partition has given records yet: the next one gets at least a batch
 	failed := false
@@ -214,7 +231,7 @@ func (b *Broker) readFetch(parts []fetchPart, buf []byte, maxBytes int, committe
 	for i := range parts {
 		fp := &parts[i]
 		out, p := fp.out, fp.p
-		out.RecordBatches = nil
+		fp.records = fp.records[:0]
 		out.AbortedTransactions = nil
 		if lerr := b.leaderError(p, fp.req.CurrentLeaderEpoch); lerr != nil {
 			b.failFetchPart(out, lerr, p, version)
@@ -223,10 +240,10 @@ func (b *Broker) readFetch(parts []fetchPart, buf []byte, maxBytes int, committe
 		}
 		hwm := p.Log.HighWatermark()
 		partMax := min(max(int(fp.req.PartitionMaxBytes), 0), left)
-		start := len(buf)
+		n := 0
 		var err error
 		if first || partMax > 0 {
-			buf, err = p.Log.AppendRecords(buf, fp.req.FetchOffset, partMax, hwm)
+			fp.records, n, err = p.Log.AppendSpans(fp.records, fp.req.FetchOffset, partMax, hwm)
 		} else if off := fp.req.FetchOffset; off < p.Log.LogStartOffset() || off > p.Log.LogEndOffset() {
 			// The response is full: no records, but the offset is still checked.
 			err = kerr.OffsetOutOfRange
@@ -236,13 +253,11 @@ func (b *Broker) readFetch(parts []fetchPart, buf []byte, maxBytes int, committe
 			failed = true
 			continue
 		}
-		n := len(buf) - start
 		if !first && n > partMax {
 			// Only the first partition with data may exceed the limits (KIP-74).
-			buf, n = buf[:start], 0
+			fp.records, n = fp.records[:0], 0
 		}
 		if n > 0 {
-			out.RecordBatches = buf[start:len(buf):len(buf)]
 			first = false
 			left = max(left-n, 0)
 			total += n
@@ -256,7 +271,7 @@ func (b *Broker) readFetch(parts []fetchPart, buf []byte, maxBytes int, committe
 			out.AbortedTransactions = noAbortedTransactions
 		}
 	}
-	return buf, total, failed
+	return total, failed
 }
 
 // failFetchPart sets a failed partition's answer: the error, -1 for every offset, and for a

@@ -118,7 +118,8 @@ func (b *Broker) handleProduce(cn *conn, req *kmsg.ProduceRequest) kmsg.Response
 }
 
 // appendProduced appends one partition's records, fills the partition's response and moves
-// the high watermark to the log end offset (every partition has a single copy).
+// the high watermark to the log end offset (every partition has a single copy). The records
+// alias the request frame, which is never reused, so the log may keep them without a copy.
 func (b *Broker) appendProduced(p *Partition, records []byte, now time.Time, sp *kmsg.ProduceResponseTopicPartition) error {
 	res, err := p.Log.Append(records, now)
 	if err != nil {

@@ -1,6 +1,8 @@
 // Package wire reads and writes Kafka's framing: size-prefixed frames, request headers v1/v2,
-// response headers v0/v1. Request and response bodies are kmsg types. Nothing here panics on
-// bad input: every failure is an error that says what was wrong with the frame.
+// response headers v0/v1. Request and response bodies are kmsg types; a response is written as
+// a Frame, in which a Fetch response (FetchResponse) refers to its record batches where they
+// lie instead of copying them. Nothing here panics on bad input: every failure is an error
+// that says what was wrong with the frame.
 package wire
 
 import (
@@ -8,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -142,15 +145,105 @@ func uvarint(b []byte) (uint64, []byte, error) {
 // AppendResponse appends a whole response frame (size, header, body) to dst. The header is v1
 // (with an empty tag section) for flexible versions, v0 otherwise; ApiVersions is always v0.
 func AppendResponse(dst []byte, key int16, correlationID int32, resp kmsg.Response) []byte {
-	start := len(dst)
-	dst = append(dst, 0, 0, 0, 0)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
+	f := Frame{B: dst, flat: true}
+	f.AppendResponse(key, correlationID, resp)
+	return f.B
+}
+
+// Frame holds outgoing frames as bytes in B interleaved with slices that are written from where
+// they lie, so that a response does not copy large byte fields (record batches) into its frame.
+// The zero value is an empty frame.
+type Frame struct {
+	// B holds everything but the referenced slices; encoders append to it.
+	B    []byte
+	refs []ref
+	iov  [][]byte // WriteTo's vectors, kept for the next frame
+	flat bool     // Ref copies every slice: the frame is only B
+	tmp  []byte   // scratch for encoders that size a field before writing it
+}
+
+// ref is a slice written at position at of B, before B[at:].
+type ref struct {
+	at   int
+	data []byte
+}
+
+// minRef is the smallest slice Ref refers to rather than copies: a vector in a write costs
+// more than copying a few kilobytes.
+const minRef = 4 << 10
+
+// FrameAppender is a response that appends its body to a Frame itself, referring to its large
+// byte fields instead of copying them. Its AppendTo must produce the same bytes.
+type FrameAppender interface {
+	AppendFrame(f *Frame)
+}
+
+// AppendResponse appends a whole response frame, as the function AppendResponse does, using
+// resp's AppendFrame when it has one.
+func (f *Frame) AppendResponse(key int16, correlationID int32, resp kmsg.Response) {
+	start, at := f.Len(), len(f.B)
+	f.B = append(f.B, 0, 0, 0, 0)
+	f.B = binary.BigEndian.AppendUint32(f.B, uint32(correlationID))
 	if resp.IsFlexible() && key != ApiVersionsKey {
-		dst = append(dst, 0)
+		f.B = append(f.B, 0)
 	}
-	dst = resp.AppendTo(dst)
-	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
-	return dst
+	if fa, ok := resp.(FrameAppender); ok {
+		fa.AppendFrame(f)
+	} else {
+		f.B = resp.AppendTo(f.B)
+	}
+	binary.BigEndian.PutUint32(f.B[at:], uint32(f.Len()-start-4))
+}
+
+// Ref appends b to the frame. A large b is written from where it lies, so it must not change
+// until the frame has been written or reset.
+func (f *Frame) Ref(b []byte) {
+	if f.flat || len(b) < minRef {
+		f.B = append(f.B, b...)
+		return
+	}
+	f.refs = append(f.refs, ref{at: len(f.B), data: b})
+}
+
+// Len returns the frame's length in bytes.
+func (f *Frame) Len() int {
+	n := len(f.B)
+	for _, r := range f.refs {
+		n += len(r.data)
+	}
+	return n
+}
+
+// Reset empties the frame, keeping its buffers but no referenced slice.
+func (f *Frame) Reset() {
+	f.B = f.B[:0]
+	clear(f.refs)
+	f.refs = f.refs[:0]
+}
+
+// WriteTo writes the frame to w: with one write of B when nothing is referenced, otherwise as
+// net.Buffers, which a TCP connection writes with writev.
+func (f *Frame) WriteTo(w io.Writer) (int64, error) {
+	if len(f.refs) == 0 {
+		n, err := w.Write(f.B)
+		return int64(n), err
+	}
+	iov, prev := f.iov[:0], 0
+	for _, r := range f.refs {
+		if r.at > prev {
+			iov = append(iov, f.B[prev:r.at])
+		}
+		iov = append(iov, r.data)
+		prev = r.at
+	}
+	if prev < len(f.B) {
+		iov = append(iov, f.B[prev:])
+	}
+	f.iov = iov
+	bufs := net.Buffers(iov)
+	n, err := bufs.WriteTo(w)
+	clear(iov) // WriteTo clears only what it wrote
+	return n, err
 }
 
 // AppendRequest appends a whole request frame (size, header v1 or v2, body) to dst. The fake

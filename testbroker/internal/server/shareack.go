@@ -1,0 +1,229 @@
+package server
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/share"
+)
+
+// Kafka's messages for malformed share requests (KafkaApis.handleShareFetchRequest and
+// handleShareAcknowledgeRequest).
+const (
+	msgInvalidShareGroupID  = "Invalid group id in the request."
+	msgInvalidShareMemberID = "Invalid member id in the request."
+)
+
+// validShareMemberID is KafkaApis.isMemberIdValid: not null, not empty, and at most 36 Java
+// characters (UTF-16 code units), the length of a printed UUID.
+func validShareMemberID(id *string) bool {
+	if id == nil || *id == "" {
+		return false
+	}
+	units := 0
+	for _, r := range *id {
+		units++
+		if r > 0xFFFF {
+			units++ // a surrogate pair in Java
+		}
+	}
+	return units <= 36
+}
+
+// maxAckType is the highest acknowledgement type a share request version may carry: RENEW (4)
+// from version 2 (Kafka checks version == 2), REJECT (3) before.
+func maxAckType(version int16) int8 {
+	if version == 2 {
+		return 4
+	}
+	return 3
+}
+
+// ackPartition is one partition's acknowledgement batches of a ShareFetch or ShareAcknowledge.
+type ackPartition struct {
+	topicPartitionKey
+	batches []share.AckBatch
+}
+
+// ackOutcome is what one partition's acknowledgements came to.
+type ackOutcome struct {
+	topicPartitionKey
+	code int16
+	msg  *string
+}
+
+// shareFetchAcks returns the ShareFetch's partitions with their acknowledgement batches, and
+// whether any partition has one.
+func shareFetchAcks(req *kmsg.ShareFetchRequest) ([]ackPartition, bool) {
+	n, parts := 0, 0
+	for i := range req.Topics {
+		for j := range req.Topics[i].Partitions {
+			n += len(req.Topics[i].Partitions[j].AcknowledgementBatches)
+			parts++
+		}
+	}
+	if n == 0 {
+		return nil, false
+	}
+	all := make([]share.AckBatch, 0, n)
+	out := make([]ackPartition, 0, parts)
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			first := len(all)
+			all = appendAckBatches(all, p.AcknowledgementBatches)
+			out = append(out, ackPartition{topicPartitionKey{t.TopicID, p.Partition}, all[first:len(all):len(all)]})
+		}
+	}
+	return out, true
+}
+
+// shareAcknowledgeAcks returns the ShareAcknowledge's partitions with their batches.
+func shareAcknowledgeAcks(req *kmsg.ShareAcknowledgeRequest) []ackPartition {
+	n, parts := 0, 0
+	for i := range req.Topics {
+		for j := range req.Topics[i].Partitions {
+			n += len(req.Topics[i].Partitions[j].AcknowledgementBatches)
+			parts++
+		}
+	}
+	all := make([]share.AckBatch, 0, n)
+	out := make([]ackPartition, 0, parts)
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			first := len(all)
+			all = appendAckBatches(all, p.AcknowledgementBatches)
+			out = append(out, ackPartition{topicPartitionKey{t.TopicID, p.Partition}, all[first:len(all):len(all)]})
+		}
+	}
+	return out
+}
+
+// appendAckBatches appends the batches of either request; the types alias the request's.
+func appendAckBatches[B kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch | kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch](all []share.AckBatch, batches []B) []share.AckBatch {
+	for _, b := range batches {
+		fb := kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch(b)
+		all = append(all, share.AckBatch{FirstOffset: fb.FirstOffset, LastOffset: fb.LastOffset, Types: fb.AcknowledgeTypes})
+	}
+	return all
+}
+
+// applyShareAcks applies a request's acknowledgements for member as Kafka's
+// KafkaApis.handleAcknowledgements and SharePartitionManager.acknowledge do, partition by
+// partition in request order:
+//
+//   - an unknown topic id is UNKNOWN_TOPIC_ID;
+//   - batches that break share.ValidateBatches (maxType, isRenewAck) are INVALID_REQUEST;
+//   - a partition index the topic lacks is UNKNOWN_TOPIC_OR_PARTITION;
+//   - no batches is success;
+//   - a partition without a share partition of the group on this broker (never fetched here,
+//     or led by another broker) is UNKNOWN_TOPIC_OR_PARTITION with Kafka's default message;
+//   - otherwise share.Partition.Acknowledge decides, all or nothing for the partition, and its
+//     refusal's code and message are the partition's.
+//
+// The first three carry no message. When no partition gets as far as Acknowledge, only the
+// failed partitions are reported, as with Kafka; otherwise every partition is.
+func (c *Cluster) applyShareAcks(group, member string, parts []ackPartition, maxType int8, isRenewAck bool) []ackOutcome {
+	out := make([]ackOutcome, len(parts))
+	reported := make([]bool, len(parts))
+	anyApplied := false
+	for i := range parts {
+		ap := &parts[i]
+		o := &out[i]
+		o.topicPartitionKey = ap.topicPartitionKey
+		t := c.topicByID(ap.topic)
+		switch {
+		case t == nil:
+			o.code, reported[i] = kerr.UnknownTopicID.Code, true
+			continue
+		case share.ValidateBatches(ap.batches, maxType, isRenewAck) != nil:
+			o.code, reported[i] = kerr.InvalidRequest.Code, true
+			continue
+		case c.partition(t, ap.partition) == nil:
+			o.code, reported[i] = kerr.UnknownTopicOrPartition.Code, true
+			continue
+		case len(ap.batches) == 0:
+			continue
+		}
+		anyApplied = true
+		sp := c.shares.get(group, ap.topic, ap.partition)
+		if sp == nil {
+			o.code, o.msg = kerr.UnknownTopicOrPartition.Code, &kerr.UnknownTopicOrPartition.Description
+			continue
+		}
+		if err := sp.Acknowledge(member, ap.batches); err != nil {
+			o.code = codeOf(err)
+			var se *share.Error
+			if errors.As(err, &se) && se.Message != "" {
+				o.msg = &se.Message
+			}
+		}
+	}
+	if anyApplied {
+		return out
+	}
+	kept := out[:0]
+	for i := range out {
+		if reported[i] {
+			kept = append(kept, out[i])
+		}
+	}
+	return kept
+}
+
+// handleShareAcknowledge answers ShareAcknowledge v1-2 in Kafka's order
+// (KafkaApis.handleShareAcknowledgeRequest): a null group id, then a member id that is null,
+// empty or longer than 36 characters, are INVALID_REQUEST with Kafka's message; then the
+// session rules of shareSessions.openAcknowledge, whose failures are top-level codes; then the
+// acknowledgements, applied as applyShareAcks says, with RENEW allowed only in version 2 with
+// IsRenewAck. Epoch -1 then closes the member's session and releases what it holds in the
+// session's partitions. Version 2 carries the group's share.record.lock.duration.ms in
+// AcquisitionLockTimeoutMs (0 on top-level errors).
+//
+// Kafka's own top-level error responses carry no ErrorMessage (getErrorResponse keeps only the
+// code); this one sends Kafka's message text, which clients only display.
+func (b *Broker) handleShareAcknowledge(req *kmsg.ShareAcknowledgeRequest) kmsg.Response {
+	c := b.c
+	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
+	fail := func(err error) kmsg.Response {
+		resp.ErrorCode, resp.ErrorMessage = codeOf(err), messageOf(err)
+		return resp
+	}
+	if req.GroupID == nil {
+		return fail(errorf(kerr.InvalidRequest, msgInvalidShareGroupID))
+	}
+	if !validShareMemberID(req.MemberID) {
+		return fail(errorf(kerr.InvalidRequest, msgInvalidShareMemberID))
+	}
+	group, member := *req.GroupID, *req.MemberID
+	ss := c.shares.sessions[b.id]
+	if err := ss.openAcknowledge(group, member, req.ShareSessionEpoch); err != nil {
+		return fail(err)
+	}
+	renew := req.Version >= 2 && req.IsRenewAck
+	outcomes := c.applyShareAcks(group, member, shareAcknowledgeAcks(req), maxAckType(req.Version), renew)
+	if req.ShareSessionEpoch == -1 {
+		ss.release(group, member)
+	}
+	for _, o := range outcomes {
+		rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
+		rp.Partition, rp.ErrorCode, rp.ErrorMessage = o.partition, o.code, o.msg
+		i := len(resp.Topics) - 1
+		for ; i >= 0 && resp.Topics[i].TopicID != o.topic; i-- {
+		}
+		if i < 0 {
+			rt := kmsg.NewShareAcknowledgeResponseTopic()
+			rt.TopicID = o.topic
+			resp.Topics = append(resp.Topics, rt)
+			i = len(resp.Topics) - 1
+		}
+		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
+	}
+	resp.AcquisitionLockTimeoutMillis = c.shareLockDurationMs(group)
+	return resp
+}

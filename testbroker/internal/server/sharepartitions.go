@@ -1,0 +1,193 @@
+package server
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kshare/kshare/testbroker/internal/share"
+)
+
+// sharePartitionKey names one share partition: a topic partition as one share group sees it.
+type sharePartitionKey struct {
+	group     string
+	topic     [16]byte
+	partition int32
+}
+
+// shareState holds the cluster's share partitions and every broker's share sessions.
+//
+// A share partition is created on the first ShareFetch of its group for it on the partition's
+// leader, with the SPSO that the group's share.auto.offset.reset gives at that moment (Kafka
+// initializes it from the share coordinator's state, which starts the same way). Partition
+// leaders never move in this cluster, so one cluster-wide map stands for every leader's share
+// partition cache. Acknowledgements never create one: Kafka answers an acknowledgement for a
+// share partition its leader does not hold with UNKNOWN_TOPIC_OR_PARTITION.
+type shareState struct {
+	c *Cluster
+
+	mu    sync.RWMutex
+	parts map[sharePartitionKey]*share.Partition
+	// gen counts topic deletions, so that sessions know when their cached partitions may be gone.
+	gen    uint64
+	closed bool
+
+	sessions []*shareSessions // by broker id
+}
+
+func newShareState(c *Cluster, brokers int) *shareState {
+	s := &shareState{c: c, parts: make(map[sharePartitionKey]*share.Partition)}
+	s.sessions = make([]*shareSessions, brokers)
+	for i := range s.sessions {
+		s.sessions[i] = newShareSessions(s, int32(i))
+	}
+	return s
+}
+
+// get returns a share partition if it exists.
+func (s *shareState) get(group string, topic [16]byte, partition int32) *share.Partition {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.parts[sharePartitionKey{group, topic, partition}]
+}
+
+// getOrCreate returns group's share partition of p, creating it if needed; nil once the
+// cluster is closing.
+func (s *shareState) getOrCreate(group string, p *Partition) *share.Partition {
+	key := sharePartitionKey{group, p.Topic.ID, p.Index}
+	s.mu.RLock()
+	sp := s.parts[key]
+	s.mu.RUnlock()
+	if sp != nil {
+		return sp
+	}
+	// Created outside the lock: NewPartition reads the group's configs and the log.
+	c := s.c
+	created := share.NewPartition(group, p.Log, c.clock, func() share.Settings { return c.shareSettings(group) })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		created.Close()
+		return nil
+	}
+	if sp = s.parts[key]; sp != nil {
+		created.Close()
+		return sp
+	}
+	// A topic deleted meanwhile must not get a share partition back.
+	if c.topicByID(p.Topic.ID) != p.Topic {
+		created.Close()
+		return nil
+	}
+	s.parts[key] = created
+	return created
+}
+
+// generation returns the count of topic deletions so far.
+func (s *shareState) generation() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.gen
+}
+
+// topicDeleted closes and forgets every share partition of a deleted topic: their locks stop and
+// their waiters wake.
+func (s *shareState) topicDeleted(id [16]byte) {
+	var gone []*share.Partition
+	s.mu.Lock()
+	s.gen++
+	for k, sp := range s.parts {
+		if k.topic == id {
+			gone = append(gone, sp)
+			delete(s.parts, k)
+		}
+	}
+	s.mu.Unlock()
+	for _, sp := range gone {
+		sp.Close()
+	}
+}
+
+// close closes every share partition; the cluster is shutting down.
+func (s *shareState) close() {
+	s.mu.Lock()
+	s.closed = true
+	parts := s.parts
+	s.parts = make(map[sharePartitionKey]*share.Partition)
+	s.mu.Unlock()
+	for _, sp := range parts {
+		sp.Close()
+	}
+}
+
+// groupPartitions returns the keys of every share partition of group, sorted by topic id and
+// partition.
+func (s *shareState) groupPartitions(group string) []sharePartitionKey {
+	s.mu.RLock()
+	var keys []sharePartitionKey
+	for k := range s.parts {
+		if k.group == group {
+			keys = append(keys, k)
+		}
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(keys, func(a, b sharePartitionKey) int {
+		if c := slices.Compare(a.topic[:], b.topic[:]); c != 0 {
+			return c
+		}
+		return int(a.partition - b.partition)
+	})
+	return keys
+}
+
+// shareSettings returns a group's effective share settings, as share.Partition asks for them at
+// every acquisition, acknowledgement and lock expiry: each group config if the group sets it,
+// else the broker config that is its default, else Kafka's default. It reads them under one
+// read lock without the fmt round trips of effectiveGroupConfig, since it runs on every fetch.
+func (c *Cluster) shareSettings(group string) share.Settings {
+	b := c.configs
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	g := b.groups[group]
+	raw := func(key string) string {
+		if v, ok := g[key]; ok {
+			return strings.TrimSpace(v)
+		}
+		d := groupDefsByName[key]
+		if d.brokerKey == "" {
+			return d.def
+		}
+		v, _, _ := b.lookupLocked(-1, d.brokerKey)
+		return strings.TrimSpace(v)
+	}
+	num := func(key string) int {
+		n, _ := strconv.Atoi(raw(key))
+		return n
+	}
+	return share.Settings{
+		LockDuration:       time.Duration(num("share.record.lock.duration.ms")) * time.Millisecond,
+		DeliveryCountLimit: int16(num("share.delivery.count.limit")),
+		MaxRecordLocks:     num("share.partition.max.record.locks"),
+		RenewEnabled:       strings.EqualFold(raw("share.renew.acknowledge.enable"), "true"),
+		AutoOffsetReset:    raw("share.auto.offset.reset"),
+	}
+}
+
+// shareLockDurationMs returns a group's effective share.record.lock.duration.ms, the
+// AcquisitionLockTimeoutMs of its ShareFetch and ShareAcknowledge responses.
+func (c *Cluster) shareLockDurationMs(group string) int32 {
+	return int32(c.shareSettings(group).LockDuration / time.Millisecond)
+}
+
+// SharePartitionState returns group's share partition of a topic partition, for inspection; ok is
+// false when the topic does not exist or no ShareFetch of the group has reached the partition.
+func (c *Cluster) SharePartitionState(group, topic string, partition int32) (*share.Partition, bool) {
+	t := c.topic(topic)
+	if t == nil {
+		return nil, false
+	}
+	sp := c.shares.get(group, t.ID, partition)
+	return sp, sp != nil
+}
