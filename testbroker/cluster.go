@@ -145,3 +145,10 @@ func (c *Cluster) ClearFaults() { c.s.Faults().Clear() }
 
 // ActiveFaults returns how many faults are still active (a fault whose Times ran out is gone).
 func (c *Cluster) ActiveFaults() int { return c.s.Faults().Len() }
+
+// SetGroupConfig sets a group config (share.auto.offset.reset, share.record.lock.duration.ms,
+// share.delivery.count.limit, ...) as an IncrementalAlterConfigs SET on the GROUP resource
+// would, with the same validation and Kafka's messages. The group need not exist yet.
+func (c *Cluster) SetGroupConfig(group, key, value string) error {
+	return c.s.SetGroupConfig(group, key, value)
+}

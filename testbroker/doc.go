@@ -16,6 +16,11 @@
 // answer matching requests with an error code, hold them, or drop the connection. The
 // inspection methods (Topics, Partition) show what a test may want to assert on.
 //
+// Share groups (KIP-932) are implemented as Kafka 4.2+ has them, RENEW (KIP-1222) included:
+// membership through ShareGroupHeartbeat, share sessions, ShareFetch and ShareAcknowledge with
+// Kafka's validation and messages, acquisition locks that expire exactly on the cluster clock,
+// and inspection of every record's state (ShareRecords) for tests to assert on.
+//
 // The same cluster runs as a program: go run ./testbroker/cmd/testbroker -brokers 3. See
 // docs/testbroker.md for every option and for what is and is not implemented.
 package testbroker

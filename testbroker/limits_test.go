@@ -29,3 +29,13 @@ func TestExcessivePartitionCountsAreRefused(t *testing.T) {
 	_, exists := c.Topic("huge")
 	assert.False(t, exists)
 }
+
+func TestSetGroupConfig(t *testing.T) {
+	t.Parallel()
+	c := testbroker.StartT(t)
+	require.NoError(t, c.SetGroupConfig("g", "share.auto.offset.reset", "earliest"))
+	err := c.SetGroupConfig("g", "share.delivery.count.limit", "99")
+	assert.ErrorIs(t, err, kerr.InvalidConfig)
+	assert.ErrorContains(t, err, "share.delivery.count.limit")
+	assert.ErrorIs(t, c.SetGroupConfig("g", "no.such.config", "1"), kerr.InvalidConfig)
+}

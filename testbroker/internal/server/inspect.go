@@ -1,5 +1,7 @@
 package server
 
+import "github.com/twmb/franz-go/pkg/kmsg"
+
 // TopicState is a snapshot of a topic for tests and tools.
 type TopicState struct {
 	Name       string
@@ -74,4 +76,12 @@ func (c *Cluster) DropConnections(broker int32) {
 			b.dropConnections()
 		}
 	}
+}
+
+// SetGroupConfig sets one group config as IncrementalAlterConfigs SET on a GROUP resource
+// would, with the same validation and errors.
+func (c *Cluster) SetGroupConfig(group, key, value string) error {
+	return c.alterGroupConfigs(group, []kmsg.IncrementalAlterConfigsRequestResourceConfig{{
+		Name: key, Op: kmsg.IncrementalAlterConfigOpSet, Value: &value,
+	}}, false)
 }
