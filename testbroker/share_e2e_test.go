@@ -23,15 +23,16 @@ import (
 // the broker's inspection API.
 
 // e2eStart starts a cluster with topic "t" of the given partitions for a share test. Heartbeats
-// are short, so that franz-go members learn a new assignment within a tenth of a second, and
-// sessions last an hour, so that members stay however far a test moves the manual clock:
-// franz-go heartbeats on the real clock while the broker times sessions on the cluster clock.
+// come every second, the shortest interval franz-go keeps to, so that members learn a new
+// assignment quickly; sessions last an hour, so that members stay however far a test moves the
+// manual clock: franz-go heartbeats on the real clock while the broker times sessions on the
+// cluster clock.
 func e2eStart(t *testing.T, partitions int32, opts ...testbroker.Opt) *testbroker.Cluster {
 	t.Helper()
 	return testbroker.StartT(t, append([]testbroker.Opt{
 		testbroker.Topic("t", partitions),
-		testbroker.BrokerConfig("group.share.min.heartbeat.interval.ms", "50"),
-		testbroker.BrokerConfig("group.share.heartbeat.interval.ms", "100"),
+		testbroker.BrokerConfig("group.share.min.heartbeat.interval.ms", "1000"),
+		testbroker.BrokerConfig("group.share.heartbeat.interval.ms", "1000"),
 		testbroker.BrokerConfig("group.share.max.session.timeout.ms", "3600000"),
 		testbroker.BrokerConfig("group.share.session.timeout.ms", "3600000"),
 	}, opts...)...)
@@ -179,6 +180,54 @@ func (m *e2eMember) pollUntilValue(t *testing.T, v string, ack kgo.AckStatus) []
 	return nil
 }
 
+// pollOne polls one record at a time until one arrives, failing the test after 10 s. The rest
+// of the fetch that brought it stays buffered in franz-go.
+func (m *e2eMember) pollOne(t *testing.T) *kgo.Record {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		fs := m.cl.PollRecords(ctx, 1)
+		cancel()
+		fs.EachError(func(topic string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("share fetch %s/%d: %v", topic, p, err)
+			}
+		})
+		if rs := fs.Records(); len(rs) > 0 {
+			return rs[0]
+		}
+	}
+	t.Fatal("no record within 10s")
+	return nil
+}
+
+// flushAdvancing is flush for a member whose last poll drained its buffer, so that franz-go may
+// have sent a ShareFetch that is now parked on the manual clock: FlushAcks waits for it, so the
+// clock moves on by the fetch wait (100 ms) every few milliseconds of real time until the flush
+// is done.
+func (m *e2eMember) flushAdvancing(t *testing.T, clk *testbroker.ManualClock) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- m.cl.FlushAcks(ctx) }()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			require.NoError(t, errors.Join(m.ackErrs...))
+			return
+		case <-tick.C:
+			clk.Advance(100 * time.Millisecond)
+		}
+	}
+}
+
 // e2eStartOffset returns the share-partition start offset of group on topic's partition p.
 func e2eStartOffset(t *testing.T, c *testbroker.Cluster, group, topic string, p int32) int64 {
 	t.Helper()
@@ -209,8 +258,8 @@ func e2eMemberID(t *testing.T, c *testbroker.Cluster, group, clientID string) st
 	return ""
 }
 
-// e2eWaitStable waits until the group has n members that all run at the group epoch, with
-// every partition of topic assigned; franz-go then has its assignment.
+// e2eWaitStable waits until the group has n members, each running at the group epoch with a
+// non-empty assignment: every franz-go member has then received its current assignment.
 func e2eWaitStable(t *testing.T, c *testbroker.Cluster, group string, n int) testbroker.ShareGroupInfo {
 	t.Helper()
 	var g testbroker.ShareGroupInfo
@@ -445,92 +494,105 @@ func TestShareE2EDeliveryLimitArchives(t *testing.T) {
 	assert.Equal(t, int32(1), rest[0].DeliveryCount())
 }
 
+// On the manual clock the tests must keep franz-go from fetching behind their back: its share
+// consumer prefetches, and a prefetch parked on the manual clock when a lock expires would take
+// the record, or hold up FlushAcks and Close until franz-go gives up on it after 5 s of real
+// time (and then finds its share session epoch stale). So members there fetch only while they
+// poll (MaxConcurrentFetches(0)), take one record per poll (pollOne), and are fed batches of two
+// records: with a record still buffered, franz-go sends no ShareFetch at all.
+
 // TestShareE2EExpiredLockRedeliveredToAnotherMember lets a lock expire on the manual clock:
-// the record goes to another member, with delivery count 2.
+// the records go to another member, with delivery count 2.
 func TestShareE2EExpiredLockRedeliveredToAnotherMember(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := e2eStart(t, 1, testbroker.WithManualClock(start))
 	clk := c.ManualClock()
 	e2eSetGroupConfigs(t, c, "g", "share.auto.offset.reset", "earliest")
-	e2eProduce(t, c, "t", 0, "r0")
+	e2eProduce(t, c, "t", 0, "r0", "r1")
 
-	// Members fetch only while they poll (MaxConcurrentFetches(0)): once A's one poll returns,
-	// A sends no other ShareFetch that could take the record back when the lock expires, and
-	// no member closes with a ShareFetch parked on the manual clock, which franz-go's Close
-	// would wait out for 5 s.
 	a := e2eJoin(t, c, "g", "t", "member-a", kgo.MaxConcurrentFetches(0))
-	rs := a.pollSome(t)
-	require.Len(t, rs, 1)
-	require.Equal(t, int32(1), rs[0].DeliveryCount())
+	r := a.pollOne(t)
+	require.Equal(t, int64(0), r.Offset)
+	require.Equal(t, int32(1), r.DeliveryCount())
 	aID := e2eMemberID(t, c, "g", "member-a")
-	rec := e2eRecord(t, c, "g", "t", 0, 0)
-	assert.Equal(t, testbroker.ShareAcquired, rec.State)
-	assert.Equal(t, aID, rec.Member)
-	assert.Equal(t, start.Add(30*time.Second), rec.LockDeadline, "group.share.record.lock.duration.ms defaults to 30 s")
+	for off := range int64(2) {
+		rec := e2eRecord(t, c, "g", "t", 0, off)
+		assert.Equal(t, testbroker.ShareAcquired, rec.State, "offset %d", off)
+		assert.Equal(t, aID, rec.Member, "offset %d", off)
+		assert.Equal(t, start.Add(30*time.Second), rec.LockDeadline, "group.share.record.lock.duration.ms defaults to 30 s")
+	}
 
 	b := e2eJoin(t, c, "g", "t", "member-b", kgo.MaxConcurrentFetches(0))
 	e2eWaitStable(t, c, "g", 2)
-	assert.Empty(t, b.poll(t, 200*time.Millisecond), "the record is A's until its lock expires")
+	assert.Empty(t, b.poll(t, 200*time.Millisecond), "the records are A's until their lock expires")
 
 	clk.Advance(30*time.Second - time.Millisecond)
 	assert.Equal(t, testbroker.ShareAcquired, e2eRecord(t, c, "g", "t", 0, 0).State, "a millisecond before the deadline")
 	clk.Advance(time.Millisecond)
 
-	again := b.pollSome(t)
-	require.Len(t, again, 1)
-	assert.Equal(t, int64(0), again[0].Offset)
-	assert.Equal(t, int32(2), again[0].DeliveryCount())
+	again := b.pollOne(t)
+	assert.Equal(t, int64(0), again.Offset)
+	assert.Equal(t, "r0", string(again.Value))
+	assert.Equal(t, int32(2), again.DeliveryCount())
 	bID := e2eMemberID(t, c, "g", "member-b")
-	rec = e2eRecord(t, c, "g", "t", 0, 0)
-	assert.Equal(t, testbroker.ShareAcquired, rec.State)
-	assert.Equal(t, bID, rec.Member)
-	assert.Equal(t, int16(2), rec.DeliveryCount)
-	again[0].Ack(kgo.AckAccept)
+	for off := range int64(2) {
+		rec := e2eRecord(t, c, "g", "t", 0, off)
+		assert.Equal(t, testbroker.ShareAcquired, rec.State, "offset %d", off)
+		assert.Equal(t, bID, rec.Member, "offset %d", off)
+		assert.Equal(t, int16(2), rec.DeliveryCount, "offset %d", off)
+	}
+	again.Ack(kgo.AckAccept)
 	b.flush(t)
 	assert.Equal(t, int64(1), e2eStartOffset(t, c, "g", "t", 0))
 }
 
-// TestShareE2ERenewHoldsLockPastOriginalDeadline renews a lock with AckRenew: the record stays
-// with its owner past its first deadline, and goes to another member only once the renewed
-// lock expires.
+// TestShareE2ERenewHoldsLockPastOriginalDeadline renews the lock of one record of two acquired
+// together, with AckRenew: the renewed record stays with its owner past the first deadline and
+// goes to another member only once the renewed lock expires, while the other record expires at
+// the first deadline.
 func TestShareE2ERenewHoldsLockPastOriginalDeadline(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := e2eStart(t, 1, testbroker.WithManualClock(start))
 	clk := c.ManualClock()
 	e2eSetGroupConfigs(t, c, "g", "share.auto.offset.reset", "earliest")
-	e2eProduce(t, c, "t", 0, "slow")
+	e2eProduce(t, c, "t", 0, "slow", "other")
 
 	// A must not poll again: franz-go accepts renewed records at the next poll.
 	a := e2eJoin(t, c, "g", "t", "member-a", kgo.MaxConcurrentFetches(0))
-	rs := a.pollSome(t)
-	require.Len(t, rs, 1)
+	slow := a.pollOne(t)
+	require.Equal(t, int64(0), slow.Offset)
 	aID := e2eMemberID(t, c, "g", "member-a")
 	b := e2eJoin(t, c, "g", "t", "member-b", kgo.MaxConcurrentFetches(0))
 	e2eWaitStable(t, c, "g", 2)
 
 	clk.Advance(20 * time.Second)
-	rs[0].Ack(kgo.AckRenew)
+	slow.Ack(kgo.AckRenew)
 	a.flush(t)
 	rec := e2eRecord(t, c, "g", "t", 0, 0)
 	assert.Equal(t, testbroker.ShareAcquired, rec.State)
 	assert.Equal(t, aID, rec.Member)
 	assert.Equal(t, int16(1), rec.DeliveryCount, "a renewal does not count as a delivery")
 	assert.Equal(t, start.Add(50*time.Second), rec.LockDeadline, "renewed for a full lock duration from the renewal")
+	assert.Equal(t, start.Add(30*time.Second), e2eRecord(t, c, "g", "t", 0, 1).LockDeadline, "offset 1 was not renewed")
 
-	clk.Advance(20 * time.Second) // 10 s past the original deadline
+	clk.Advance(20 * time.Second) // 10 s past the first deadline
 	rec = e2eRecord(t, c, "g", "t", 0, 0)
 	assert.Equal(t, testbroker.ShareAcquired, rec.State)
 	assert.Equal(t, aID, rec.Member)
-	assert.Empty(t, b.poll(t, 200*time.Millisecond), "the renewed record is still A's")
+	other := b.pollOne(t)
+	assert.Equal(t, int64(1), other.Offset, "only the record that was not renewed comes back")
+	assert.Equal(t, int32(2), other.DeliveryCount())
+	other.Ack(kgo.AckAccept)
+	assert.Equal(t, aID, e2eRecord(t, c, "g", "t", 0, 0).Member, "the renewed record is still A's")
 
 	clk.Advance(10 * time.Second) // the renewed deadline
-	again := b.pollSome(t)
-	require.Len(t, again, 1)
-	assert.Equal(t, int64(0), again[0].Offset)
-	assert.Equal(t, int32(2), again[0].DeliveryCount())
-	again[0].Ack(kgo.AckAccept)
-	b.flush(t)
-	assert.Equal(t, int64(1), e2eStartOffset(t, c, "g", "t", 0))
+	again := b.pollOne(t)
+	assert.Equal(t, int64(0), again.Offset)
+	assert.Equal(t, "slow", string(again.Value))
+	assert.Equal(t, int32(2), again.DeliveryCount())
+	again.Ack(kgo.AckAccept)
+	b.flushAdvancing(t, clk)
+	assert.Equal(t, int64(2), e2eStartOffset(t, c, "g", "t", 0))
 }

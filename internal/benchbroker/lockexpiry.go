@@ -25,14 +25,16 @@ import (
 // member A acquires it and never acknowledges it; member B then long-polls ShareFetch until the
 // broker hands B the record, with delivery count 2, and accepts it. The lock's deadline lies
 // between A's request being sent plus the lock duration and A's response arriving plus the
-// lock duration; B's receipt is measured from the earlier of the two, so each figure is an upper
-// bound on the broker's lateness, too high by at most A's round trip, which is reported too.
+// lock duration. Lateness is B's receipt minus the later of the two, A's response plus the lock
+// duration; it is also reported from the earlier one, an upper bound, too high by at most A's
+// round trip.
 
 // lockResult is what the lock-expiry workload gave for one broker.
 type lockResult struct {
 	broker string
 	lock   time.Duration
-	late   []time.Duration // per sample: B's receipt minus (A's request sent + lock duration)
+	late   []time.Duration // per sample: B's receipt minus (A's response + lock duration)
+	upper  []time.Duration // per sample: B's receipt minus (A's request sent + lock duration)
 	rttMax time.Duration   // the longest ShareFetch round trip of A that acquired a sample record
 }
 
@@ -60,8 +62,9 @@ func runLockExpiry(ctx context.Context, c *config, programs []*brokerProgram) ([
 			failures = append(failures, fmt.Sprintf("%s, lock expiry: %s", p.name, firstLine(err)))
 			continue
 		}
-		fmt.Fprintf(os.Stderr, "  late by p50 %v, p99 %v, max %v; A's round trip max %v\n",
-			percentile(r.late, 50), percentile(r.late, 99), percentile(r.late, 100), r.rttMax)
+		fmt.Fprintf(os.Stderr, "  late by p50 %v, p99 %v, max %v (upper bounds: %v, %v, %v)\n",
+			percentile(r.late, 50), percentile(r.late, 99), percentile(r.late, 100),
+			percentile(r.upper, 50), percentile(r.upper, 99), percentile(r.upper, 100))
 		results = append(results, r)
 	}
 	return results, failures, nil
@@ -139,10 +142,10 @@ func measureLockExpiry(ctx context.Context, c *config, p *brokerProgram, samples
 			}
 		}
 		r.rttMax = max(r.rttMax, acquired.Sub(sent))
-		deadline := sent.Add(c.lockDuration)
+		deadline := acquired.Add(c.lockDuration)
 
 		// B long-polls until the broker offers the record again.
-		var late time.Duration
+		var received time.Time
 		for {
 			wait := time.Until(deadline.Add(c.lockWait))
 			if wait <= 0 {
@@ -159,10 +162,11 @@ func measureLockExpiry(ctx context.Context, c *config, p *brokerProgram, samples
 			if len(got) != 1 || got[0].FirstOffset != rec.Offset || got[0].LastOffset != rec.Offset || got[0].DeliveryCount != 2 {
 				return r, fmt.Errorf("member B: acquired %+v, want offset %d with delivery count 2", got, rec.Offset)
 			}
-			late = now.Sub(deadline)
+			received = now
 			break
 		}
-		r.late = append(r.late, late)
+		r.late = append(r.late, received.Sub(deadline))
+		r.upper = append(r.upper, received.Sub(sent.Add(c.lockDuration)))
 		if err := b.accept(ctx, rec.Offset); err != nil {
 			return r, fmt.Errorf("member B: %w", err)
 		}
@@ -363,19 +367,20 @@ func printLockReport(out io.Writer, c *config, results []lockResult) {
 	p("One partition; per sample one record is produced, member A acquires it with a raw ShareFetch and never acknowledges it, "+
 		"member B long-polls ShareFetch until it is offered again (delivery count 2) and accepts it. Lock duration %v "+
 		"(testbroker: group.share.min.record.lock.duration.ms and group.share.record.lock.duration.ms; kfake: group.share.record.lock.duration.ms; "+
-		"kfake's sweep interval left at its default). Lateness is B's receipt minus (A's request sent + lock duration): an upper bound, "+
-		"too high by at most A's round trip. "+
+		"kfake's sweep interval left at its default). Lateness is B's receipt minus (A's response + lock duration); "+
+		"the upper bound is B's receipt minus (A's request sent + lock duration), too high by at most A's round trip. "+
 		"kfake releases expired locks from a sweep ticker; since each sample starts just after the sweep that handed B the previous record, "+
 		"its figures show the sweep interval minus the lock duration, where a lock expiring at a random moment waits half a sweep interval on average.\n\n", c.lockDuration)
-	p("| broker | samples | late p50 | late p99 | late max | A's round trip max |\n")
-	p("|---|---:|---:|---:|---:|---:|\n")
+	p("| broker | samples | late p50 | late p99 | late max | upper bound p50 | upper bound p99 | upper bound max | A's round trip max |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	round := func(d time.Duration) string {
 		return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1e3)
 	}
 	var goal []string
 	for _, r := range results {
-		p("| %s | %d | %s | %s | %s | %s |\n", r.broker, len(r.late),
-			round(percentile(r.late, 50)), round(percentile(r.late, 99)), round(percentile(r.late, 100)), round(r.rttMax))
+		p("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", r.broker, len(r.late),
+			round(percentile(r.late, 50)), round(percentile(r.late, 99)), round(percentile(r.late, 100)),
+			round(percentile(r.upper, 50)), round(percentile(r.upper, 99)), round(percentile(r.upper, 100)), round(r.rttMax))
 		if r.broker == "testbroker" {
 			met := "no"
 			if percentile(r.late, 99) < 5*time.Millisecond {
