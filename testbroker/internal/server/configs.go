@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/testbroker/internal/log"
+	"github.com/kshare/kshare/testbroker/internal/share"
 )
 
 // configDef is one config Kafka defines (a ConfigDef key): its type, its default and the
@@ -389,70 +390,9 @@ func (d *configDef) canonical(raw string) string {
 	return fmt.Sprint(v)
 }
 
-// shareOffsetReset is a parsed share.auto.offset.reset: latest, earliest, or by_duration with
-// how far back from now a new share partition starts.
-type shareOffsetReset struct {
-	strategy string // "latest", "earliest" or "by_duration"
-	duration time.Duration
-}
-
-// parseShareOffsetReset parses share.auto.offset.reset as ShareGroupAutoOffsetResetStrategy
-// does: "latest", "earliest" or "by_duration:" and a non-negative ISO-8601 duration
-// (PnDTnHnMn.nS), all case-sensitive but the duration's letters.
-func parseShareOffsetReset(s string) (shareOffsetReset, bool) {
-	switch s {
-	case "latest", "earliest":
-		return shareOffsetReset{strategy: s}, true
-	}
-	rest, ok := strings.CutPrefix(s, "by_duration:")
-	if !ok {
-		return shareOffsetReset{}, false
-	}
-	d, ok := parseISODuration(rest)
-	if !ok || d < 0 {
-		return shareOffsetReset{}, false
-	}
-	return shareOffsetReset{strategy: "by_duration", duration: d}, true
-}
-
-var isoDuration = regexp.MustCompile(`(?i)^([-+]?)P(?:([-+]?[0-9]+)D)?(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?$`)
-
-// parseISODuration parses what java.time.Duration.parse accepts.
-func parseISODuration(s string) (time.Duration, bool) {
-	m := isoDuration.FindStringSubmatch(s)
-	if m == nil || m[3] == "T" || (m[2] == "" && m[3] == "") {
-		return 0, false
-	}
-	var total time.Duration
-	for _, part := range []struct {
-		digits string
-		unit   time.Duration
-	}{{m[2], 24 * time.Hour}, {m[4], time.Hour}, {m[5], time.Minute}, {m[6], time.Second}} {
-		if part.digits == "" {
-			continue
-		}
-		n, err := strconv.ParseInt(part.digits, 10, 64)
-		if err != nil {
-			return 0, false
-		}
-		total += time.Duration(n) * part.unit
-	}
-	if m[7] != "" {
-		frac, _ := strconv.ParseInt((m[7] + "000000000")[:9], 10, 64)
-		if strings.HasPrefix(m[6], "-") {
-			frac = -frac
-		}
-		total += time.Duration(frac)
-	}
-	if m[1] == "-" {
-		total = -total
-	}
-	return total, true
-}
-
 func checkAutoOffsetReset(name string, v any) error {
 	s := v.(string)
-	if _, ok := parseShareOffsetReset(s); !ok {
+	if !share.ValidOffsetReset(s) {
 		return invalidValue(name, v, "Invalid value `"+s+"` for configuration "+name+
 			". The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.")
 	}
@@ -734,12 +674,6 @@ func (c *Cluster) groupConfigInt(group, key string) int {
 // groupConfigBool returns a BOOLEAN group config's effective value (effectiveGroupConfig).
 func (c *Cluster) groupConfigBool(group, key string) bool {
 	return c.effectiveGroupConfig(group, key) == "true"
-}
-
-// groupOffsetReset returns a group's effective share.auto.offset.reset, parsed.
-func (c *Cluster) groupOffsetReset(group string) shareOffsetReset {
-	r, _ := parseShareOffsetReset(c.effectiveGroupConfig(group, "share.auto.offset.reset"))
-	return r
 }
 
 func sortedKeys[V any](m map[string]V) []string {

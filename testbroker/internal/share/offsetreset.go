@@ -27,6 +27,21 @@ func parseOffsetReset(v string) (strategy int, back time.Duration) {
 	return resetLatest, 0
 }
 
+// ValidOffsetReset reports whether v is a value share.auto.offset.reset accepts: "latest",
+// "earliest", or "by_duration:" and a non-negative ISO-8601 duration. The server validates the
+// group config with it, so that the partition reads exactly what was accepted.
+func ValidOffsetReset(v string) bool {
+	if v == "latest" || v == "earliest" {
+		return true
+	}
+	rest, ok := strings.CutPrefix(v, "by_duration:")
+	if !ok {
+		return false
+	}
+	d, ok := parseISODuration(rest)
+	return ok && d >= 0
+}
+
 // parseISODuration parses the ISO-8601 durations java.time.Duration.parse accepts:
 // [sign]P[nD][T[nH][nM][n[.fraction]S]], letters in either case, every number signed or not,
 // at least one part, and a T only with a time part after it.
