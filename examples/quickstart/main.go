@@ -1,6 +1,6 @@
-// Command quickstart produces records to a topic and reads them back with franz-go. Without
-// -brokers it starts an embedded testbroker cluster first, so it runs anywhere with nothing
-// else installed:
+// Command quickstart produces records to a topic and reads them back through a share group
+// with kshare's share consumer. Without -brokers it starts an embedded testbroker cluster first,
+// so it runs anywhere with nothing else installed:
 //
 //	go run ./examples/quickstart
 //	go run ./examples/quickstart -brokers 127.0.0.1:9092 -topic orders
@@ -18,7 +18,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/shareconsumer"
 	"github.com/kshare/kshare/testbroker"
 )
 
@@ -47,9 +49,9 @@ func run(ctx context.Context, brokers, topic string, n int) error {
 		seeds = c.Addrs()
 		fmt.Printf("started an embedded testbroker cluster: %s\n", strings.Join(seeds, ","))
 	}
+	const group = "quickstart"
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
-		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic))
 	if err != nil {
 		return err
 	}
@@ -62,6 +64,11 @@ func run(ctx context.Context, brokers, topic string, n int) error {
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("creating topic %s: %w", topic, err)
 	}
+	// A share group starts at the end of the log unless told otherwise; this one reads what is
+	// produced before it first fetches.
+	if err := setGroupConfig(ctx, cl, group, "share.auto.offset.reset", "earliest"); err != nil {
+		return err
+	}
 
 	start := time.Now()
 	for i := range n {
@@ -72,18 +79,71 @@ func run(ctx context.Context, brokers, topic string, n int) error {
 	}
 	fmt.Printf("produced %d records to %s in %v\n", n, topic, time.Since(start).Round(time.Millisecond))
 
+	consumer, err := shareconsumer.New(
+		shareconsumer.ClientOpts(kgo.SeedBrokers(seeds...)),
+		shareconsumer.Group(group),
+		shareconsumer.Topics(topic),
+	)
+	if err != nil {
+		return err
+	}
+	defer consumer.Close(context.Background())
+
+	start = time.Now()
 	perPartition := map[int32]int{}
 	read := 0
 	for read < n {
-		fetches := cl.PollFetches(ctx)
-		if err := fetches.Err0(); err != nil {
-			return err
+		recs, err := consumer.Poll(ctx)
+		if err != nil {
+			return fmt.Errorf("after %d records: %w", read, err)
 		}
-		fetches.EachRecord(func(r *kgo.Record) {
+		for _, r := range recs {
 			perPartition[r.Partition]++
 			read++
-		})
+		}
 	}
-	fmt.Printf("consumed %d records: %d, %d and %d per partition\n", read, perPartition[0], perPartition[1], perPartition[2])
+	// Implicit acknowledgement: the commit accepts what the last Poll returned (each Poll
+	// accepted what the one before it returned).
+	results, err := consumer.CommitSync(ctx)
+	if err != nil {
+		return err
+	}
+	for tp, err := range results {
+		if err != nil {
+			return fmt.Errorf("acknowledging %s: %w", tp, err)
+		}
+	}
+	fmt.Printf("consumed %d records through share group %s in %v: %d, %d and %d per partition\n",
+		read, group, time.Since(start).Round(time.Millisecond), perPartition[0], perPartition[1], perPartition[2])
+	if err := consumer.Close(ctx); err != nil {
+		return err
+	}
+	fmt.Println("acknowledged every record and left the group")
+	return nil
+}
+
+// setGroupConfig sets a group config with IncrementalAlterConfigs on the GROUP resource, as
+// kafka-configs.sh --entity-type groups does.
+func setGroupConfig(ctx context.Context, cl *kgo.Client, group, key, value string) error {
+	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	cfg.Name, cfg.Op, cfg.Value = key, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(value)
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	res.Configs = append(res.Configs, cfg)
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("setting %s on group %s: %w", key, group, err)
+	}
+	for _, r := range resp.Resources {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			msg := ""
+			if r.ErrorMessage != nil {
+				msg = ": " + *r.ErrorMessage
+			}
+			return fmt.Errorf("setting %s on group %s: %w%s", key, group, err, msg)
+		}
+	}
 	return nil
 }

@@ -1,0 +1,339 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kshare/kshare/acktype"
+	"github.com/kshare/kshare/shareconsumer"
+)
+
+// Client mode: one consumer in this process consumes every record of the topic and prints a
+// clientResult as JSON on stdout.
+
+const (
+	clientKshare = "kshare"
+	clientFranz  = "franz"
+)
+
+// clientConfig is the command line of client mode.
+type clientConfig struct {
+	client       string
+	seed         string
+	topic        string
+	group        string
+	records      int
+	partitions   int
+	releaseEvery int  // 0: accept every record
+	decodeAcks   bool // wrap the connections to decode acknowledgement batches
+	timeout      time.Duration
+}
+
+// clientResult is what a client child reports.
+type clientResult struct {
+	Client     string `json:"client"`
+	Records    int    `json:"records"`    // distinct records accepted
+	Deliveries int    `json:"deliveries"` // records received, redeliveries included
+	Released   int    `json:"released"`
+	ElapsedNs  int64  `json:"elapsed_ns"` // client created to acknowledgements flushed
+	ConsumeNs  int64  `json:"consume_ns"` // first record received to acknowledgements flushed
+	CPUNs      int64  `json:"cpu_ns"`     // this process's user+system CPU in that span
+	Mallocs    uint64 `json:"mallocs"`    // heap allocations in that span
+	AllocBytes uint64 `json:"alloc_bytes"`
+
+	ShareFetchRequests int64 `json:"share_fetch_requests"`
+	ShareFetchBytes    int64 `json:"share_fetch_bytes"`
+	ShareAckRequests   int64 `json:"share_ack_requests"`
+	ShareAckBytes      int64 `json:"share_ack_bytes"`
+
+	// Decoded acknowledgement batches; only with -decode-acks.
+	AckBatches    int64 `json:"ack_batches"`
+	AckBatchBytes int64 `json:"ack_batch_bytes"`
+	AckOffsets    int64 `json:"ack_offsets"`
+	// Of those, the batches accepting a redelivered record (one offset divisible by
+	// -release-every, type Accept).
+	RedeliveryAckBatches int64 `json:"redelivery_ack_batches"`
+	RedeliveryAckBytes   int64 `json:"redelivery_ack_bytes"`
+	BadFrames            int64 `json:"bad_frames"`
+
+	AckErrors int    `json:"ack_errors"`
+	FirstErr  string `json:"first_ack_error,omitempty"`
+}
+
+func runClient(args []string) error {
+	var c clientConfig
+	fs := flag.NewFlagSet("benchconsumer client", flag.ContinueOnError)
+	fs.StringVar(&c.client, "client", "", "kshare or franz")
+	fs.StringVar(&c.seed, "seed", "", "broker host:port")
+	fs.StringVar(&c.topic, "topic", "", "topic to consume")
+	fs.StringVar(&c.group, "group", "", "share group")
+	fs.IntVar(&c.records, "records", 0, "records in the topic, offsets 0 up in every partition")
+	fs.IntVar(&c.partitions, "partitions", 1, "partitions of the topic")
+	fs.IntVar(&c.releaseEvery, "release-every", 0, "release every Nth offset at its first delivery (0: never)")
+	fs.BoolVar(&c.decodeAcks, "decode-acks", false, "decode the acknowledgement batches written")
+	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up after this long")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the client run to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if c.seed == "" || c.topic == "" || c.group == "" || c.records < 1 {
+		return errors.New("client mode needs -seed, -topic, -group and -records")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+
+	var res clientResult
+	var err error
+	switch c.client {
+	case clientKshare:
+		res, err = consumeKshare(ctx, c)
+	case clientFranz:
+		res, err = consumeFranz(ctx, c)
+	default:
+		err = fmt.Errorf("-client: want kshare or franz, got %q", c.client)
+	}
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// meter measures the span from start to stop: wall time, CPU, allocations, bytes written.
+type meter struct {
+	hook  requestBytes
+	acks  ackCount
+	t0    time.Time
+	cpu0  time.Duration
+	mem0  runtime.MemStats
+	deliv int
+	rel   int
+	first time.Time // when the first record was received
+
+	seen    [][]bool // per partition, by offset: accepted
+	done    int
+	records int
+
+	mu       sync.Mutex
+	ackErrs  int
+	firstErr string
+}
+
+func newMeter(c clientConfig) *meter {
+	m := &meter{records: c.records, seen: make([][]bool, c.partitions)}
+	m.acks.releaseEvery = int64(c.releaseEvery)
+	for p := range m.seen {
+		m.seen[p] = make([]bool, c.records/c.partitions+1)
+	}
+	return m
+}
+
+func (m *meter) start() error {
+	runtime.GC()
+	runtime.ReadMemStats(&m.mem0)
+	cpu, err := selfCPU()
+	if err != nil {
+		return err
+	}
+	m.cpu0, m.t0 = cpu, time.Now()
+	return nil
+}
+
+func (m *meter) stop(res *clientResult) error {
+	now := time.Now()
+	res.ElapsedNs, res.ConsumeNs = int64(now.Sub(m.t0)), int64(now.Sub(m.first))
+	cpu, err := selfCPU()
+	if err != nil {
+		return err
+	}
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+	res.CPUNs = int64(cpu - m.cpu0)
+	res.Mallocs = mem.Mallocs - m.mem0.Mallocs
+	res.AllocBytes = mem.TotalAlloc - m.mem0.TotalAlloc
+	res.Records, res.Deliveries, res.Released = m.done, m.deliv, m.rel
+	res.ShareFetchRequests, res.ShareFetchBytes = m.hook.fetchReqs.Load(), m.hook.fetchBytes.Load()
+	res.ShareAckRequests, res.ShareAckBytes = m.hook.ackReqs.Load(), m.hook.ackBytes.Load()
+	res.AckBatches, res.AckBatchBytes = m.acks.batches.Load(), m.acks.bytes.Load()
+	res.AckOffsets, res.BadFrames = m.acks.offsets.Load(), m.acks.badFrame.Load()
+	res.RedeliveryAckBatches, res.RedeliveryAckBytes = m.acks.redelBatches.Load(), m.acks.redelBytes.Load()
+	m.mu.Lock()
+	res.AckErrors, res.FirstErr = m.ackErrs, m.firstErr
+	m.mu.Unlock()
+	return nil
+}
+
+func (m *meter) ackErr(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ackErrs++
+	if m.firstErr == "" {
+		m.firstErr = err.Error()
+	}
+}
+
+// decide returns whether the record at p/offset, at its delivery-th delivery, is released,
+// and counts it; an error for an offset out of range.
+func (m *meter) decide(c clientConfig, p int32, offset int64, delivery int) (release bool, err error) {
+	if int(p) >= len(m.seen) || offset < 0 || offset >= int64(len(m.seen[p])) {
+		return false, fmt.Errorf("record %d/%d out of range", p, offset)
+	}
+	if m.deliv == 0 {
+		m.first = time.Now()
+	}
+	m.deliv++
+	if c.releaseEvery > 0 && offset%int64(c.releaseEvery) == 0 && delivery <= 1 {
+		m.rel++
+		return true, nil
+	}
+	if !m.seen[p][offset] {
+		m.seen[p][offset] = true
+		m.done++
+	}
+	return false, nil
+}
+
+func (m *meter) kgoOpts(c clientConfig) []kgo.Opt {
+	opts := []kgo.Opt{kgo.SeedBrokers(c.seed), kgo.WithHooks(&m.hook)}
+	if c.decodeAcks {
+		opts = append(opts, kgo.Dialer(m.acks.dialer()))
+	}
+	return opts
+}
+
+// consumeKshare consumes with kshare's consumer in explicit mode, one Acknowledge per record.
+func consumeKshare(ctx context.Context, c clientConfig) (clientResult, error) {
+	res := clientResult{Client: clientKshare}
+	m := newMeter(c)
+	if err := m.start(); err != nil {
+		return res, err
+	}
+	cons, err := shareconsumer.New(
+		shareconsumer.ClientOpts(m.kgoOpts(c)...),
+		shareconsumer.Group(c.group),
+		shareconsumer.Topics(c.topic),
+		shareconsumer.ExplicitAcknowledgement(),
+		shareconsumer.OnAcknowledgementCommit(func(ac shareconsumer.AcknowledgementCommit) {
+			if ac.Err != nil {
+				m.ackErr(ac.Err)
+			}
+		}),
+	)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = cons.Close(cctx)
+	}()
+	for m.done < m.records {
+		recs, err := cons.Poll(ctx)
+		if err != nil {
+			return res, fmt.Errorf("Poll after %d records: %w", m.done, err)
+		}
+		for _, r := range recs {
+			release, err := m.decide(c, r.Partition, r.Offset, int(r.DeliveryCount))
+			if err != nil {
+				return res, err
+			}
+			t := acktype.Accept
+			if release {
+				t = acktype.Release
+			}
+			if err := cons.Acknowledge(r, t); err != nil {
+				return res, fmt.Errorf("Acknowledge %d/%d: %w", r.Partition, r.Offset, err)
+			}
+		}
+	}
+	results, err := cons.CommitSync(ctx)
+	if err != nil {
+		return res, fmt.Errorf("CommitSync: %w", err)
+	}
+	for _, err := range results {
+		if err != nil {
+			m.ackErr(err)
+		}
+	}
+	return res, m.stop(&res)
+}
+
+// consumeFranz consumes with franz-go's share consumer, one Record.Ack per record.
+func consumeFranz(ctx context.Context, c clientConfig) (clientResult, error) {
+	res := clientResult{Client: clientFranz}
+	m := newMeter(c)
+	if err := m.start(); err != nil {
+		return res, err
+	}
+	opts := append(m.kgoOpts(c),
+		kgo.ConsumeTopics(c.topic),
+		kgo.ShareGroup(c.group),
+		kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) {
+			if err := rs.Error(); err != nil {
+				m.ackErr(err)
+			}
+		}),
+	)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return res, err
+	}
+	defer cl.Close()
+	for m.done < m.records {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("after %d records: %w", m.done, ctx.Err())
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) {
+			if ferr == nil {
+				ferr = fmt.Errorf("fetching %s/%d: %w", t, p, err)
+			}
+		})
+		if ferr != nil {
+			return res, ferr
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if ferr != nil {
+				return
+			}
+			release, err := m.decide(c, r.Partition, r.Offset, int(r.DeliveryCount()))
+			if err != nil {
+				ferr = err
+				return
+			}
+			if release {
+				r.Ack(kgo.AckRelease)
+			} else {
+				r.Ack(kgo.AckAccept)
+			}
+		})
+		if ferr != nil {
+			return res, ferr
+		}
+	}
+	if err := cl.FlushAcks(ctx); err != nil {
+		return res, fmt.Errorf("FlushAcks: %w", err)
+	}
+	return res, m.stop(&res)
+}

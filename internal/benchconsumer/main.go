@@ -1,0 +1,159 @@
+// Command benchconsumer runs kshare's share consumer and franz-go's share consumer side by side
+// in one run, each as a process of its own, against the same broker process, and prints a
+// Markdown table comparing them.
+//
+// # What it measures
+//
+// For every broker program (testbroker, and franz-go's kfake run as a program) and every
+// partition count (-partitions, default 1 and 3), the parent process:
+//
+//  1. builds and starts the broker as its own process, with one topic;
+//  2. produces -records records (default 1,000,000) with 16-byte values, spread evenly over
+//     the partitions, uncompressed, in record batches of up to -batch-bytes (default 16 KiB,
+//     about 700 records);
+//  3. runs each client, one after the other, as a child process of its own (this program
+//     again, with -client=kshare or -client=franz), in two scenarios, each with a share group
+//     of its own that starts at the earliest offset:
+//     - accept: every record is accepted explicitly, one Acknowledge (kshare) or Record.Ack
+//     (franz-go) call per record;
+//     - release: every 10th record (offset divisible by 10) is released at its first delivery
+//     and accepted when it comes again; every other record is accepted.
+//
+// A child consumes until every record was accepted once, flushes its acknowledgements
+// (CommitSync for kshare, FlushAcks for franz-go), and prints one JSON object on stdout:
+//
+//   - records/s: records divided by the wall time from the first record received to the
+//     flushed acknowledgements (the steady pace; the goal is checked on it), and, for
+//     reference, from creating the client (joining the group included);
+//   - CPU per record: the child's own user+system CPU time (getrusage RUSAGE_SELF) from
+//     creating the client to the flushed acknowledgements, divided by the records;
+//   - allocations per record: runtime.MemStats.Mallocs over that span, divided by the records;
+//   - request bytes per 1000 records: the bytes of every ShareFetch and ShareAcknowledge
+//     request the client wrote (kgo's HookBrokerWrite: whole frames, size prefix and header
+//     included), per 1000 records;
+//   - ack bytes per 1000 records: the exact wire size of the acknowledgement batches inside
+//     those requests (per batch: FirstOffset 8 bytes, LastOffset 8 bytes, the compact array of
+//     types with its varint length, and the empty tag buffer, 1 byte), found by decoding every
+//     ShareFetch and ShareAcknowledge request the client writes, per 1000 records.
+//
+// The rate, CPU and allocations come from the accept scenario. The request and ack bytes come
+// from the release scenario, the only one in which the connection wrapper that decodes the
+// requests runs, so that its cost stays out of the accept figures. Both scenarios' bytes are
+// shown for reference.
+//
+// # How to run it
+//
+// From the module root:
+//
+//	go run ./internal/benchconsumer                    # 1M records, 1 and 3 partitions
+//	go run ./internal/benchconsumer -records 100000    # quick
+//	go run ./internal/benchconsumer -brokers-to-run kfake -partitions 3
+//
+// The goals it reports against: kshare at least twice franz-go's records/s, and at most a
+// third of franz-go's ack bytes at 10% releases.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	var err error
+	if isClientMode(os.Args[1:]) {
+		err = runClient(os.Args[1:])
+	} else {
+		err = runParent()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchconsumer:", err)
+		os.Exit(1)
+	}
+}
+
+// isClientMode reports whether the arguments ask for client mode (-client=...).
+func isClientMode(args []string) bool {
+	for _, a := range args {
+		if a == "-client" || a == "--client" || strings.HasPrefix(a, "-client=") || strings.HasPrefix(a, "--client=") {
+			return true
+		}
+	}
+	return false
+}
+
+// parentConfig is the parent's command line.
+type parentConfig struct {
+	records      int
+	partitions   []int
+	brokers      []string
+	clients      []string
+	releaseEvery int
+	verbose      bool
+	profileDir   string
+	batchBytes   int
+}
+
+type intList []int
+
+func (l *intList) String() string { return fmt.Sprint(*l) }
+
+func (l *intList) Set(s string) error {
+	*l = nil
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return fmt.Errorf("want positive numbers separated by commas, got %q", s)
+		}
+		*l = append(*l, n)
+	}
+	return nil
+}
+
+func runParent() error {
+	c := parentConfig{partitions: []int{1, 3}}
+	fs := flag.NewFlagSet("benchconsumer", flag.ExitOnError)
+	fs.IntVar(&c.records, "records", 1_000_000, "records to produce and consume per run")
+	fs.Var((*intList)(&c.partitions), "partitions", "partition counts to run, separated by commas")
+	brokers := fs.String("brokers-to-run", "testbroker,kfake", "broker programs to run, separated by commas")
+	clients := fs.String("clients", "kshare,franz", "clients to run, separated by commas")
+	fs.IntVar(&c.batchBytes, "batch-bytes", 16384, "largest record batch the producer writes, in bytes (kgo.ProducerBatchMaxBytes)")
+	fs.IntVar(&c.releaseEvery, "release-every", 10, "in the release scenario, release every Nth record at its first delivery")
+	fs.BoolVar(&c.verbose, "v", false, "show the brokers' and clients' output on stderr")
+	fs.StringVar(&c.profileDir, "cpuprofile-dir", "", "write a CPU profile of every client run into this directory")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return err
+	}
+	if c.records < 1 {
+		return fmt.Errorf("-records must be at least 1")
+	}
+	if c.batchBytes < 1024 {
+		return fmt.Errorf("-batch-bytes must be at least 1024")
+	}
+	if c.releaseEvery < 2 {
+		return fmt.Errorf("-release-every must be at least 2")
+	}
+	c.brokers = strings.Split(*brokers, ",")
+	c.clients = strings.Split(*clients, ",")
+	for _, b := range c.brokers {
+		if _, ok := brokerPackages[b]; !ok {
+			return fmt.Errorf("-brokers-to-run: unknown broker %q (testbroker, kfake)", b)
+		}
+	}
+	for _, cl := range c.clients {
+		if cl != clientKshare && cl != clientFranz {
+			return fmt.Errorf("-clients: unknown client %q (kshare, franz)", cl)
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	results, err := runAll(ctx, c)
+	printReport(os.Stdout, c, results)
+	return err
+}

@@ -1,0 +1,72 @@
+// Package shareconsumer is a consumer of Kafka share groups (KIP-932, "queues for Kafka"):
+// many consumers read the same partitions, the broker hands each record to one of them under a
+// time-limited acquisition lock, and the consumer acknowledges records one by one.
+//
+// A Consumer is created with New and used from one goroutine's poll loop:
+//
+//	c, err := shareconsumer.New(
+//		shareconsumer.ClientOpts(kgo.SeedBrokers("localhost:9092")),
+//		shareconsumer.Group("workers"),
+//		shareconsumer.Topics("orders"),
+//		shareconsumer.ExplicitAcknowledgement(),
+//	)
+//	...
+//	defer c.Close(context.Background())
+//	for {
+//		recs, err := c.Poll(ctx)
+//		...
+//		for _, r := range recs {
+//			if process(r) == nil {
+//				c.Acknowledge(r, acktype.Accept)
+//			} else {
+//				c.Acknowledge(r, acktype.Release) // deliver it again, maybe elsewhere
+//			}
+//		}
+//	}
+//
+// # How a record flows
+//
+// Poll first finishes with the records the previous Poll returned: in implicit mode (the
+// default) it accepts the ones the application left unacknowledged; in explicit mode it fails
+// with errors.ErrUnacknowledgedRecords while any is unacknowledged. It then returns held records
+// if it has any, or sends a ShareFetch to each leader of the partitions the group assigned to
+// the member, with the acknowledgements for that leader piggybacked, and returns as soon as
+// records arrive. Only a waiting Poll fetches: a consumer holds at most one poll's worth of
+// records it has not returned (per leader that was fetched in parallel), so locks do not run
+// out in a buffer while the application is busy.
+//
+// Records come from the ShareFetch responses' record batches, decoded and decompressed by the
+// consumer; only acquired offsets become records, each with its delivery count. Acquired
+// offsets without a record (compaction, transaction markers) are acknowledged as gaps on their
+// own, and batches that cannot be decoded are reported by Poll (*CorruptBatchError) and
+// rejected unless the application says otherwise (AcknowledgeOffset).
+//
+// Acknowledge records ACCEPT, RELEASE or REJECT for a record; the acknowledgement travels on
+// the next ShareFetch to that record's leader, or in a ShareAcknowledge on CommitSync,
+// CommitAsync or Close. The OnAcknowledgementCommit callback and CommitSync's result report
+// the outcome per partition.
+//
+// # Sessions and membership
+//
+// The consumer keeps one share session per leader (epoch 0 opens it, each answered request moves
+// it on, -1 closes it) and never sends more than one request at a time to a leader. When a
+// broker loses the session (SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH,
+// SHARE_SESSION_LIMIT_REACHED, a dropped connection) the consumer opens it again and reports the
+// acknowledgements that were on the failed request as NETWORK_EXCEPTION, as Kafka's client does;
+// the broker keeps the member's records locked, so they can still be acknowledged afterwards.
+// A heartbeat goroutine keeps the member in the group, follows the coordinator, rejoins when
+// fenced, and turns the assignment (topic ids) into partitions and leaders through metadata.
+// Partition leaders that move are followed; acknowledgements for records of the old leader
+// fail with NOT_LEADER_OR_FOLLOWER, since the locks went with the leadership.
+//
+// # Differences from Kafka's Java client
+//
+//   - Poll takes a context and returns ctx.Err() when it ends before records arrive, where Java
+//     returns an empty batch after its timeout.
+//   - Wakeup interrupts Poll only; CommitSync and Close are bounded by their contexts.
+//   - Errors are values: the sentinels and result types of package
+//     github.com/kshare/kshare/errors, and CorruptBatchError, PartitionError, BrokerError and
+//     ErrRecordLimitUnsupported here.
+//   - RENEW (KIP-1222) is not supported yet by this release: Acknowledge refuses it up front
+//     with errors.ErrUnsupportedAcknowledgeType.
+package shareconsumer

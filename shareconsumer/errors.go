@@ -1,0 +1,96 @@
+package shareconsumer
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// ErrRecordLimitUnsupported: RecordLimitAcquire is set and a partition leader does not take the
+// record-limit acquire mode (ShareFetch v2, Kafka 4.2). Poll returns it, wrapped with the
+// broker's id, and fetches nothing from that leader; drop the option or upgrade the broker.
+var ErrRecordLimitUnsupported = errors.New("the record-limit acquire mode needs ShareFetch v2 (Kafka 4.2) on the partition leader")
+
+// ErrInvalidAcknowledgeType: Acknowledge or AcknowledgeOffset was given a type the application
+// may not use: anything but acktype.Accept, Release, Reject and Renew (acktype.Gap is the
+// consumer's own).
+var ErrInvalidAcknowledgeType = errors.New("not an acknowledge type the application may use")
+
+// CorruptBatchError is returned by Poll, once, for a record batch the consumer could not decode
+// (CRC mismatch, unknown compression, malformed records). As Kafka's client does, the consumer
+// rejects every acquired offset of the batch on its own, so that the broker never delivers it
+// again; the application may acknowledge any of Offsets otherwise with AcknowledgeOffset (in
+// explicit mode) before the next Poll or commit sends the acknowledgements. The records
+// around the batch are returned by the Polls before and after this one.
+//
+// errors.Is(err, kerr.CorruptMessage) reports true for it.
+type CorruptBatchError struct {
+	Topic     string
+	Partition int32
+	Offsets   []int64 // the acquired offsets of the batch, in order
+	Err       error   // why the batch could not be decoded
+}
+
+// Error returns, for example, "shareconsumer: corrupt record batch in orders-3 (offsets 10-19,
+// rejected): record batch at offsets 10-19 fails its CRC check (...)".
+func (e *CorruptBatchError) Error() string {
+	return "shareconsumer: corrupt record batch in " + e.Topic + "-" + strconv.Itoa(int(e.Partition)) +
+		" (" + describeOffsets(e.Offsets) + ", rejected unless acknowledged otherwise): " + e.Err.Error()
+}
+
+// Unwrap returns kerr.CorruptMessage and the cause.
+func (e *CorruptBatchError) Unwrap() []error { return []error{kerr.CorruptMessage, e.Err} }
+
+// PartitionError is returned by Poll, once, when a broker refused to fetch a partition for a
+// reason the consumer cannot fix on its own (TOPIC_AUTHORIZATION_FAILED, for one). The consumer
+// keeps fetching the partition's leader, with a pause between attempts. Err wraps the code
+// Kafka sent (a *errors.KafkaError).
+type PartitionError struct {
+	Topic     string
+	Partition int32
+	Err       error
+}
+
+// Error returns, for example, "shareconsumer: fetching orders-3: TOPIC_AUTHORIZATION_FAILED: ...".
+func (e *PartitionError) Error() string {
+	return "shareconsumer: fetching " + e.Topic + "-" + strconv.Itoa(int(e.Partition)) + ": " + e.Err.Error()
+}
+
+// Unwrap returns e.Err.
+func (e *PartitionError) Unwrap() error { return e.Err }
+
+// describeOffsets returns "offset 7", "offsets 10-19" for a whole range, or "3 offsets in 10-40".
+func describeOffsets(offsets []int64) string {
+	switch len(offsets) {
+	case 0:
+		return "no offsets"
+	case 1:
+		return "offset " + strconv.FormatInt(offsets[0], 10)
+	}
+	lo, hi := offsets[0], offsets[0]
+	for _, o := range offsets[1:] {
+		lo, hi = min(lo, o), max(hi, o)
+	}
+	if hi-lo+1 == int64(len(offsets)) {
+		return fmt.Sprintf("offsets %d-%d", lo, hi)
+	}
+	return fmt.Sprintf("%d offsets in %d-%d", len(offsets), lo, hi)
+}
+
+// BrokerError is returned by Poll, once, when a broker refused a whole ShareFetch with an error
+// the consumer cannot fix on its own (GROUP_AUTHORIZATION_FAILED, for one). Err wraps the code
+// Kafka sent (a *errors.KafkaError).
+type BrokerError struct {
+	Broker int32
+	Err    error
+}
+
+// Error returns, for example, "shareconsumer: broker 2: GROUP_AUTHORIZATION_FAILED: ...".
+func (e *BrokerError) Error() string {
+	return "shareconsumer: broker " + strconv.Itoa(int(e.Broker)) + ": " + e.Err.Error()
+}
+
+// Unwrap returns e.Err.
+func (e *BrokerError) Unwrap() error { return e.Err }

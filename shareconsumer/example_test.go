@@ -1,0 +1,73 @@
+package shareconsumer_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kshare/kshare/acktype"
+	"github.com/kshare/kshare/shareconsumer"
+	"github.com/kshare/kshare/testbroker"
+)
+
+// A share consumer reads three records from an embedded cluster and accepts each.
+func ExampleConsumer_Poll() {
+	c := testbroker.MustStart(testbroker.Topic("orders", 1))
+	defer c.Close()
+	// Share groups start at the log end by default; this one starts at the beginning.
+	if err := c.SetGroupConfig("order-workers", "share.auto.offset.reset", "earliest"); err != nil {
+		panic(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	producer, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.DefaultProduceTopic("orders"))
+	if err != nil {
+		panic(err)
+	}
+	defer producer.Close()
+	for _, v := range []string{"order-1", "order-2", "order-3"} {
+		if err := producer.ProduceSync(ctx, kgo.StringRecord(v)).FirstErr(); err != nil {
+			panic(err)
+		}
+	}
+
+	consumer, err := shareconsumer.New(
+		shareconsumer.ClientOpts(kgo.SeedBrokers(c.Addrs()...)),
+		shareconsumer.Group("order-workers"),
+		shareconsumer.Topics("orders"),
+		shareconsumer.ExplicitAcknowledgement(),
+	)
+	if err != nil {
+		panic(err)
+	}
+	defer consumer.Close(context.Background())
+
+	for done := 0; done < 3; {
+		recs, err := consumer.Poll(ctx)
+		if err != nil {
+			panic(err)
+		}
+		for _, r := range recs {
+			if err := consumer.Acknowledge(r, acktype.Accept); err != nil {
+				panic(err)
+			}
+			fmt.Printf("%s (delivery %d) accepted\n", r.Value, r.DeliveryCount)
+			done++
+		}
+	}
+	results, err := consumer.CommitSync(ctx)
+	if err != nil {
+		panic(err)
+	}
+	for tp, err := range results {
+		fmt.Printf("commit %s: %v\n", tp, err)
+	}
+	// Output:
+	// order-1 (delivery 1) accepted
+	// order-2 (delivery 1) accepted
+	// order-3 (delivery 1) accepted
+	// commit orders-0: <nil>
+}

@@ -1,0 +1,373 @@
+package shareconsumer
+
+import (
+	"bytes"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/acktype"
+	"github.com/kshare/kshare/errors"
+)
+
+// bufItem is records acquired and not yet returned by Poll (or a corrupt batch to report),
+// with where they came from.
+type bufItem struct {
+	node        int32
+	tp          TopicPartition
+	id          [16]byte
+	recs        []*Record
+	corrupt     *CorruptBatchError
+	lockTimeout int32
+}
+
+// buildFetchLocked makes n's next ShareFetch. On an open session it carries n's waiting
+// acknowledgements, lists the partitions the session gains (and those with acknowledgements)
+// in Topics and those it loses in ForgottenTopicsData. On a new session (epoch 0) it lists
+// every partition n leads for the consumer, and the acknowledgements waiting for n fail, since
+// they cannot travel on it.
+func (c *Consumer) buildFetchLocked(n *node) func() {
+	req, job, names := c.fetchRequestLocked(n)
+	if len(job.parts) > 0 {
+		n.piggyback = job
+	}
+	return func() {
+		sent := time.Now()
+		kresp, err := c.cl.Broker(int(n.id)).Request(c.ctx, req)
+		resp, _ := kresp.(*kmsg.ShareFetchResponse)
+		var decoded map[tidp]decodedPart
+		if err == nil && resp.ErrorCode == 0 {
+			decoded = c.decodeResponse(resp, names, sent)
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		n.piggyback = nil
+		c.applyFetchLocked(n, job, names, resp, err, decoded)
+		c.kickLocked()
+	}
+}
+
+// fetchRequestLocked makes the ShareFetch of buildFetchLocked, the acknowledgements it carries,
+// and the names of the topic ids it names.
+func (c *Consumer) fetchRequestLocked(n *node) (*kmsg.ShareFetchRequest, *ackJob, map[[16]byte]string) {
+	n.fetchedPoll = c.pollSeq
+	want := c.partsLedLocked(n.id)
+	req := kmsg.NewPtrShareFetchRequest()
+	req.GroupID, req.MemberID = &c.cfg.group, &c.memberID
+	req.ShareSessionEpoch = n.epoch
+	req.MaxWaitMillis = int32(c.cfg.fetchMaxWait / time.Millisecond)
+	req.MinBytes = c.cfg.fetchMinBytes
+	req.MaxBytes = c.cfg.fetchMaxBytes
+	req.MaxRecords = int32(c.cfg.maxPollRecords)
+	req.BatchSize = int32(c.cfg.maxPollRecords)
+	if c.cfg.recordLimit {
+		req.ShareAcquireMode = 1
+	}
+
+	job := &ackJob{kind: jobPiggyback}
+	names := make(map[[16]byte]string)
+	topicIndex := make(map[[16]byte]int)
+	add := func(id [16]byte, name string, p int32) *kmsg.ShareFetchRequestTopicPartition {
+		names[id] = name
+		ti, ok := topicIndex[id]
+		if !ok {
+			t := kmsg.NewShareFetchRequestTopic()
+			t.TopicID = id
+			req.Topics = append(req.Topics, t)
+			ti = len(req.Topics) - 1
+			topicIndex[id] = ti
+		}
+		for i := range req.Topics[ti].Partitions {
+			if rp := &req.Topics[ti].Partitions[i]; rp.Partition == p {
+				return rp
+			}
+		}
+		rp := kmsg.NewShareFetchRequestTopicPartition()
+		rp.Partition = p
+		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, rp)
+		return &req.Topics[ti].Partitions[len(req.Topics[ti].Partitions)-1]
+	}
+
+	wantSet := make(map[tidp]struct{}, len(want))
+	for _, ap := range want {
+		wantSet[tidp{ap.id, ap.tp.Partition}] = struct{}{}
+		names[ap.id] = ap.tp.Topic
+	}
+	if n.epoch == 0 {
+		if parts := c.takeAcksLocked(n); len(parts) > 0 {
+			c.failPartsLocked(job, parts, kerr.NetworkException.Code, msgEpochZero)
+		}
+		for _, ap := range want {
+			add(ap.id, ap.tp.Topic, ap.tp.Partition)
+		}
+	} else {
+		for _, ap := range want {
+			if _, ok := n.sessParts[tidp{ap.id, ap.tp.Partition}]; !ok {
+				add(ap.id, ap.tp.Topic, ap.tp.Partition)
+			}
+		}
+		forgotten := make(map[[16]byte][]int32)
+		for k := range n.sessParts {
+			if _, ok := wantSet[k]; !ok {
+				forgotten[k.id] = append(forgotten[k.id], k.p)
+			}
+		}
+		job.parts = c.screenLocked(n, job, c.takeAcksLocked(n))
+		for _, p := range job.parts {
+			rp := add(p.id, p.tp.Topic, p.tp.Partition)
+			for _, b := range p.batches {
+				rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{FirstOffset: b.FirstOffset, LastOffset: b.LastOffset, AcknowledgeTypes: b.Wire()})
+			}
+			k := tidp{p.id, p.tp.Partition}
+			_, inWant := wantSet[k]
+			_, inSess := n.sessParts[k]
+			if !inWant && !inSess {
+				// Acknowledged only: it joins the session with this request and leaves it at once.
+				forgotten[k.id] = append(forgotten[k.id], k.p)
+			}
+		}
+		for id, ps := range forgotten {
+			req.ForgottenTopicsData = append(req.ForgottenTopicsData, kmsg.ShareFetchRequestForgottenTopicsData{TopicID: id, Partitions: ps})
+		}
+	}
+	n.sessParts = wantSet
+	slices.SortFunc(req.ForgottenTopicsData, func(a, b kmsg.ShareFetchRequestForgottenTopicsData) int {
+		return bytes.Compare(a.TopicID[:], b.TopicID[:])
+	})
+	for i := range req.ForgottenTopicsData {
+		slices.Sort(req.ForgottenTopicsData[i].Partitions)
+	}
+	return req, job, names
+}
+
+// decodeResponse decodes the records of every partition of resp, outside the lock.
+func (c *Consumer) decodeResponse(resp *kmsg.ShareFetchResponse, names map[[16]byte]string, sent time.Time) map[tidp]decodedPart {
+	var deadline time.Time
+	if resp.AcquisitionLockTimeoutMillis > 0 {
+		deadline = sent.Add(time.Duration(resp.AcquisitionLockTimeoutMillis) * time.Millisecond)
+	}
+	out := make(map[tidp]decodedPart)
+	for _, t := range resp.Topics {
+		name, ok := names[t.TopicID]
+		if !ok {
+			continue
+		}
+		for i := range t.Partitions {
+			rp := &t.Partitions[i]
+			if rp.ErrorCode != 0 || len(rp.AcquiredRecords) == 0 {
+				continue
+			}
+			out[tidp{t.TopicID, rp.Partition}] = c.dec.decodePartition(name, rp.Partition, rp.Records, rp.AcquiredRecords, deadline)
+		}
+	}
+	return out
+}
+
+// applyFetchLocked processes the answer to a ShareFetch: the session epoch, the outcome of the
+// acknowledgements it carried, fetch errors and leader changes, gaps, and the records, which go
+// to the buffer for Poll.
+func (c *Consumer) applyFetchLocked(n *node, job *ackJob, names map[[16]byte]string, resp *kmsg.ShareFetchResponse, err error, decoded map[tidp]decodedPart) {
+	switch {
+	case err != nil:
+		if c.ctx.Err() == nil {
+			c.log(kgo.LogLevelWarn, "ShareFetch failed; the share session will be opened anew", "broker", n.id, "err", err)
+		}
+		n.resetSessionLocked()
+		n.pause = retryBackoff
+		c.failPartsLocked(job, job.parts, kerr.NetworkException.Code, err.Error())
+		return
+	case resp.ErrorCode != 0:
+		kerrMsg := errors.FromKafka(resp.ErrorCode, resp.ErrorMessage)
+		if isSessionError(resp.ErrorCode) {
+			c.log(kgo.LogLevelInfo, "share session lost; opening it anew", "broker", n.id, "err", kerrMsg)
+			n.resetSessionLocked()
+			c.failPartsLocked(job, job.parts, kerr.NetworkException.Code, "the share session was reset: "+kerrMsg.Error())
+			return
+		}
+		c.log(kgo.LogLevelWarn, "ShareFetch refused", "broker", n.id, "err", kerrMsg)
+		n.epoch = nextEpoch(n.epoch)
+		n.pause = retryBackoff
+		c.failPartsLocked(job, job.parts, resp.ErrorCode, deref(resp.ErrorMessage))
+		if ke, ok := kerr.ErrorForCode(resp.ErrorCode).(*kerr.Error); !ok || !ke.Retriable {
+			c.addPollErrLocked(&BrokerError{Broker: n.id, Err: kerrMsg})
+		}
+		return
+	}
+	n.epoch = nextEpoch(n.epoch)
+
+	// The acknowledgements it carried.
+	type ackResult struct {
+		code int16
+		msg  *string
+	}
+	acked := make(map[tidp]ackResult, len(job.parts))
+	for _, t := range resp.Topics {
+		for _, rp := range t.Partitions {
+			acked[tidp{t.TopicID, rp.Partition}] = ackResult{rp.AcknowledgeErrorCode, rp.AcknowledgeErrorMessage}
+		}
+	}
+	for _, p := range job.parts {
+		if r, ok := acked[tidp{p.id, p.tp.Partition}]; ok {
+			c.finishPartLocked(job, p, ackError(p, r.code, deref(r.msg)))
+		} else {
+			c.finishPartLocked(job, p, ackError(p, kerr.InvalidRecordState.Code, msgInvalidResponse))
+		}
+	}
+
+	got, failed := false, false
+	for _, t := range resp.Topics {
+		name, known := names[t.TopicID]
+		for i := range t.Partitions {
+			rp := &t.Partitions[i]
+			tp := TopicPartition{name, rp.Partition}
+			if rp.ErrorCode != 0 {
+				failed = true
+				c.fetchErrorLocked(n, t.TopicID, tp, rp)
+				continue
+			}
+			if len(rp.AcquiredRecords) == 0 {
+				continue
+			}
+			if !known {
+				c.log(kgo.LogLevelWarn, "ShareFetch returned records of a topic id the consumer did not ask for; leaving them to their lock's expiry", "broker", n.id, "topic_id", t.TopicID)
+				continue
+			}
+			d := decoded[tidp{t.TopicID, rp.Partition}]
+			if len(d.gaps) > 0 {
+				acc := c.pendingLocked(n.id, tp, t.TopicID)
+				for _, g := range d.gaps {
+					for o := g.first; o <= g.last; o++ {
+						acc.Add(o, acktype.Gap)
+					}
+				}
+			}
+			for _, ch := range d.chunks {
+				c.buffer = append(c.buffer, bufItem{node: n.id, tp: tp, id: t.TopicID, recs: ch.recs, corrupt: ch.corrupt, lockTimeout: resp.AcquisitionLockTimeoutMillis})
+				c.bufRecords += len(ch.recs)
+				got = true
+			}
+		}
+	}
+	switch {
+	case got:
+		c.wake()
+	case failed:
+		n.pause = retryBackoff
+	case c.cfg.fetchMaxWait == 0:
+		// The broker does not wait for records, so neither would the next fetch: pause a
+		// little rather than spin.
+		n.pause = idlePause
+	}
+	if !got && c.cfg.recordLimit {
+		c.rotateLimitNodeLocked()
+	}
+}
+
+// fetchErrorLocked handles a partition a ShareFetch could not fetch.
+func (c *Consumer) fetchErrorLocked(n *node, id [16]byte, tp TopicPartition, rp *kmsg.ShareFetchResponseTopicPartition) {
+	code := rp.ErrorCode
+	switch code {
+	case kerr.NotLeaderForPartition.Code, kerr.FencedLeaderEpoch.Code:
+		c.leaderHintLocked(id, rp.Partition, rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch)
+		c.triggerMetadataLocked()
+		return
+	case kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicID.Code:
+		c.triggerMetadataLocked()
+		return
+	}
+	err := errors.FromKafka(code, rp.ErrorMessage)
+	c.log(kgo.LogLevelWarn, "ShareFetch could not fetch a partition", "broker", n.id, "topic", tp.Topic, "partition", tp.Partition, "err", err)
+	if ke, ok := kerr.ErrorForCode(code).(*kerr.Error); !ok || !ke.Retriable {
+		c.addPollErrLocked(&PartitionError{Topic: tp.Topic, Partition: tp.Partition, Err: err})
+	}
+}
+
+// leaderHintLocked follows a leader a broker named in CurrentLeader, when it is newer than what
+// the consumer knows.
+func (c *Consumer) leaderHintLocked(id [16]byte, partition, leader, epoch int32) {
+	tm := c.topics[id]
+	if tm == nil || leader < 0 {
+		return
+	}
+	if cur, ok := tm.leaders[partition]; ok && epoch < cur.epoch {
+		return
+	}
+	tm.leaders[partition] = leaderInfo{node: leader, epoch: epoch}
+}
+
+// drainLocked takes up to MaxPollRecords records from the buffer for Poll, stopping before a
+// corrupt batch, which is reported on its own (its offsets enter the in-flight set,
+// acknowledged as Reject until the application says otherwise). Records whose lock has run out by the local estimate are dropped.
+func (c *Consumer) drainLocked() ([]*Record, error) {
+	max := c.cfg.maxPollRecords
+	var out []*Record
+	now := time.Now()
+	dropped := 0
+	for len(c.buffer) > 0 && len(out) < max {
+		it := &c.buffer[0]
+		if it.corrupt != nil {
+			if len(out) > 0 {
+				break
+			}
+			ce := it.corrupt
+			for _, o := range ce.Offsets {
+				c.inflight.add(it.tp, it.id, it.node, o, true, acktype.Reject)
+			}
+			c.popBufferLocked()
+			return nil, ce
+		}
+		take := min(len(it.recs), max-len(out))
+		if out == nil {
+			out = make([]*Record, 0, min(c.bufRecords, max))
+		}
+		for _, r := range it.recs[:take] {
+			if !r.LockDeadline.IsZero() && !now.Before(r.LockDeadline) {
+				dropped++
+				continue
+			}
+			c.inflight.add(it.tp, it.id, it.node, r.Offset, false, 0)
+			out = append(out, r)
+		}
+		if it.lockTimeout > 0 {
+			c.lockTimeoutMs = it.lockTimeout
+		}
+		c.bufRecords -= take
+		it.recs = it.recs[take:]
+		if len(it.recs) == 0 {
+			c.popBufferLocked()
+		}
+	}
+	if dropped > 0 {
+		c.log(kgo.LogLevelInfo, "dropped held records whose acquisition lock ran out before a Poll could return them", "records", dropped)
+	}
+	return out, nil
+}
+
+func (c *Consumer) popBufferLocked() {
+	c.buffer[0] = bufItem{}
+	c.buffer = c.buffer[1:]
+	if len(c.buffer) == 0 {
+		c.buffer = nil
+	}
+}
+
+// releaseBufferLocked releases every held record, for Unsubscribe: the broker may give them to
+// another member at once. Corrupt batches are rejected, as Poll would have.
+func (c *Consumer) releaseBufferLocked() {
+	for _, it := range c.buffer {
+		acc := c.pendingLocked(it.node, it.tp, it.id)
+		if it.corrupt != nil {
+			for _, o := range it.corrupt.Offsets {
+				acc.Add(o, acktype.Reject)
+			}
+			continue
+		}
+		for _, r := range it.recs {
+			acc.Add(r.Offset, acktype.Release)
+		}
+	}
+	c.buffer, c.bufRecords = nil, 0
+}

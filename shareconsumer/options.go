@@ -1,0 +1,179 @@
+package shareconsumer
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Opt configures a Consumer. Options are applied in order, a later one replacing an earlier one
+// of the same kind (ClientOpts adds to the earlier ones), and New checks them all in one place.
+type Opt interface{ apply(*cfg) }
+
+type opt func(*cfg)
+
+func (o opt) apply(c *cfg) { o(c) }
+
+// Defaults, as Kafka's share consumer configs have them.
+const (
+	defaultMaxPollRecords = 500
+	defaultFetchMaxWait   = 500 * time.Millisecond
+	defaultFetchMinBytes  = 1
+	defaultFetchMaxBytes  = 50 << 20
+	// defaultConnIdleTimeout replaces kgo's 30 seconds: the broker ties a share session to the
+	// connection that opened it and releases the member's records when that connection closes,
+	// so an application that processes records for a while between polls must not lose its
+	// connection to idleness. Nine minutes is the Java client's connections.max.idle.ms.
+	defaultConnIdleTimeout = 9 * time.Minute
+)
+
+type cfg struct {
+	group          string
+	topics         []string
+	topicsSet      bool
+	clientOpts     []kgo.Opt
+	explicit       bool
+	maxPollRecords int
+	recordLimit    bool
+	fetchMaxWait   time.Duration
+	fetchMinBytes  int32
+	fetchMaxBytes  int32
+	onCommit       func(AcknowledgementCommit)
+}
+
+func defaultCfg() cfg {
+	return cfg{
+		maxPollRecords: defaultMaxPollRecords,
+		fetchMaxWait:   defaultFetchMaxWait,
+		fetchMinBytes:  defaultFetchMinBytes,
+		fetchMaxBytes:  defaultFetchMaxBytes,
+	}
+}
+
+// Group sets the share group to join (required). Kafka creates the group when its first member
+// joins. Offset reset and isolation are group configs (share.auto.offset.reset, default
+// "latest", and share.isolation.level), set on the group, not on the consumer.
+func Group(id string) Opt { return opt(func(c *cfg) { c.group = id }) }
+
+// Topics sets the topics the consumer subscribes to when it is created, as Subscribe would
+// after New. Without it the consumer starts unsubscribed and Poll returns ErrNotSubscribed until
+// Subscribe is called.
+func Topics(topics ...string) Opt {
+	return opt(func(c *cfg) { c.topics, c.topicsSet = slices.Clone(topics), true })
+}
+
+// ClientOpts passes options to the kgo.Client the consumer sends its requests through: seed
+// brokers (kgo.SeedBrokers, required), TLS (kgo.DialTLSConfig), SASL (kgo.SASL), a dialer,
+// logging (kgo.WithLogger), the client id (kgo.ClientID), the rack sent to the group
+// coordinator (kgo.Rack), version caps (kgo.MaxVersions), decompression (kgo.WithDecompressor)
+// and CRC checking (kgo.DisableFetchCRCValidation). Options that make kgo consume on its own
+// (kgo.ConsumeTopics, kgo.ConsumePartitions, kgo.ConsumeRegex, kgo.ConsumerGroup, kgo.ShareGroup)
+// fail New; other consumer options of kgo have no effect, since the consumer's own options
+// replace them.
+//
+// The consumer sets kgo.ConnIdleTimeout to nine minutes unless given one: brokers release a
+// member's acquired records when the connection that opened its share session closes.
+func ClientOpts(opts ...kgo.Opt) Opt {
+	return opt(func(c *cfg) { c.clientOpts = append(c.clientOpts, opts...) })
+}
+
+// ExplicitAcknowledgement makes the application acknowledge every record itself, with
+// Acknowledge. Poll then refuses to go on (ErrUnacknowledgedRecords) while any record the
+// previous Poll returned is unacknowledged. The default is implicit acknowledgement: the next
+// Poll, CommitSync or CommitAsync accepts every record the application left unacknowledged, and
+// Acknowledge fails with ErrImplicitMode. Only explicit mode can release, reject or renew.
+func ExplicitAcknowledgement() Opt { return opt(func(c *cfg) { c.explicit = true }) }
+
+// MaxPollRecords caps the records one Poll returns (default 500, at least 1). It is also what
+// each ShareFetch asks for (MaxRecords and BatchSize): in the default batch-optimized acquire
+// mode the broker acquires whole record batches, so a fetch may bring more; the surplus is
+// held for the next Poll.
+func MaxPollRecords(n int) Opt { return opt(func(c *cfg) { c.maxPollRecords = n }) }
+
+// RecordLimitAcquire makes the broker acquire at most MaxPollRecords records per fetch,
+// splitting record batches if it must (Kafka's share.acquire.mode=record_limit), and makes the
+// consumer fetch from one partition leader at a time. It needs ShareFetch v2 (Kafka 4.2) on
+// every leader: Poll fails with ErrRecordLimitUnsupported for a leader without it.
+func RecordLimitAcquire() Opt { return opt(func(c *cfg) { c.recordLimit = true }) }
+
+// FetchMaxWait sets how long a broker may hold a ShareFetch while it has less than
+// FetchMinBytes to return (default 500ms; 0 answers at once; whole milliseconds, at most
+// math.MaxInt32 of them). The wait runs on the broker's clock.
+func FetchMaxWait(d time.Duration) Opt { return opt(func(c *cfg) { c.fetchMaxWait = d }) }
+
+// FetchMinBytes sets how many bytes of records a broker waits for, up to FetchMaxWait, before
+// answering a ShareFetch (default 1; at least 0).
+func FetchMinBytes(n int32) Opt { return opt(func(c *cfg) { c.fetchMinBytes = n }) }
+
+// FetchMaxBytes caps the bytes of records one ShareFetch returns (default 50 MiB; at least 1).
+// A broker still returns a first record batch larger than this, so that the consumer can make
+// progress.
+func FetchMaxBytes(n int32) Opt { return opt(func(c *cfg) { c.fetchMaxBytes = n }) }
+
+// OnAcknowledgementCommit sets a function called with the outcome of acknowledgements: once per
+// partition per completed request (a ShareFetch carrying acknowledgements, a ShareAcknowledge
+// of CommitSync, CommitAsync or Close), after any retries. It runs on the goroutine calling
+// Poll, CommitSync, CommitAsync or Close, one call at a time, never while the consumer holds a
+// lock; consumer methods called from inside it fail with ErrInCallback. A panic inside it is
+// recovered and logged through the kgo logger (kgo.WithLogger), as Kafka's client logs and
+// swallows a callback's exception. nil (the default) sets no callback.
+func OnAcknowledgementCommit(fn func(AcknowledgementCommit)) Opt {
+	return opt(func(c *cfg) { c.onCommit = fn })
+}
+
+// validate checks every option; each message names the option and says what it takes.
+func (c *cfg) validate() error {
+	if c.group == "" {
+		return fmt.Errorf("shareconsumer: a group is required: use Group(id)")
+	}
+	for _, t := range c.topics {
+		if t == "" {
+			return fmt.Errorf("shareconsumer: Topics: a topic name is empty")
+		}
+	}
+	if c.topicsSet && len(c.topics) == 0 {
+		return fmt.Errorf("shareconsumer: Topics: no topic given; leave the option out to start unsubscribed")
+	}
+	if c.maxPollRecords < 1 || c.maxPollRecords > math.MaxInt32 {
+		return fmt.Errorf("shareconsumer: MaxPollRecords(%d): must be between 1 and %d", c.maxPollRecords, math.MaxInt32)
+	}
+	if c.fetchMaxWait < 0 || c.fetchMaxWait/time.Millisecond > math.MaxInt32 {
+		return fmt.Errorf("shareconsumer: FetchMaxWait(%v): must be between 0 and %v", c.fetchMaxWait, time.Duration(math.MaxInt32)*time.Millisecond)
+	}
+	if c.fetchMaxWait%time.Millisecond != 0 {
+		return fmt.Errorf("shareconsumer: FetchMaxWait(%v): must be whole milliseconds", c.fetchMaxWait)
+	}
+	if c.fetchMinBytes < 0 {
+		return fmt.Errorf("shareconsumer: FetchMinBytes(%d): must be at least 0", c.fetchMinBytes)
+	}
+	if c.fetchMaxBytes < 1 {
+		return fmt.Errorf("shareconsumer: FetchMaxBytes(%d): must be at least 1", c.fetchMaxBytes)
+	}
+	if c.fetchMinBytes > c.fetchMaxBytes {
+		return fmt.Errorf("shareconsumer: FetchMinBytes(%d) is above FetchMaxBytes(%d)", c.fetchMinBytes, c.fetchMaxBytes)
+	}
+	return nil
+}
+
+// validateClient refuses kgo options that would make the client consume by itself.
+func validateClient(cl *kgo.Client) error {
+	if ts, _ := cl.OptValue(kgo.ConsumeTopics).([]string); len(ts) > 0 {
+		return fmt.Errorf("shareconsumer: ClientOpts: kgo.ConsumeTopics cannot be used with a share consumer: use Topics or Subscribe")
+	}
+	if ps, ok := cl.OptValue(kgo.ConsumePartitions).(map[string]map[int32]kgo.Offset); ok && len(ps) > 0 {
+		return fmt.Errorf("shareconsumer: ClientOpts: kgo.ConsumePartitions cannot be used with a share consumer: use Topics or Subscribe")
+	}
+	if re, _ := cl.OptValue(kgo.ConsumeRegex).(bool); re {
+		return fmt.Errorf("shareconsumer: ClientOpts: kgo.ConsumeRegex cannot be used with a share consumer: use Topics or Subscribe")
+	}
+	if g, _ := cl.OptValue(kgo.ConsumerGroup).(string); g != "" {
+		return fmt.Errorf("shareconsumer: ClientOpts: kgo.ConsumerGroup cannot be used with a share consumer: use Group")
+	}
+	if g, _ := cl.OptValue(kgo.ShareGroup).(string); g != "" {
+		return fmt.Errorf("shareconsumer: ClientOpts: kgo.ShareGroup cannot be used with this share consumer: use Group")
+	}
+	return nil
+}

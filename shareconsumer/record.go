@@ -1,0 +1,459 @@
+package shareconsumer
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Record is one record the consumer acquired for the application. Key, Value and header values
+// share memory with the fetch response they came in; the application may keep them.
+type Record struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       []byte // nil for a null key
+	Value     []byte // nil for a null value (a tombstone)
+	Headers   []kgo.RecordHeader
+	// Timestamp is the record's create time, or the broker's append time when the topic uses
+	// LogAppendTime.
+	Timestamp time.Time
+	// DeliveryCount is how many times the broker has handed this record out, this one
+	// included: 1 on the first delivery.
+	DeliveryCount int16
+	// LockDeadline estimates when the record's acquisition lock expires, on the local clock:
+	// when the ShareFetch that acquired it was sent, plus the lock duration the broker reported.
+	// The broker's lock starts later, so the real deadline is a little after this one. It is
+	// the zero time when the broker reported no duration.
+	LockDeadline time.Time
+}
+
+// TopicPartition names a partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// String returns "topic-partition", as Kafka prints partitions.
+func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
+
+// The record batch (magic 2) header, as Kafka lays it out.
+const (
+	batchLengthOffset  = 8  // int32: bytes after this field
+	batchMagicOffset   = 16 // int8
+	batchCRCOffset     = 17 // uint32: CRC-32C of everything from the attributes on
+	batchAttrsOffset   = 21 // int16
+	batchLastDeltaOff  = 23 // int32
+	batchBaseTimeOff   = 27 // int64
+	batchMaxTimeOff    = 35 // int64
+	batchNumRecordsOff = 57 // int32
+	batchHeaderSize    = 61
+
+	attrCompression   = 0x07
+	attrLogAppendTime = 0x08
+	attrControl       = 0x20
+)
+
+var crc32c = crc32.MakeTable(crc32.Castagnoli)
+
+// decoder turns the records of ShareFetch responses into Records.
+type decoder struct {
+	decompressor kgo.Decompressor
+	checkCRC     bool
+}
+
+// acquiredRange is one AcquiredRecords range of a ShareFetch response partition.
+type acquiredRange struct {
+	first, last int64
+	dc          int16
+}
+
+// normalizeAcquired returns the ranges sorted, without empty or negative ones, and with
+// overlaps cut from the later range: Kafka's client logs and ignores offsets acquired twice.
+func normalizeAcquired(in []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord) []acquiredRange {
+	rs := make([]acquiredRange, 0, len(in))
+	sorted := true
+	for _, a := range in {
+		if a.FirstOffset < 0 || a.FirstOffset > a.LastOffset || a.LastOffset == math.MaxInt64 {
+			continue
+		}
+		if n := len(rs); n > 0 && a.FirstOffset < rs[n-1].first {
+			sorted = false
+		}
+		rs = append(rs, acquiredRange{a.FirstOffset, a.LastOffset, a.DeliveryCount})
+	}
+	if !sorted {
+		slices.SortStableFunc(rs, func(a, b acquiredRange) int {
+			switch {
+			case a.first < b.first:
+				return -1
+			case a.first > b.first:
+				return 1
+			}
+			return 0
+		})
+	}
+	out := rs[:0]
+	for _, r := range rs {
+		if n := len(out); n > 0 && r.first <= out[n-1].last {
+			r.first = out[n-1].last + 1
+			if r.first > r.last {
+				continue
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// acqCursor walks the acquired ranges in offset order, accounting for every acquired offset
+// once: as a record, a gap, or part of a corrupt batch.
+type acqCursor struct {
+	rs   []acquiredRange
+	i    int
+	next int64 // the lowest acquired offset not accounted for yet
+}
+
+// advance accounts for the acquired offsets below o not accounted for yet, passing them to mark
+// as ranges (mark may be nil).
+func (c *acqCursor) advance(o int64, mark func(first, last int64)) {
+	for c.i < len(c.rs) {
+		r := c.rs[c.i]
+		lo := max(r.first, c.next)
+		if lo >= o {
+			break
+		}
+		hi := min(r.last, o-1)
+		if mark != nil {
+			mark(lo, hi)
+		}
+		c.next = hi + 1
+		if hi == r.last {
+			c.i++
+		}
+	}
+	c.next = max(c.next, o)
+}
+
+// take accounts for offset o, at or after every offset accounted for so far, marking the
+// acquired offsets below it with gap; it returns o's delivery count and whether o is acquired.
+func (c *acqCursor) take(o int64, gap func(first, last int64)) (int16, bool) {
+	c.advance(o, gap)
+	if c.i >= len(c.rs) || o < c.rs[c.i].first {
+		return 0, false
+	}
+	r := c.rs[c.i]
+	c.next = o + 1
+	if o == r.last {
+		c.i++
+	}
+	return r.dc, true
+}
+
+// overlaps reports whether any acquired offset not accounted for yet lies in [first, last].
+func (c *acqCursor) overlaps(first, last int64) bool {
+	for i := c.i; i < len(c.rs); i++ {
+		r := c.rs[i]
+		lo := max(r.first, c.next)
+		if lo > last {
+			return false
+		}
+		if lo <= r.last && r.last >= first {
+			return true
+		}
+	}
+	return false
+}
+
+// decodedPart is what one partition of a ShareFetch response holds: its records, in order,
+// split where a corrupt batch sits; and the acquired offsets that held no record (gaps).
+type decodedPart struct {
+	chunks []chunk
+	gaps   []offsetRange
+}
+
+// chunk is a run of records, or a corrupt batch.
+type chunk struct {
+	recs    []*Record
+	corrupt *CorruptBatchError
+}
+
+type offsetRange struct{ first, last int64 }
+
+// decodePartition decodes a ShareFetch response partition: only acquired offsets become
+// records, each with the delivery count of its range. An acquired offset with no record in the
+// data (removed by compaction, a transaction marker, a record before the batch's start) is a
+// gap. A batch that cannot be decoded (CRC mismatch, unknown compression or magic, malformed
+// records) becomes a CorruptBatchError covering every acquired offset in it; when the framing
+// itself is broken, it covers every acquired offset from there on. A partial batch at the end
+// of the data is ignored, as Kafka's client ignores it, so its acquired offsets are gaps.
+func (d *decoder) decodePartition(topic string, partition int32, data []byte, acquired []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, deadline time.Time) decodedPart {
+	var out decodedPart
+	rs := normalizeAcquired(acquired)
+	if len(rs) == 0 {
+		return out
+	}
+	cur := acqCursor{rs: rs, next: rs[0].first}
+	gap := func(first, last int64) {
+		if n := len(out.gaps); n > 0 && out.gaps[n-1].last+1 == first {
+			out.gaps[n-1].last = last
+			return
+		}
+		out.gaps = append(out.gaps, offsetRange{first, last})
+	}
+	var pending []*Record
+	flush := func() {
+		if len(pending) > 0 {
+			out.chunks = append(out.chunks, chunk{recs: pending})
+			pending = nil
+		}
+	}
+	corrupt := func(first, last int64, err error) {
+		ce := &CorruptBatchError{Topic: topic, Partition: partition, Err: err}
+		cur.advance(first, gap)
+		cur.advance(last+1, func(lo, hi int64) {
+			for o := lo; o <= hi; o++ {
+				ce.Offsets = append(ce.Offsets, o)
+			}
+		})
+		if len(ce.Offsets) > 0 {
+			flush()
+			out.chunks = append(out.chunks, chunk{corrupt: ce})
+		}
+	}
+
+	for len(data) > 0 {
+		if len(data) < batchMagicOffset+1 {
+			break // a partial batch at the end
+		}
+		base := int64(binary.BigEndian.Uint64(data))
+		length := int32(binary.BigEndian.Uint32(data[batchLengthOffset:]))
+		// Past a batch whose framing cannot be trusted nothing can be found again: every
+		// acquired offset left is part of the corrupt data.
+		if magic := data[batchMagicOffset]; magic != 2 {
+			corrupt(cur.next, math.MaxInt64-1, fmt.Errorf("record batch at offset %d has magic %d; only magic 2 (Kafka 0.11+) is supported", base, magic))
+			break
+		}
+		if length < batchHeaderSize-12 {
+			corrupt(cur.next, math.MaxInt64-1, fmt.Errorf("record batch at offset %d has an invalid length %d", base, length))
+			break
+		}
+		size := int(length) + 12
+		if size > len(data) {
+			break // a partial batch at the end
+		}
+		batch := data[:size]
+		data = data[size:]
+		last := base + int64(int32(binary.BigEndian.Uint32(batch[batchLastDeltaOff:])))
+		if last < base {
+			corrupt(cur.next, math.MaxInt64-1, fmt.Errorf("record batch at offset %d has a negative last offset delta", base))
+			break
+		}
+		if !cur.overlaps(base, last) {
+			continue // nothing acquired in it
+		}
+		attrs := binary.BigEndian.Uint16(batch[batchAttrsOffset:])
+		if d.checkCRC {
+			if want, got := binary.BigEndian.Uint32(batch[batchCRCOffset:]), crc32.Checksum(batch[batchAttrsOffset:], crc32c); want != got {
+				corrupt(base, last, fmt.Errorf("record batch at offsets %d-%d fails its CRC check (stored %#08x, computed %#08x)", base, last, want, got))
+				continue
+			}
+		}
+		if attrs&attrControl != 0 {
+			continue // transaction markers: their offsets are gaps
+		}
+		recs, err := d.decodeBatch(topic, partition, batch, base, attrs, &cur, gap, deadline)
+		if err != nil {
+			corrupt(base, last, fmt.Errorf("record batch at offsets %d-%d: %w", base, last, err))
+			continue
+		}
+		pending = append(pending, recs...)
+	}
+	flush()
+	cur.advance(math.MaxInt64, gap)
+	return out
+}
+
+var errTruncated = errors.New("record data is truncated")
+
+// decodeBatch decodes the records of one magic-2 batch whose header was checked, returning the
+// acquired ones. On an error nothing of the batch was accounted for in cur.
+func (d *decoder) decodeBatch(topic string, partition int32, batch []byte, base int64, attrs uint16, cur *acqCursor, gap func(first, last int64), deadline time.Time) ([]*Record, error) {
+	n := int32(binary.BigEndian.Uint32(batch[batchNumRecordsOff:]))
+	if n < 0 {
+		return nil, fmt.Errorf("negative record count %d", n)
+	}
+	body := batch[batchHeaderSize:]
+	if codec := attrs & attrCompression; codec != 0 {
+		if codec > 4 {
+			return nil, fmt.Errorf("unknown compression codec %d", codec)
+		}
+		var err error
+		if body, err = d.decompressor.Decompress(body, kgo.CompressionCodecType(codec)); err != nil {
+			return nil, fmt.Errorf("decompressing (%s): %w", codecName(codec), err)
+		}
+	}
+	baseTime := int64(binary.BigEndian.Uint64(batch[batchBaseTimeOff:]))
+	logAppend := attrs&attrLogAppendTime != 0
+	var appendTime time.Time
+	if logAppend {
+		appendTime = time.UnixMilli(int64(binary.BigEndian.Uint64(batch[batchMaxTimeOff:])))
+	}
+
+	// Parse everything first, so that a malformed record leaves cur untouched.
+	type parsed struct {
+		off     int64
+		tsDelta int64
+		key     []byte
+		value   []byte
+		headers []kgo.RecordHeader
+	}
+	var recs []parsed
+	r := reader{b: body}
+	prev := int64(-1)
+	for range n {
+		length := r.varint()
+		rb := r.bytes(length)
+		if r.err != nil {
+			return nil, r.err
+		}
+		rr := reader{b: rb}
+		rr.skip(1) // attributes, unused
+		tsDelta := rr.varint()
+		off := base + rr.varint()
+		key := rr.nullableBytes()
+		value := rr.nullableBytes()
+		nh := rr.varint()
+		if rr.err == nil && (nh < 0 || nh > int64(len(rr.b))) {
+			rr.err = fmt.Errorf("invalid header count %d", nh)
+		}
+		var headers []kgo.RecordHeader
+		if nh > 0 && rr.err == nil {
+			headers = make([]kgo.RecordHeader, 0, nh)
+			for range nh {
+				hk := rr.bytes(rr.varint())
+				hv := rr.nullableBytes()
+				headers = append(headers, kgo.RecordHeader{Key: string(hk), Value: hv})
+			}
+		}
+		if rr.err != nil {
+			return nil, fmt.Errorf("record %d: %w", len(recs), rr.err)
+		}
+		if off <= prev {
+			return nil, fmt.Errorf("record offsets do not increase (%d after %d)", off, prev)
+		}
+		prev = off
+		recs = append(recs, parsed{off, tsDelta, key, value, headers})
+	}
+
+	var slab []Record
+	out := make([]*Record, 0, len(recs))
+	for _, p := range recs {
+		if p.off < cur.next {
+			continue // acquired twice in the response, or below what was accounted for
+		}
+		dc, ok := cur.take(p.off, gap)
+		if !ok {
+			continue
+		}
+		if slab == nil {
+			slab = make([]Record, 0, len(recs))
+		}
+		ts := appendTime
+		if !logAppend {
+			ts = time.UnixMilli(baseTime + p.tsDelta)
+		}
+		slab = append(slab, Record{
+			Topic:         topic,
+			Partition:     partition,
+			Offset:        p.off,
+			Key:           p.key,
+			Value:         p.value,
+			Headers:       p.headers,
+			Timestamp:     ts,
+			DeliveryCount: dc,
+			LockDeadline:  deadline,
+		})
+		out = append(out, &slab[len(slab)-1])
+	}
+	return out, nil
+}
+
+func codecName(codec uint16) string {
+	switch codec {
+	case 1:
+		return "gzip"
+	case 2:
+		return "snappy"
+	case 3:
+		return "lz4"
+	case 4:
+		return "zstd"
+	}
+	return fmt.Sprintf("codec %d", codec)
+}
+
+// reader reads Kafka's varint-encoded record fields; the first error sticks.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.err = errTruncated
+		if n < 0 {
+			r.err = errors.New("varint overflows 64 bits")
+		}
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) skip(n int) {
+	if r.err == nil && len(r.b) < n {
+		r.err = errTruncated
+	}
+	if r.err == nil {
+		r.b = r.b[n:]
+	}
+}
+
+// bytes returns the next n bytes; a negative n is an error.
+func (r *reader) bytes(n int64) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n < 0 {
+		r.err = fmt.Errorf("negative length %d", n)
+		return nil
+	}
+	if n > int64(len(r.b)) {
+		r.err = errTruncated
+		return nil
+	}
+	b := r.b[:n:n]
+	r.b = r.b[n:]
+	return b
+}
+
+// nullableBytes reads a length (-1 for null) and that many bytes.
+func (r *reader) nullableBytes() []byte {
+	n := r.varint()
+	if n == -1 {
+		return nil
+	}
+	return r.bytes(n)
+}
