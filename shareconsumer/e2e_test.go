@@ -458,10 +458,3 @@ func TestE2ECloseReleasesAndLeaves(t *testing.T) {
 		}
 	})
 }
-
-// TestE2ELeaderMove would check that a consumer follows a partition whose leader moves. Neither
-// fake cluster can move a partition's leadership on demand (testbroker has no API for it), so it
-// is skipped rather than faked.
-func TestE2ELeaderMove(t *testing.T) {
-	t.Skip("no fake cluster here can move a partition leader on demand; not tested end to end")
-}
