@@ -381,3 +381,26 @@ func TestFencedMemberRejoins(t *testing.T) {
 	assert.EqualValues(t, 1, recs[0].Offset)
 	assert.True(t, accepted(c, "g", "t", 0, 0), "accepted after the rejoin")
 }
+
+// TestCloseBoundedByContext closes a consumer whose ShareFetch a broker on a manual clock
+// holds: Close gives up when its context ends, and still stops everything.
+func TestCloseBoundedByContext(t *testing.T) {
+	t.Parallel()
+	c := tStart(t, testbroker.Topic("t", 1), testbroker.WithManualClock(time.Unix(1000, 0)))
+	cons, err := New(ClientOpts(kgo.SeedBrokers(c.Addrs()...)), Group("g"), Topics("t"))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = cons.Poll(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Eventually(t, func() bool { return len(c.ShareSessions(0)) == 1 }, 10*time.Second, time.Millisecond, "a fetch opened a session")
+
+	ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = cons.Close(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), 5*time.Second)
+	require.Eventually(t, func() bool { return len(c.ShareSessions(0)) == 0 }, 10*time.Second, time.Millisecond,
+		"the connection closed, and the broker dropped the session with it")
+}

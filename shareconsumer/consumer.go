@@ -373,9 +373,12 @@ func (c *Consumer) Subscription() []string {
 // A consumer that stops polling acquires nothing more. Held records whose lock has run out by
 // the local estimate (Record.LockDeadline) are dropped rather than returned.
 //
-// Other errors: a *errors.FatalError once the coordinator refused the member for good (close
-// the consumer); ErrNotSubscribed; ErrConcurrentPoll; ErrInCallback; a *CorruptBatchError or
-// *PartitionError, each once; ErrRecordLimitUnsupported, wrapped.
+// Other errors: a *errors.FatalError once the coordinator refused the member for good, or does
+// not serve share groups at all (kerr.UnsupportedVersion; close the consumer); ErrNotSubscribed;
+// ErrConcurrentPoll; ErrInCallback; ErrRecordLimitUnsupported, wrapped. Each of these is
+// returned once, by the Poll after it happened: a *CorruptBatchError, a *PartitionError or a
+// *BrokerError for a ShareFetch the broker refused, and a *errors.KafkaError for
+// TOPIC_AUTHORIZATION_FAILED from the group coordinator.
 func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 	if err := c.check(); err != nil {
 		return nil, err
@@ -636,13 +639,16 @@ func (c *Consumer) AcquisitionLockTimeoutMs() (int32, bool) {
 //     acknowledge). As with Kafka's client, Close does not accept the records of the last Poll
 //     in implicit mode, and sends only what was acknowledged in explicit mode: the broker
 //     releases every other record when the session closes, keeping its delivery count.
-//     A ShareFetch still waiting at a broker is waited for first (up to FetchMaxWait).
+//     A ShareFetch still waiting at a broker is waited for first: up to FetchMaxWait on the
+//     broker's clock (a testbroker on a manual clock holds it until the test advances the
+//     clock or produces to a fetched partition; FetchMaxWait(0) avoids the wait).
 //  2. The member leaves the group (ShareGroupHeartbeat with MemberEpoch -1).
 //  3. Every goroutine of the consumer ends and the kgo client is closed. When ctx ends first,
 //     requests still on their way are abandoned and their acknowledgements fail.
 //
 // The callback runs for every outcome before Close returns. Close returns ctx's error when ctx
-// ended first, ErrClosed when the consumer was already closed.
+// ended first, ErrClosed when the consumer was already closed, ErrInCallback (doing nothing)
+// when called from the callback.
 func (c *Consumer) Close(ctx context.Context) error {
 	if g := c.cbG.Load(); g != 0 && g == goid() {
 		return errors.ErrInCallback

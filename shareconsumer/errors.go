@@ -34,7 +34,8 @@ type CorruptBatchError struct {
 }
 
 // Error returns, for example, "shareconsumer: corrupt record batch in orders-3 (offsets 10-19,
-// rejected): record batch at offsets 10-19 fails its CRC check (...)".
+// rejected unless acknowledged otherwise): record batch at offsets 10-19 fails its CRC check
+// (...)".
 func (e *CorruptBatchError) Error() string {
 	return "shareconsumer: corrupt record batch in " + e.Topic + "-" + strconv.Itoa(int(e.Partition)) +
 		" (" + describeOffsets(e.Offsets) + ", rejected unless acknowledged otherwise): " + e.Err.Error()

@@ -70,6 +70,8 @@ func (c *Consumer) fetchRequestLocked(n *node) (*kmsg.ShareFetchRequest, *ackJob
 	job := &ackJob{kind: jobPiggyback}
 	names := make(map[[16]byte]string)
 	topicIndex := make(map[[16]byte]int)
+	partIndex := make(map[tidp]int)
+	// add lists a partition in Topics, once; the pointer it returns is valid until the next add.
 	add := func(id [16]byte, name string, p int32) *kmsg.ShareFetchRequestTopicPartition {
 		names[id] = name
 		ti, ok := topicIndex[id]
@@ -80,15 +82,15 @@ func (c *Consumer) fetchRequestLocked(n *node) (*kmsg.ShareFetchRequest, *ackJob
 			ti = len(req.Topics) - 1
 			topicIndex[id] = ti
 		}
-		for i := range req.Topics[ti].Partitions {
-			if rp := &req.Topics[ti].Partitions[i]; rp.Partition == p {
-				return rp
-			}
+		ps := &req.Topics[ti].Partitions
+		if pi, ok := partIndex[tidp{id, p}]; ok {
+			return &(*ps)[pi]
 		}
 		rp := kmsg.NewShareFetchRequestTopicPartition()
 		rp.Partition = p
-		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, rp)
-		return &req.Topics[ti].Partitions[len(req.Topics[ti].Partitions)-1]
+		*ps = append(*ps, rp)
+		partIndex[tidp{id, p}] = len(*ps) - 1
+		return &(*ps)[len(*ps)-1]
 	}
 
 	wantSet := make(map[tidp]struct{}, len(want))

@@ -31,7 +31,8 @@ type Record struct {
 	// LockDeadline estimates when the record's acquisition lock expires, on the local clock:
 	// when the ShareFetch that acquired it was sent, plus the lock duration the broker reported.
 	// The broker's lock starts later, so the real deadline is a little after this one. It is
-	// the zero time when the broker reported no duration.
+	// the zero time when the broker reported no duration. (A testbroker on a manual clock times
+	// locks on its own clock, which this estimate knows nothing of.)
 	LockDeadline time.Time
 }
 

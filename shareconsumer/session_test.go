@@ -22,7 +22,11 @@ func tOffline(t *testing.T, opts ...Opt) *Consumer {
 	t.Helper()
 	c, err := New(append([]Opt{ClientOpts(kgo.SeedBrokers("127.0.0.1:1")), Group("g"), OnAcknowledgementCommit(func(AcknowledgementCommit) {})}, opts...)...)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = c.Close(ctx)
+	})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	id := [16]byte{1}
@@ -360,4 +364,45 @@ func TestUnsubscribeReleasesHeldRecords(t *testing.T) {
 	c.mu.Unlock()
 	// The held records are released at once; the one Poll returned is the application's.
 	assert.Equal(t, map[int64]acktype.Type{1: acktype.Release, 2: acktype.Release}, tQueued(c))
+}
+
+// TestCommitSyncAdoptsEarlierAcks checks that CommitSync answers for acknowledgements sent
+// before it whose outcome is not in yet: queued behind a request in flight, or on it.
+func TestCommitSyncAdoptsEarlierAcks(t *testing.T) {
+	t.Parallel()
+	c := tOffline(t)
+	tHold(t, c) // the request in flight never ends
+	c.mu.Lock()
+	n := c.nodeLocked(0)
+	n.epoch = 2
+	c.enqueueLocked(n, &ackJob{kind: jobAsync, parts: []*ackPart{tPart(0, 0, 1, acktype.Accept)}})
+	n.piggyback = &ackJob{kind: jobPiggyback, parts: []*ackPart{tPart(1, 5, 5, acktype.Reject)}}
+	c.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	res, err := c.CommitSync(ctx)
+	require.NoError(t, err)
+	require.Len(t, res, 2)
+	var ae *errors.AckError
+	require.ErrorAs(t, res[TopicPartition{"t", 0}], &ae)
+	assert.ErrorIs(t, ae, kerr.RequestTimedOut)
+	assert.Equal(t, []int64{0, 1}, ae.Offsets)
+	require.ErrorAs(t, res[TopicPartition{"t", 1}], &ae)
+	assert.Equal(t, []int64{5}, ae.Offsets)
+
+	c.mu.Lock()
+	n.epoch, n.jobs, n.piggyback = 0, nil, nil // nothing to send at Close
+	c.mu.Unlock()
+}
+
+func TestCommitSyncNothingToSend(t *testing.T) {
+	t.Parallel()
+	c := tOffline(t)
+	start := time.Now()
+	res, err := c.CommitSync(tCtx(t))
+	require.NoError(t, err)
+	assert.NotNil(t, res)
+	assert.Empty(t, res)
+	assert.Less(t, time.Since(start), time.Second)
 }
