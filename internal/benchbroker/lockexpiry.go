@@ -90,27 +90,27 @@ func measureLockExpiry(ctx context.Context, c *config, p *brokerProgram, samples
 		return r, err
 	}
 	defer func() {
-		if _, _, stopErr := bp.stop(10 * time.Second); err == nil && stopErr != nil {
+		if _, _, stopErr := bp.Stop(10 * time.Second); err == nil && stopErr != nil {
 			err = fmt.Errorf("stopping: %w", stopErr)
 		}
 	}()
-	if err := setGroupConfigs(ctx, bp.seeds, shareGroupID, map[string]string{"share.auto.offset.reset": "earliest"}); err != nil {
+	if err := setGroupConfigs(ctx, bp.Seeds, shareGroupID, map[string]string{"share.auto.offset.reset": "earliest"}); err != nil {
 		return r, err
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	prod, err := kgo.NewClient(kgo.SeedBrokers(bp.seeds...), kgo.DefaultProduceTopic(topic))
+	prod, err := kgo.NewClient(kgo.SeedBrokers(bp.Seeds...), kgo.DefaultProduceTopic(topic))
 	if err != nil {
 		return r, err
 	}
 	defer prod.Close()
-	a, err := joinRawMember(ctx, bp.seeds, topic)
+	a, err := joinRawMember(ctx, bp.Seeds, topic)
 	if err != nil {
 		return r, fmt.Errorf("member A: %w", err)
 	}
 	defer a.close()
-	b, err := joinRawMember(ctx, bp.seeds, topic)
+	b, err := joinRawMember(ctx, bp.Seeds, topic)
 	if err != nil {
 		return r, fmt.Errorf("member B: %w", err)
 	}

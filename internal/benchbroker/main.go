@@ -44,7 +44,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -52,6 +51,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kshare/kshare/internal/brokerproc"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -89,8 +89,8 @@ func parseFlags() (*config, error) {
 	var (
 		c           config
 		brokers     = flag.String("brokers-to-run", "testbroker,kfake", "comma-separated brokers to measure: testbroker, kfake")
-		testbroker  = flag.String("testbroker", "./testbroker/cmd/testbroker", "package of the testbroker program, relative to the module root")
-		kfake       = flag.String("kfake", "./internal/benchbroker/kfakebroker", "package of the kfake program, relative to the module root")
+		testbroker  = flag.String("testbroker", brokerproc.TestbrokerPkg, "package of the testbroker program, relative to the module root")
+		kfake       = flag.String("kfake", brokerproc.KfakePkg, "package of the kfake program, relative to the module root")
 		partitions  = flag.String("partitions", "1,3", "comma-separated partition counts of the topic")
 		compression = flag.String("compression", "none", "producer compression: none, snappy, lz4, zstd or gzip (values are random bytes)")
 		workloads   = flag.String("workloads", "plain", "comma-separated workloads: plain (produce, then consume without a group), share (franz-go share consumer), lockexpiry (lateness of an expired lock's redelivery)")
@@ -216,9 +216,9 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("cannot measure CPU time: %w", err)
 	}
-	root, err := moduleRoot(ctx)
+	root, err := brokerproc.ModuleRoot(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("run benchbroker inside the kshare module: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "benchbroker-")
 	if err != nil {
@@ -305,13 +305,13 @@ func measure(ctx context.Context, c *config, p *brokerProgram, w workload) (m me
 		return m, err
 	}
 	defer func() {
-		user, sys, stopErr := bp.stop(10 * time.Second)
+		user, sys, stopErr := bp.Stop(10 * time.Second)
 		m.brokerUser, m.brokerSys = user, sys
 		if err == nil && stopErr != nil {
 			err = fmt.Errorf("stopping: %w", stopErr)
 		}
 	}()
-	pid := bp.cmd.Process.Pid
+	pid := bp.Pid()
 	self := os.Getpid()
 	sample := func() (broker, client time.Duration, err error) {
 		if broker, _, err = processCPU(pid); err != nil {
@@ -325,14 +325,14 @@ func measure(ctx context.Context, c *config, p *brokerProgram, w workload) (m me
 	if err != nil {
 		return m, err
 	}
-	if m.produce, err = produce(ctx, bp.seeds, topic, w, c.client); err != nil {
+	if m.produce, err = produce(ctx, bp.Seeds, topic, w, c.client); err != nil {
 		return m, err
 	}
 	b1, _, err := sample()
 	if err != nil {
 		return m, err
 	}
-	if m.consume, err = consume(ctx, bp.seeds, topic, w, c.client); err != nil {
+	if m.consume, err = consume(ctx, bp.Seeds, topic, w, c.client); err != nil {
 		return m, err
 	}
 	b2, c2, err := sample()
@@ -343,19 +343,6 @@ func measure(ctx context.Context, c *config, p *brokerProgram, w workload) (m me
 	m.brokerProduce, m.brokerConsume, m.brokerBoth = b1-b0, b2-b1, b2-b0
 	m.client = c2 - c0
 	return m, nil
-}
-
-// moduleRoot returns the directory of the main module's go.mod.
-func moduleRoot(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("run benchbroker inside the kshare module: go env GOMOD names no go.mod")
-	}
-	return filepath.Dir(gomod), nil
 }
 
 // cpuModel returns the first "model name" in /proc/cpuinfo.

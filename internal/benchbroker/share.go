@@ -127,18 +127,18 @@ func measureShare(ctx context.Context, c *config, p *brokerProgram, w workload) 
 		return m, err
 	}
 	defer func() {
-		if _, _, stopErr := bp.stop(10 * time.Second); err == nil && stopErr != nil {
+		if _, _, stopErr := bp.Stop(10 * time.Second); err == nil && stopErr != nil {
 			err = fmt.Errorf("stopping: %w", stopErr)
 		}
 	}()
-	if _, err := produce(ctx, bp.seeds, topic, w, c.client); err != nil {
+	if _, err := produce(ctx, bp.Seeds, topic, w, c.client); err != nil {
 		return m, err
 	}
-	if err := setGroupConfigs(ctx, bp.seeds, shareGroupID, map[string]string{"share.auto.offset.reset": "earliest"}); err != nil {
+	if err := setGroupConfigs(ctx, bp.Seeds, shareGroupID, map[string]string{"share.auto.offset.reset": "earliest"}); err != nil {
 		return m, err
 	}
 
-	pid, self := bp.cmd.Process.Pid, os.Getpid()
+	pid, self := bp.Pid(), os.Getpid()
 	b0, _, err := processCPU(pid)
 	if err != nil {
 		return m, err
@@ -149,7 +149,7 @@ func measureShare(ctx context.Context, c *config, p *brokerProgram, w workload) 
 	}
 	var b1, c1 time.Duration
 	var sampleErr error
-	m.consume, m.redelivered, err = shareConsume(ctx, bp.seeds, topic, w, c, func() {
+	m.consume, m.redelivered, err = shareConsume(ctx, bp.Seeds, topic, w, c, func() {
 		if b1, _, sampleErr = processCPU(pid); sampleErr == nil {
 			c1, _, sampleErr = processCPU(self)
 		}

@@ -73,10 +73,10 @@ func runBroker(ctx context.Context, c parentConfig, self, name, bin string, part
 	if err != nil {
 		return nil, err
 	}
-	defer bp.stop()
+	defer func() { _, _, _ = bp.Stop(10 * time.Second) }()
 	fmt.Fprintf(os.Stderr, "%s: producing %d records of %d B to %d partitions, in batches of up to %d B\n", name, c.records, valueSize, parts, c.batchBytes)
 	start := time.Now()
-	if err := produce(ctx, bp.seed, parts, c.records, c.batchBytes); err != nil {
+	if err := produce(ctx, bp.Seeds[0], parts, c.records, c.batchBytes); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "  produced in %v\n", time.Since(start).Round(time.Millisecond))
@@ -86,11 +86,11 @@ func runBroker(ctx context.Context, c parentConfig, self, name, bin string, part
 		r := runResult{broker: name, partitions: parts, client: client}
 		for _, sc := range []string{scenarioAccept, scenarioRelease} {
 			group := fmt.Sprintf("%s-%s", client, sc)
-			if err := setGroupConfig(ctx, bp.seed, group, "share.auto.offset.reset", "earliest"); err != nil {
+			if err := setGroupConfig(ctx, bp.Seeds[0], group, "share.auto.offset.reset", "earliest"); err != nil {
 				return out, err
 			}
 			args := []string{
-				"-client=" + client, "-seed", bp.seed, "-topic", benchTopic, "-group", group,
+				"-client=" + client, "-seed", bp.Seeds[0], "-topic", benchTopic, "-group", group,
 				"-records", strconv.Itoa(c.records), "-partitions", strconv.Itoa(parts),
 			}
 			if c.profileDir != "" {
