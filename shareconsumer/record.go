@@ -158,6 +158,22 @@ func (c *acqCursor) take(o int64, gap func(first, last int64)) (int16, bool) {
 	return r.dc, true
 }
 
+// count returns how many acquired offsets not accounted for yet lie in [first, last].
+func (c *acqCursor) count(first, last int64) int64 {
+	var k int64
+	for i := c.i; i < len(c.rs); i++ {
+		r := c.rs[i]
+		lo := max(r.first, c.next, first)
+		if lo > last {
+			break
+		}
+		if hi := min(r.last, last); hi >= lo {
+			k += hi - lo + 1
+		}
+	}
+	return k
+}
+
 // overlaps reports whether any acquired offset not accounted for yet lies in [first, last].
 func (c *acqCursor) overlaps(first, last int64) bool {
 	for i := c.i; i < len(c.rs); i++ {
@@ -308,18 +324,18 @@ func (d *decoder) decodeBatch(topic string, partition int32, batch []byte, base 
 		appendTime = time.UnixMilli(int64(binary.BigEndian.Uint64(batch[batchMaxTimeOff:])))
 	}
 
-	// Parse everything first, so that a malformed record leaves cur untouched.
-	type parsed struct {
-		off     int64
-		tsDelta int64
-		key     []byte
-		value   []byte
-		headers []kgo.RecordHeader
-	}
-	var recs []parsed
+	// Decode against a copy of cur, so that a malformed record leaves cur untouched; cur takes
+	// the acquired records, and marks the gaps among them, once the whole batch has decoded.
+	// Records outside the acquired ranges are checked but not materialised.
+	c := *cur
+	var (
+		slab  []Record
+		hslab []kgo.RecordHeader // the acquired records' headers, sliced off in turn
+		hkeys []string           // header keys seen in this batch, to share their strings
+	)
 	r := reader{b: body}
 	prev := int64(-1)
-	for range n {
+	for i := range n {
 		length := r.varint()
 		rb := r.bytes(length)
 		if r.err != nil {
@@ -329,6 +345,13 @@ func (d *decoder) decodeBatch(topic string, partition int32, batch []byte, base 
 		rr.skip(1) // attributes, unused
 		tsDelta := rr.varint()
 		off := base + rr.varint()
+		var (
+			dc       int16
+			acquired bool
+		)
+		if rr.err == nil && off > prev && off >= c.next { // below c.next: acquired twice in the response, or below what was accounted for
+			dc, acquired = c.take(off, nil)
+		}
 		key := rr.nullableBytes()
 		value := rr.nullableBytes()
 		nh := rr.varint()
@@ -337,54 +360,78 @@ func (d *decoder) decodeBatch(topic string, partition int32, batch []byte, base 
 		}
 		var headers []kgo.RecordHeader
 		if nh > 0 && rr.err == nil {
-			headers = make([]kgo.RecordHeader, 0, nh)
+			if acquired {
+				if int64(cap(hslab)-len(hslab)) < nh {
+					hslab = make([]kgo.RecordHeader, 0, max(nh, min(nh*int64(n-i), 1024)))
+				}
+				l := len(hslab)
+				headers = hslab[l : l : l+int(nh)]
+				hslab = hslab[:l+int(nh)]
+			}
 			for range nh {
 				hk := rr.bytes(rr.varint())
 				hv := rr.nullableBytes()
-				headers = append(headers, kgo.RecordHeader{Key: string(hk), Value: hv})
+				if acquired && rr.err == nil {
+					headers = append(headers, kgo.RecordHeader{Key: internKey(&hkeys, hk), Value: hv})
+				}
 			}
 		}
 		if rr.err != nil {
-			return nil, fmt.Errorf("record %d: %w", len(recs), rr.err)
+			return nil, fmt.Errorf("record %d: %w", i, rr.err)
 		}
 		if off <= prev {
 			return nil, fmt.Errorf("record offsets do not increase (%d after %d)", off, prev)
 		}
 		prev = off
-		recs = append(recs, parsed{off, tsDelta, key, value, headers})
-	}
-
-	var slab []Record
-	out := make([]*Record, 0, len(recs))
-	for _, p := range recs {
-		if p.off < cur.next {
-			continue // acquired twice in the response, or below what was accounted for
-		}
-		dc, ok := cur.take(p.off, gap)
-		if !ok {
+		if !acquired {
 			continue
 		}
 		if slab == nil {
-			slab = make([]Record, 0, len(recs))
+			last := base + int64(int32(binary.BigEndian.Uint32(batch[batchLastDeltaOff:])))
+			slab = make([]Record, 0, max(1, min(int64(n-i), cur.count(off, last))))
 		}
 		ts := appendTime
 		if !logAppend {
-			ts = time.UnixMilli(baseTime + p.tsDelta)
+			ts = time.UnixMilli(baseTime + tsDelta)
 		}
 		slab = append(slab, Record{
 			Topic:         topic,
 			Partition:     partition,
-			Offset:        p.off,
-			Key:           p.key,
-			Value:         p.value,
-			Headers:       p.headers,
+			Offset:        off,
+			Key:           key,
+			Value:         value,
+			Headers:       headers,
 			Timestamp:     ts,
 			DeliveryCount: dc,
 			LockDeadline:  deadline,
 		})
-		out = append(out, &slab[len(slab)-1])
 	}
+	var out []*Record
+	if len(slab) > 0 {
+		out = make([]*Record, len(slab))
+	}
+	for i := range slab {
+		out[i] = &slab[i]
+		cur.take(slab[i].Offset, gap)
+	}
+	cur.advance(c.next, gap) // the gaps the records after the last acquired one showed
+	*cur = c
 	return out, nil
+}
+
+// internKey returns k as a string, sharing the string of an equal key in keys, to which it adds
+// up to 16 distinct keys.
+func internKey(keys *[]string, k []byte) string {
+	for _, s := range *keys {
+		if s == string(k) {
+			return s
+		}
+	}
+	s := string(k)
+	if len(*keys) < 16 {
+		*keys = append(*keys, s)
+	}
+	return s
 }
 
 func codecName(codec uint16) string {
