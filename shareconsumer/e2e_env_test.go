@@ -325,3 +325,15 @@ func (c *commits) get() []shareconsumer.AcknowledgementCommit {
 }
 
 func seedOpt(e *e2eEnv) kgo.Opt { return kgo.SeedBrokers(e.seeds...) }
+
+// commitSyncOK commits c's acknowledgements and requires every partition to have succeeded; it
+// returns the per-partition results.
+func commitSyncOK(t *testing.T, c *shareconsumer.Consumer, who string) map[shareconsumer.TopicPartition]error {
+	t.Helper()
+	res, err := c.CommitSync(e2eCtx(t, 10*time.Second))
+	require.NoError(t, err, who)
+	for tp, err := range res {
+		require.NoError(t, err, "%s, %s", who, tp)
+	}
+	return res
+}

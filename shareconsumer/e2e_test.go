@@ -139,11 +139,7 @@ func TestE2EThreeConsumersShareTenThousand(t *testing.T) {
 
 		// The last Polls' acknowledgements are still pending: the commits send them.
 		for i, c := range cs {
-			res, err := c.CommitSync(e2eCtx(t, 10*time.Second))
-			require.NoError(t, err)
-			for tp, err := range res {
-				assert.NoError(t, err, "consumer %d, %s", i, tp)
-			}
+			commitSyncOK(t, c, fmt.Sprintf("consumer %d", i))
 		}
 		for _, ac := range cb.get() {
 			assert.NoError(t, ac.Err, "acknowledging %s offsets %v", ac.TopicPartition, ac.Offsets)
@@ -201,11 +197,7 @@ func TestE2EImplicitAcceptsAtNextPoll(t *testing.T) {
 
 		// Once offset 0 is accepted the start offset moves past everything: 1-5 were accepted.
 		require.NoError(t, holder.Acknowledge(held[0], acktype.Accept))
-		res, err := holder.CommitSync(e2eCtx(t, 10*time.Second))
-		require.NoError(t, err)
-		for tp, err := range res {
-			require.NoError(t, err, "%s", tp)
-		}
+		commitSyncOK(t, holder, "holder")
 		env.waitSPSO(t, group, []int32{0}, 6)
 	})
 }
@@ -285,12 +277,7 @@ func TestE2EReleaseRedelivers(t *testing.T) {
 		assert.EqualValues(t, 2, again[0].DeliveryCount)
 		assert.Equal(t, "p0-2", string(again[0].Value))
 
-		res, err := c.CommitSync(e2eCtx(t, 10*time.Second))
-		require.NoError(t, err)
-		assert.Len(t, res, 1)
-		for tp, err := range res {
-			assert.NoError(t, err, "%s", tp)
-		}
+		assert.Len(t, commitSyncOK(t, c, "consumer"), 1)
 		env.waitSPSO(t, group, []int32{0}, 5)
 	})
 }

@@ -128,11 +128,7 @@ func TestE2ETestbrokerSessionResetAfterShareSessionNotFound(t *testing.T) {
 			}
 			assert.Equal(t, want, dc, "delivery count of offset %d", off)
 		}
-		res, err := c.CommitSync(e2eCtx(t, 10*time.Second))
-		require.NoError(t, err)
-		for tp, err := range res {
-			assert.NoError(t, err, "%s", tp)
-		}
+		commitSyncOK(t, c, "consumer")
 		env.waitSPSO(t, group, []int32{0}, 20)
 
 		var failed []int64
