@@ -300,11 +300,11 @@ func (c *Consumer) flushAllLocked() {
 }
 
 // flushUnfetchedLocked, at the end of a Poll, sends the acknowledgements of every leader this
-// Poll sent no ShareFetch to in a ShareAcknowledge, so that none waits for a Poll that may not
-// come.
+// Poll sent no ShareFetch to, and that FetchAhead is not about to fetch from, in a
+// ShareAcknowledge, so that none waits for a Poll that may not come.
 func (c *Consumer) flushUnfetchedLocked() {
 	for _, n := range c.sortedNodesLocked() {
-		if n.fetchedPoll != c.pollSeq {
+		if n.fetchedPoll != c.pollSeq && !c.wantFetchLocked(n) {
 			c.flushLocked(n)
 		}
 	}

@@ -171,6 +171,35 @@ func TestNoPrefetch(t *testing.T) {
 	}
 }
 
+// TestFetchAhead checks that, with FetchAhead, the records of the next Poll are acquired while
+// the application works on the last ones, and that the fetch carries the acknowledgements.
+func TestFetchAhead(t *testing.T) {
+	t.Parallel()
+	c := tStart(t, testbroker.Topic("t", 1))
+	tEarliest(t, c, "g")
+	for _, v := range []string{"a", "b", "c"} {
+		tProduce(t, c, "t", 0, []string{v}) // one batch each: a fetch of one record acquires one batch
+	}
+	cons := tNew(t, c, "g", Topics("t"), MaxPollRecords(1), ExplicitAcknowledgement(), FetchAhead())
+	first := tPollN(t, cons, 1)
+	require.Equal(t, int64(0), first[0].Offset)
+	require.Eventually(t, func() bool {
+		r, ok := c.ShareRecord("g", "t", 0, 1)
+		return ok && r.State == testbroker.ShareAcquired
+	}, 10*time.Second, time.Millisecond, "offset 1 is acquired ahead, with no Poll running")
+
+	require.NoError(t, cons.Acknowledge(first[0], acktype.Accept))
+	second, err := cons.Poll(tCtx(t))
+	require.NoError(t, err)
+	require.Len(t, second, 1)
+	assert.Equal(t, int64(1), second[0].Offset, "the record fetched ahead")
+	require.Eventually(t, func() bool {
+		start, _, _ := c.SharePartitionOffsets("g", "t", 0)
+		r2, ok2 := c.ShareRecord("g", "t", 0, 2)
+		return start == 1 && ok2 && r2.State == testbroker.ShareAcquired
+	}, 10*time.Second, time.Millisecond, "the next fetch ahead acknowledges offset 0 (the start offset moves past it) and acquires offset 2")
+}
+
 func TestWakeup(t *testing.T) {
 	t.Parallel()
 	c := tStart(t, testbroker.Topic("t", 1))

@@ -91,6 +91,7 @@ type Consumer struct {
 	nodes       map[int32]*node
 	pollWaiting bool   // a Poll waits for records: fetches may be sent
 	pollSeq     uint64 // counts Polls; node.fetchedPoll compares with it
+	returned    uint64 // counts Polls that returned records; node.fetchedAhead compares with it
 	limitNode   int32  // RecordLimitAcquire: the one leader fetched at a time; -1 none yet
 
 	buffer     []bufItem // acquired records not yet returned, in arrival order
@@ -427,6 +428,9 @@ func (c *Consumer) poll(ctx context.Context) ([]*Record, error) {
 			return nil, c.fatal
 		}
 		recs, err := c.drainLocked()
+		if len(recs) > 0 {
+			c.returned++
+		}
 		if len(recs) > 0 || err != nil {
 			return recs, err
 		}

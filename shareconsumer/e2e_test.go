@@ -43,13 +43,24 @@ func acceptAll(*shareconsumer.Record) acktype.Type { return acktype.Accept }
 // them, and the group ends with every partition acknowledged to its end.
 func TestE2EThreeConsumersShareTenThousand(t *testing.T) {
 	t.Parallel()
+	testThreeConsumersShare(t)
+}
+
+// TestE2EThreeConsumersShareTenThousandFetchAhead is the same with FetchAhead: records fetched
+// ahead are still delivered once.
+func TestE2EThreeConsumersShareTenThousandFetchAhead(t *testing.T) {
+	t.Parallel()
+	testThreeConsumersShare(t, shareconsumer.FetchAhead())
+}
+
+func testThreeConsumersShare(t *testing.T, extra ...shareconsumer.Opt) {
 	forEachBroker(t, e2eSetup{brokers: 2, partitions: 3}, func(t *testing.T, env *e2eEnv) {
 		const group = "g"
 		env.prepareGroup(t, group)
 		var cb commits
 		cs := make([]*shareconsumer.Consumer, 3)
 		for i := range cs {
-			cs[i] = env.newConsumer(t, group, shareconsumer.ExplicitAcknowledgement(), cb.opt())
+			cs[i] = env.newConsumer(t, group, append([]shareconsumer.Opt{shareconsumer.ExplicitAcknowledgement(), cb.opt()}, extra...)...)
 		}
 		env.waitMembers(t, group, len(cs))
 		perPartition := map[int32]int{0: 3334, 1: 3333, 2: 3333}

@@ -54,11 +54,17 @@ func (c *Consumer) buildFetchLocked(n *node) func() {
 // and the names of the topic ids it names.
 func (c *Consumer) fetchRequestLocked(n *node) (*kmsg.ShareFetchRequest, *ackJob, map[[16]byte]string) {
 	n.fetchedPoll = c.pollSeq
+	n.fetchedAhead = c.returned
 	want := c.partsLedLocked(n.id)
 	req := kmsg.NewPtrShareFetchRequest()
 	req.GroupID, req.MemberID = &c.cfg.group, &c.memberID
 	req.ShareSessionEpoch = n.epoch
 	req.MaxWaitMillis = int32(c.cfg.fetchMaxWait / time.Millisecond)
+	if c.cfg.fetchAhead && !c.pollWaiting {
+		// A FetchAhead fetch takes what is there: waiting at the broker would hold up the
+		// acknowledgements queued behind it, and a Poll that finds nothing fetches anyway.
+		req.MaxWaitMillis = 0
+	}
 	req.MinBytes = c.cfg.fetchMinBytes
 	req.MaxBytes = c.cfg.fetchMaxBytes
 	req.MaxRecords = int32(c.cfg.maxPollRecords)

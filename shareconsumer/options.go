@@ -41,6 +41,7 @@ type cfg struct {
 	fetchMaxWait   time.Duration
 	fetchMinBytes  int32
 	fetchMaxBytes  int32
+	fetchAhead     bool
 	onCommit       func(AcknowledgementCommit)
 }
 
@@ -112,6 +113,20 @@ func FetchMinBytes(n int32) Opt { return opt(func(c *cfg) { c.fetchMinBytes = n 
 // A broker still returns a first record batch larger than this, so that the consumer can make
 // progress.
 func FetchMaxBytes(n int32) Opt { return opt(func(c *cfg) { c.fetchMaxBytes = n }) }
+
+// FetchAhead makes the consumer send the next ShareFetch to each leader as soon as a Poll
+// returns records, while the application works on them, instead of waiting for the next Poll
+// (the default, as Kafka's Java client does). The fetch carries the acknowledgements waiting
+// for that leader, so that a busy poll loop sends one request per Poll and leader, and its
+// records are ready when the next Poll comes.
+//
+// The price is acquisition-lock time: records fetched ahead are locked while they wait, for at
+// most one fetch per leader per Poll, and only while fewer than MaxPollRecords records are
+// held. A consumer that stops polling keeps at most that much locked until the locks expire or
+// Close releases them; records whose lock ran out by the local estimate are dropped, not
+// returned. Use it when throughput matters and the time between polls is well below the
+// group's share.record.lock.duration.ms.
+func FetchAhead() Opt { return opt(func(c *cfg) { c.fetchAhead = true }) }
 
 // OnAcknowledgementCommit sets a function called with the outcome of acknowledgements: once per
 // partition per completed request (a ShareFetch carrying acknowledgements, a ShareAcknowledge

@@ -33,7 +33,10 @@ type node struct {
 	jobs        []*ackJob
 	pending     map[TopicPartition]*pendingPart
 	fetchedPoll uint64 // the Poll that last sent this node a ShareFetch
-	unsupported error  // RecordLimitAcquire and the broker lacks ShareFetch v2
+	// fetchedAhead is Consumer.returned when this node was last sent a ShareFetch: FetchAhead
+	// sends one per leader after each Poll that returned records.
+	fetchedAhead uint64
+	unsupported  error // RecordLimitAcquire and the broker lacks ShareFetch v2
 }
 
 // tidp names a partition by topic id, as share requests do.
@@ -152,10 +155,17 @@ func (c *Consumer) assignedLeadersLocked() []int32 {
 }
 
 // wantFetchLocked reports whether n should be sent a ShareFetch now: a Poll is waiting with
-// nothing to return, and n leads an assigned partition (and, with RecordLimitAcquire, it is
-// the leader whose turn it is).
+// nothing to return, or, with FetchAhead, a Poll returned records since n's last fetch and
+// fewer than MaxPollRecords are held; and n leads an assigned partition (and, with
+// RecordLimitAcquire, it is the leader whose turn it is).
 func (c *Consumer) wantFetchLocked(n *node) bool {
-	if !c.pollWaiting || c.stopped || c.closed.Load() || c.fatal != nil || len(c.buffer) > 0 || len(c.pollErrs) > 0 || n.unsupported != nil {
+	if c.stopped || c.closed.Load() || c.fatal != nil || len(c.pollErrs) > 0 || n.unsupported != nil {
+		return false
+	}
+	switch {
+	case c.pollWaiting && len(c.buffer) == 0:
+	case c.cfg.fetchAhead && c.returned > 0 && n.fetchedAhead != c.returned && c.bufRecords < c.cfg.maxPollRecords && len(c.subscription) > 0:
+	default:
 		return false
 	}
 	if c.cfg.recordLimit {

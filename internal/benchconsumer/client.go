@@ -233,6 +233,7 @@ func consumeKshare(ctx context.Context, c clientConfig) (clientResult, error) {
 		shareconsumer.Group(c.group),
 		shareconsumer.Topics(c.topic),
 		shareconsumer.ExplicitAcknowledgement(),
+		shareconsumer.FetchAhead(),
 		shareconsumer.OnAcknowledgementCommit(func(ac shareconsumer.AcknowledgementCommit) {
 			if ac.Err != nil {
 				m.ackErr(ac.Err)
