@@ -55,7 +55,9 @@ type fetchPart struct {
 // When the records found add up to less than MinBytes, MaxWaitMillis is positive and no
 // partition failed, the fetch waits (Kafka's DelayedFetch): every append or high watermark
 // move on one of its partitions makes it read again, and it answers as soon as it has
-// MinBytes, or with whatever it has once MaxWaitMillis has passed on the cluster clock. The
+// MinBytes, or with whatever it has once MaxWaitMillis has passed on the cluster clock. A
+// leader move of one of its partitions (Cluster.MoveLeader) makes it read again too, so that a
+// fetch waiting at the old leader answers NOT_LEADER_OR_FOLLOWER at once. The
 // wait's deadline is its only timer on the clock, stopped when data ends the wait early, so
 // that a test on the manual clock can see the fetch parked. A closing cluster ends the wait.
 //
@@ -113,10 +115,10 @@ func (b *Broker) readAndWait(req *kmsg.FetchRequest, parts []fetchPart) {
 	timer := c.clock.AfterFunc(time.Duration(req.MaxWaitMillis)*time.Millisecond, func() { close(expired) })
 	w := newFetchWaiter(len(parts), expired, c.closed)
 	for {
-		// Ask for the wake-ups before reading, so that an append between the read and the wait
-		// is not missed.
+		// Ask for the wake-ups before reading, so that an append or a leader move between the
+		// read and the wait is not missed.
 		for i := range parts {
-			w.set(i, parts[i].p.Log.Notify())
+			w.set(i, parts[i].p.Log.Notify(), parts[i].p.moved)
 		}
 		n, failed = b.readFetch(parts, maxBytes, committed, req.Version)
 		if n >= minBytes || failed {
@@ -130,6 +132,9 @@ func (b *Broker) readAndWait(req *kmsg.FetchRequest, parts []fetchPart) {
 		case waitClosed:
 			timer.Stop()
 			return
+		}
+		for i := range parts {
+			parts[i].p = c.current(parts[i].p)
 		}
 	}
 }
@@ -294,12 +299,12 @@ func kerrOf(err error) *kerr.Error {
 	return kerr.UnknownServerError
 }
 
-// fetchWaiter waits for the first of: a wake-up of any of a fetch's partitions, the fetch's
-// deadline, the cluster's close.
+// fetchWaiter waits for the first of: a wake-up or a leader move of any of a fetch's
+// partitions, the fetch's deadline, the cluster's close.
 type fetchWaiter struct {
 	expired, closed <-chan struct{}
-	one             <-chan struct{}      // the wake-up of a single-partition fetch
-	cases           []reflect.SelectCase // wake-ups first, then expired and closed
+	one, oneMoved   <-chan struct{}      // the wake-up and the leader move of a single-partition fetch
+	cases           []reflect.SelectCase // per partition its wake-up and its leader move, then expired and closed
 }
 
 type waitResult int
@@ -313,29 +318,32 @@ const (
 func newFetchWaiter(n int, expired, closed <-chan struct{}) *fetchWaiter {
 	w := &fetchWaiter{expired: expired, closed: closed}
 	if n > 1 {
-		w.cases = make([]reflect.SelectCase, n+2)
+		w.cases = make([]reflect.SelectCase, 2*n+2)
 		for i := range w.cases {
 			w.cases[i].Dir = reflect.SelectRecv
 		}
-		w.cases[n].Chan = reflect.ValueOf(expired)
-		w.cases[n+1].Chan = reflect.ValueOf(closed)
+		w.cases[2*n].Chan = reflect.ValueOf(expired)
+		w.cases[2*n+1].Chan = reflect.ValueOf(closed)
 	}
 	return w
 }
 
-// set makes ch the wake-up of partition i.
-func (w *fetchWaiter) set(i int, ch <-chan struct{}) {
+// set makes wake the wake-up of partition i and moved the channel its leader move closes.
+func (w *fetchWaiter) set(i int, wake, moved <-chan struct{}) {
 	if w.cases == nil {
-		w.one = ch
+		w.one, w.oneMoved = wake, moved
 		return
 	}
-	w.cases[i].Chan = reflect.ValueOf(ch)
+	w.cases[2*i].Chan = reflect.ValueOf(wake)
+	w.cases[2*i+1].Chan = reflect.ValueOf(moved)
 }
 
 func (w *fetchWaiter) wait() waitResult {
 	if w.cases == nil {
 		select {
 		case <-w.one:
+			return waitWoken
+		case <-w.oneMoved:
 			return waitWoken
 		case <-w.expired:
 			return waitExpired

@@ -122,13 +122,17 @@ func appendAckBatches[B kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch
 //   - a partition index the topic lacks is UNKNOWN_TOPIC_OR_PARTITION;
 //   - no batches is success;
 //   - a partition without a share partition of the group on this broker (never fetched here,
-//     or led by another broker) is UNKNOWN_TOPIC_OR_PARTITION with Kafka's default message;
+//     or led by another broker, also since a leader move) is UNKNOWN_TOPIC_OR_PARTITION with
+//     Kafka's default message: Kafka's old leader drops its share partitions when it becomes a
+//     follower, and answers acknowledgements for them so;
 //   - otherwise share.Partition.Acknowledge decides, all or nothing for the partition, and its
-//     refusal's code and message are the partition's.
+//     refusal's code and message are the partition's (NOT_LEADER_OR_FOLLOWER if the leader
+//     moved while the request was processed).
 //
 // The first three carry no message. When no partition gets as far as Acknowledge, only the
 // failed partitions are reported, as with Kafka; otherwise every partition is.
-func (c *Cluster) applyShareAcks(group, member string, parts []ackPartition, maxType int8, isRenewAck bool) []ackOutcome {
+func (b *Broker) applyShareAcks(group, member string, parts []ackPartition, maxType int8, isRenewAck bool) []ackOutcome {
+	c := b.c
 	out := make([]ackOutcome, len(parts))
 	reported := make([]bool, len(parts))
 	anyApplied := false
@@ -151,7 +155,7 @@ func (c *Cluster) applyShareAcks(group, member string, parts []ackPartition, max
 			continue
 		}
 		anyApplied = true
-		sp := c.shares.get(group, ap.topic, ap.partition)
+		sp := c.shares.led(group, ap.topic, ap.partition, b.id)
 		if sp == nil {
 			o.code, o.msg = kerr.UnknownTopicOrPartition.Code, &kerr.UnknownTopicOrPartition.Description
 			continue
@@ -181,9 +185,10 @@ func (c *Cluster) applyShareAcks(group, member string, parts []ackPartition, max
 // empty or longer than 36 characters, are INVALID_REQUEST with Kafka's message; then the
 // session rules of shareSessions.openAcknowledge, whose failures are top-level codes; then the
 // acknowledgements, applied as applyShareAcks says, with RENEW allowed only in version 2 with
-// IsRenewAck. Epoch -1 then closes the member's session and releases what it holds in the
-// session's partitions. Version 2 carries the group's share.record.lock.duration.ms in
-// AcquisitionLockTimeoutMs (0 on top-level errors).
+// IsRenewAck. A partition refused with NOT_LEADER_OR_FOLLOWER names its current leader in
+// CurrentLeader and NodeEndpoints, as Kafka's response does. Epoch -1 then closes the member's
+// session and releases what it holds in the session's partitions. Version 2 carries the
+// group's share.record.lock.duration.ms in AcquisitionLockTimeoutMs (0 on top-level errors).
 //
 // Kafka's own top-level error responses carry no ErrorMessage (getErrorResponse keeps only the
 // code); this one sends Kafka's message text, which clients only display.
@@ -206,13 +211,19 @@ func (b *Broker) handleShareAcknowledge(req *kmsg.ShareAcknowledgeRequest) kmsg.
 		return fail(err)
 	}
 	renew := req.Version >= 2 && req.IsRenewAck
-	outcomes := c.applyShareAcks(group, member, shareAcknowledgeAcks(req), maxAckType(req.Version), renew)
+	outcomes := b.applyShareAcks(group, member, shareAcknowledgeAcks(req), maxAckType(req.Version), renew)
 	if req.ShareSessionEpoch == -1 {
 		ss.release(group, member)
 	}
 	for _, o := range outcomes {
 		rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
 		rp.Partition, rp.ErrorCode, rp.ErrorMessage = o.partition, o.code, o.msg
+		if o.code == kerr.NotLeaderForPartition.Code {
+			if p := c.partition(c.topicByID(o.topic), o.partition); p != nil {
+				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = p.Leader, p.LeaderEpoch
+				c.appendShareAckNodeEndpoint(resp, p.Leader)
+			}
+		}
 		i := len(resp.Topics) - 1
 		for ; i >= 0 && resp.Topics[i].TopicID != o.topic; i-- {
 		}

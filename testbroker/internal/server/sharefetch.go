@@ -78,7 +78,9 @@ type shareFetch struct {
 //     log grows or records become available again (a release, an expired lock, a closed
 //     session). A single timer times the wait, stopped when MinBytes ends it early. Kafka
 //     acquires nothing until MinBytes is there; this fetch keeps what it acquired while it
-//     waits for more, so those records' locks start earlier.
+//     waits for more, so those records' locks start earlier. A partition whose leader moves
+//     meanwhile (Cluster.MoveLeader) wakes the fetch and is answered NOT_LEADER_OR_FOLLOWER,
+//     without the records acquired from it, which its new leader holds AVAILABLE.
 //  6. Epoch -1 closes the member's session after the response is built, releasing its records
 //     in the session's partitions.
 //
@@ -126,7 +128,7 @@ func (b *Broker) handleShareFetch(cn *conn, req *kmsg.ShareFetchRequest) kmsg.Re
 	}
 	var outcomes []ackOutcome
 	if hasAcks {
-		outcomes = c.applyShareAcks(group, member, acks, maxAckType(req.Version), renew)
+		outcomes = b.applyShareAcks(group, member, acks, maxAckType(req.Version), renew)
 	}
 
 	f := shareFetch{group: group, member: member, targets: fc.targets, gen: fc.gen}
@@ -193,6 +195,7 @@ func (b *Broker) pollShare(cn *conn, req *kmsg.ShareFetchRequest, f *shareFetch)
 		}
 		f.fetchable++
 	}
+	b.recheckShareTargets(f)
 	if f.fetchable == 0 {
 		return
 	}
@@ -237,16 +240,38 @@ func (b *Broker) pollShare(cn *conn, req *kmsg.ShareFetchRequest, f *shareFetch)
 		case waitClosed:
 			return
 		}
-		if gen := c.shares.generation(); gen != f.gen {
-			// A topic was deleted: its share partitions are closed and would wake us forever.
-			f.gen = gen
-			for i := range f.targets {
-				if t := &f.targets[i]; t.err == nil && c.topicByID(t.topic) != t.p.Topic {
-					t.err = kerr.UnknownTopicOrPartition
-					f.fetchable--
-				}
-			}
+		b.recheckShareTargets(f)
+	}
+}
+
+// recheckShareTargets follows the topic deletions and leader moves since the fetch's targets
+// were resolved: their share partitions are closed or fenced, and would wake the fetch forever.
+// A target whose topic is gone becomes UNKNOWN_TOPIC_OR_PARTITION; one led by another broker
+// now, or whose share partition was handed over meanwhile, NOT_LEADER_OR_FOLLOWER with the
+// current leader, as Kafka completes a waiting share fetch at once when its broker stops
+// leading a partition. What such a target acquired is not sent: its new leader holds it.
+func (b *Broker) recheckShareTargets(f *shareFetch) {
+	c := b.c
+	gen := c.shares.generation()
+	if gen == f.gen {
+		return
+	}
+	f.gen = gen
+	for i := range f.targets {
+		t := &f.targets[i]
+		if t.err != nil {
+			continue
 		}
+		cur := c.current(t.p)
+		switch {
+		case c.topicByID(t.topic) != t.p.Topic:
+			t.err = kerr.UnknownTopicOrPartition
+		case cur.Leader != b.id || c.shares.led(f.group, t.topic, t.partition, b.id) != t.sp:
+			t.p, t.err = cur, kerr.NotLeaderForPartition
+		default:
+			continue
+		}
+		f.fetchable--
 	}
 }
 

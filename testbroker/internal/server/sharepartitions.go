@@ -21,16 +21,18 @@ type sharePartitionKey struct {
 //
 // A share partition is created on the first ShareFetch of its group for it on the partition's
 // leader, with the SPSO that the group's share.auto.offset.reset gives at that moment (Kafka
-// initializes it from the share coordinator's state, which starts the same way). Partition
-// leaders never move in this cluster, so one cluster-wide map stands for every leader's share
-// partition cache. Acknowledgements never create one: Kafka answers an acknowledgement for a
-// share partition its leader does not hold with UNKNOWN_TOPIC_OR_PARTITION.
+// initializes it from the share coordinator's state, which starts the same way). One
+// cluster-wide map stands for every leader's share partition cache: only the partition's
+// current leader reaches a share partition (led), and a leader move hands it over to the new
+// leader (leaderMoved). Acknowledgements never create one: Kafka answers an acknowledgement for
+// a share partition its broker does not hold with UNKNOWN_TOPIC_OR_PARTITION.
 type shareState struct {
 	c *Cluster
 
 	mu    sync.RWMutex
 	parts map[sharePartitionKey]*share.Partition
-	// gen counts topic deletions, so that sessions know when their cached partitions may be gone.
+	// gen counts topic deletions and leader moves, so that sessions and waiting fetches know
+	// when what they resolved may be stale.
 	gen    uint64
 	closed bool
 
@@ -85,7 +87,41 @@ func (s *shareState) getOrCreate(group string, p *Partition) *share.Partition {
 	return created
 }
 
-// generation returns the count of topic deletions so far.
+// led returns group's share partition of a partition if broker leads the partition, else nil.
+// Looking at the leader under the share state's lock means that a share partition handed over
+// to a new leader is never returned to the old one.
+func (s *shareState) led(group string, topic [16]byte, partition, broker int32) *share.Partition {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if p := s.c.partition(s.c.topicByID(topic), partition); p == nil || p.Leader != broker {
+		return nil
+	}
+	return s.parts[sharePartitionKey{group, topic, partition}]
+}
+
+// leaderMoved follows a leader move of a topic partition: the generation moves on, and when
+// the leader changed, every share partition of it is replaced by its handover
+// (share.Partition.Handover), which fences the old one and wakes its waiters.
+func (s *shareState) leaderMoved(topic [16]byte, partition int32, changed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gen++
+	if !changed {
+		return
+	}
+	for k, sp := range s.parts {
+		if k.topic != topic || k.partition != partition {
+			continue
+		}
+		if next := sp.Handover(); next != nil {
+			s.parts[k] = next
+		} else {
+			delete(s.parts, k)
+		}
+	}
+}
+
+// generation returns the count of topic deletions and leader moves so far.
 func (s *shareState) generation() uint64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -304,9 +304,10 @@ func (ss *shareSessions) release(group, member string) {
 }
 
 // releaseParts releases the member's records in each of the session's partitions that this
-// broker holds a share partition for: they become AVAILABLE, or ARCHIVED at the delivery limit,
-// with their delivery count unchanged. Kafka releases only the session's partitions; records the
-// member still holds elsewhere wait for their lock to expire.
+// broker leads and holds a share partition for: they become AVAILABLE, or ARCHIVED at the
+// delivery limit, with their delivery count unchanged. Kafka releases only the session's
+// partitions; records the member still holds elsewhere (also at a partition's new leader)
+// wait for their lock to expire.
 func (ss *shareSessions) releaseParts(sess *shareSession) {
 	ss.mu.Lock()
 	keys := make([]topicPartitionKey, len(sess.parts))
@@ -315,7 +316,7 @@ func (ss *shareSessions) releaseParts(sess *shareSession) {
 	}
 	ss.mu.Unlock()
 	for _, k := range keys {
-		if sp := ss.s.get(sess.key.group, k.topic, k.partition); sp != nil {
+		if sp := ss.s.led(sess.key.group, k.topic, k.partition, ss.broker); sp != nil {
 			sp.ReleaseMember(sess.key.member)
 		}
 	}

@@ -17,10 +17,12 @@ type Topic struct {
 	ID      [16]byte
 	configs map[string]string // guarded by Cluster.topicsMu
 
-	partitions []*Partition // guarded by Cluster.topicsMu; only ever grows
+	partitions []*Partition // guarded by Cluster.topicsMu; only ever grows; a leader move replaces an entry
 }
 
-// Partition is one partition of a topic: its placement and its log.
+// Partition is one partition of a topic: its placement and its log. A Partition never changes
+// once the topic holds it: a leader move puts a new one with the same log in its place and
+// closes the old one's moved channel (Cluster.MoveLeader), so that readers need no lock.
 type Partition struct {
 	Topic       *Topic
 	Index       int32
@@ -28,6 +30,7 @@ type Partition struct {
 	LeaderEpoch int32
 	Replicas    []int32
 	Log         *log.Partition
+	moved       chan struct{}
 }
 
 // maxTopicNameLength is Kafka's limit (Topic.MAX_NAME_LENGTH).
@@ -273,7 +276,7 @@ func (c *Cluster) placeReplicas(first, start int, n int32, rf int16) [][]int32 {
 func (c *Cluster) addPartitionsLocked(t *Topic, replicas [][]int32) {
 	for _, r := range replicas {
 		idx := int32(len(t.partitions))
-		p := &Partition{Topic: t, Index: idx, Leader: r[0], Replicas: r, Log: c.newLog(t.configs)}
+		p := &Partition{Topic: t, Index: idx, Leader: r[0], Replicas: r, Log: c.newLog(t.configs), moved: make(chan struct{})}
 		t.partitions = append(t.partitions, p)
 	}
 }

@@ -76,11 +76,17 @@ func ValidateBatches(batches []AckBatch, maxType int8, isRenewAck bool) error {
 //
 // Batches the server has not validated are checked too: an unknown type fails with
 // INVALID_REQUEST "Invalid acknowledge type: [...]", a malformed batch with INVALID_REQUEST.
+// A partition handed over to a new leader refuses everything with NOT_LEADER_OR_FOLLOWER
+// (Handover); a closed one accepts everything and changes nothing.
 func (p *Partition) Acknowledge(member string, batches []AckBatch) error {
 	s := p.settings()
 	p.mu.Lock()
 	if p.closed {
+		fenced := p.fenced
 		p.mu.Unlock()
+		if fenced {
+			return errFenced
+		}
 		return nil
 	}
 	tx := &p.tx

@@ -37,6 +37,12 @@
 // fires anyway finds its lock dead and does nothing. Timer functions take the partition's mutex
 // and never block, so they may run synchronously inside clock.Manual.Advance.
 //
+// # Leader moves
+//
+// When its topic partition changes leader, Handover fences the partition and returns the one
+// the new leader starts with, built from what Kafka persists: everything but acquisitions, so
+// ACQUIRED records come back AVAILABLE with the delivery count they had before.
+//
 // # Errors
 //
 // Acknowledge refuses with an *Error carrying Kafka's error code and Kafka's exact message

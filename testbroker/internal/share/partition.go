@@ -117,6 +117,7 @@ type Partition struct {
 
 	mu      sync.Mutex
 	closed  bool
+	fenced  bool       // closed by Handover
 	batches []inflight // the cached batches are batches[head:], contiguous and ascending
 	head    int
 	start   int64 // SPSO

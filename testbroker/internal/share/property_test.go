@@ -254,7 +254,7 @@ func runRandomOperations(t *testing.T, seed uint64) {
 			name = "advance"
 			f.clk.Advance(time.Duration(rnd.IntN(40)) * time.Second)
 			m.expire(f.clk.Now())
-		case op < 97:
+		case op < 95:
 			name = "release member"
 			who := member()
 			var n int
@@ -265,6 +265,14 @@ func runRandomOperations(t *testing.T, seed uint64) {
 				}
 			}
 			require.Equal(t, n, f.p.ReleaseMember(who))
+		case op < 97:
+			name = "handover"
+			for i := range m.recs {
+				if r := &m.recs[i]; r.State == Acquired {
+					*r = RecordInfo{Offset: r.Offset, State: Available, DeliveryCount: r.DeliveryCount - 1}
+				}
+			}
+			f.handover()
 		default:
 			name = "toggle renew"
 			f.set.RenewEnabled = !f.set.RenewEnabled
