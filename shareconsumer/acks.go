@@ -51,23 +51,24 @@ type curPart struct {
 // nowhere else), and its acknowledgement, if it has one.
 type curRec struct {
 	off         int64
+	rec         *Record // nil for an undecodable offset
 	node        int32
 	acked       bool
 	ty          acktype.Type
 	undecodable bool
 }
 
-// add records a delivery of offset from node, unacknowledged, or acknowledged as ty by the
-// consumer itself for an undecodable offset. A record delivered again replaces its earlier
-// delivery.
-func (s *inflight) add(tp TopicPartition, id [16]byte, node int32, off int64, undecodable bool, ty acktype.Type) {
+// add records a delivery of rec (or of offset off, undecodable, with rec nil) from node,
+// unacknowledged, or acknowledged as ty by the consumer itself for an undecodable offset. A
+// record delivered again replaces its earlier delivery.
+func (s *inflight) add(tp TopicPartition, id [16]byte, node int32, off int64, rec *Record, undecodable bool, ty acktype.Type) {
 	cp := s.parts[tp]
 	if cp == nil {
 		cp = &curPart{}
 		s.parts[tp] = cp
 	}
 	cp.id = id
-	r := curRec{off: off, node: node, acked: undecodable, ty: ty, undecodable: undecodable}
+	r := curRec{off: off, rec: rec, node: node, acked: undecodable, ty: ty, undecodable: undecodable}
 	if !r.acked {
 		s.unacked++
 	}
@@ -140,7 +141,8 @@ func (c *Consumer) acceptAllLocked() {
 
 // moveAckedLocked takes the acknowledged records out of the in-flight set, their
 // acknowledgements to the leader each came from, to be sent: from now on they cannot be
-// acknowledged again. Records without an acknowledgement stay.
+// acknowledged again. Renewed records go to the renew buffer, until a Poll returns them again.
+// Records without an acknowledgement stay.
 func (c *Consumer) moveAckedLocked() {
 	for tp, cp := range c.inflight.parts {
 		keep := cp.recs[:0]
@@ -148,6 +150,9 @@ func (c *Consumer) moveAckedLocked() {
 			if !r.acked {
 				keep = append(keep, r)
 				continue
+			}
+			if r.ty == acktype.Renew {
+				c.holdRenewLocked(tp, cp.id, r)
 			}
 			c.pendingLocked(r.node, tp, cp.id).Add(r.off, r.ty)
 		}
@@ -164,7 +169,9 @@ type ackPart struct {
 	tp      TopicPartition
 	id      [16]byte
 	batches []acktype.Batch
-	offsets []int64 // every offset of batches, computed when first needed
+	offsets []int64       // every offset of batches, computed when first needed
+	renews  bool          // some batch renews
+	tickets []renewTicket // the renews, once sent
 }
 
 func (p *ackPart) allOffsets() []int64 {
@@ -193,9 +200,10 @@ func (c *Consumer) takeAcksLocked(n *node) []*ackPart {
 		pp := n.pending[tp]
 		delete(n.pending, tp)
 		if batches := pp.acc.Take(); len(batches) > 0 {
-			parts = append(parts, &ackPart{tp: tp, id: pp.id, batches: batches})
+			parts = append(parts, &ackPart{tp: tp, id: pp.id, batches: batches, renews: n.queuedRenews > 0 && hasRenew(batches)})
 		}
 	}
+	n.queuedRenews = 0
 	return parts
 }
 
@@ -223,6 +231,9 @@ type ackJob struct {
 	kind   jobKind
 	parts  []*ackPart
 	commit *commitWait // CommitSync's or Close's waiter; nil for none
+	// lockTimeout is the AcquisitionLockTimeoutMs of the answer, for the renews; 0 for none.
+	lockTimeout int32
+	renewFetch  bool // a ShareFetch with IsRenewAck
 	// For jobSync and a jobPiggyback adopted by CommitSync, each part finishes one unit of
 	// commit; for jobClose the job as a whole does.
 }
@@ -330,18 +341,25 @@ func timedOut(tp TopicPartition, offsets []int64, ctx context.Context) error {
 
 // finishPartLocked reports the final outcome of p, a part of j.
 func (c *Consumer) finishPartLocked(j *ackJob, p *ackPart, err error) {
+	c.reportPartLocked(j, p, err)
+	if w := j.commit; w != nil && j.kind != jobClose {
+		w.waiting[p.tp]--
+		w.finishOne()
+	}
+}
+
+// reportPartLocked gives the outcome of p, a part of j or split from one, to its renews, the
+// callback and the commit waiting for j, without counting p as finished.
+func (c *Consumer) reportPartLocked(j *ackJob, p *ackPart, err error) {
+	c.settleRenewsLocked(j, p, err)
 	if c.cfg.onCommit != nil {
 		c.completions = append(c.completions, AcknowledgementCommit{TopicPartition: p.tp, Offsets: p.allOffsets(), Err: err})
 	}
-	w := j.commit
-	if w == nil || j.kind == jobClose {
-		return
+	if w := j.commit; w != nil && j.kind != jobClose {
+		if cur, ok := w.results[p.tp]; !ok || cur == nil {
+			w.results[p.tp] = err
+		}
 	}
-	if cur, ok := w.results[p.tp]; !ok || cur == nil {
-		w.results[p.tp] = err
-	}
-	w.waiting[p.tp]--
-	w.finishOne()
 }
 
 // failPartsLocked reports every part of j as failed with code.

@@ -81,8 +81,7 @@ func TestExplicitMode(t *testing.T) {
 	require.ErrorIs(t, err, errors.ErrUnacknowledgedRecords, "still")
 
 	// Misuse.
-	assert.ErrorIs(t, cons.Acknowledge(recs[2], acktype.Renew), errors.ErrUnsupportedAcknowledgeType)
-	assert.Contains(t, cons.Acknowledge(recs[2], acktype.Renew).Error(), "renewbuffer")
+	assert.ErrorIs(t, cons.AcknowledgeOffset("t", 0, 2, acktype.Renew), ErrInvalidAcknowledgeType, "no record to return again")
 	assert.ErrorIs(t, cons.Acknowledge(recs[2], acktype.Gap), ErrInvalidAcknowledgeType)
 	assert.ErrorIs(t, cons.Acknowledge(recs[2], acktype.Type(9)), ErrInvalidAcknowledgeType)
 	assert.ErrorIs(t, cons.Acknowledge(nil, acktype.Accept), errors.ErrCannotAcknowledge)

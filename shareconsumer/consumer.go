@@ -21,6 +21,7 @@ import (
 	"github.com/kshare/kshare/acktype"
 	"github.com/kshare/kshare/apiversions"
 	"github.com/kshare/kshare/errors"
+	"github.com/kshare/kshare/renewbuffer"
 )
 
 // retryBackoff is the pause after a request failed or a broker answered with nothing but
@@ -100,7 +101,14 @@ type Consumer struct {
 	inflight    inflight
 	completions []AcknowledgementCommit // for the callback
 
+	// renews holds the records the application renewed, from the Poll or commit that took the
+	// renew until a Poll returns them again.
+	renews renewbuffer.Buffer[*renewEntry]
+
 	lockTimeoutMs int32 // 0: not known yet
+	// renewLockTimeoutMs is the lock duration a renew's answer reported, shown by
+	// AcquisitionLockTimeoutMs from the Poll that returns renewed records.
+	renewLockTimeoutMs int32
 }
 
 // topicMeta is what metadata says of one topic.
@@ -191,18 +199,19 @@ func New(opts ...Opt) (*Consumer, error) {
 	return c, nil
 }
 
-// connectHook forgets what a broker supports whenever kgo connects to it anew: the broker may
-// have been upgraded or downgraded in place.
+// connectHook makes the consumer read a broker's ApiVersions again before its next ShareFetch
+// whenever kgo connects to it anew: the broker may have been upgraded or downgraded in place.
+// What was read before stays in use until then.
 type connectHook struct{ c *Consumer }
 
 func (h connectHook) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
 	if err != nil {
 		return
 	}
-	h.c.versions.Delete(meta.NodeID)
 	h.c.mu.Lock()
 	if n := h.c.nodes[meta.NodeID]; n != nil {
 		n.unsupported = nil
+		n.versionsStale = true
 	}
 	h.c.mu.Unlock()
 }
@@ -343,6 +352,7 @@ func (c *Consumer) Unsubscribe() error {
 	c.subscription = nil
 	c.setAssignmentLocked(nil)
 	c.releaseBufferLocked()
+	c.releaseRenewedLocked()
 	c.flushAllLocked()
 	c.wakeHeartbeat()
 	return nil
@@ -466,15 +476,29 @@ func (c *Consumer) poll(ctx context.Context) ([]*Record, error) {
 }
 
 // Acknowledge records how the application dealt with r, one of the records the last Poll
-// returned: acktype.Accept, Release or Reject. The acknowledgement is sent with the next Poll
-// (on the ShareFetch to r's leader) or commit; until then a later call for the same record
-// replaces it. It fails with ErrImplicitMode unless the consumer was created with
-// ExplicitAcknowledgement, with ErrCannotAcknowledge for a record this consumer is not holding
-// (not returned by Poll, or its acknowledgement already sent), and with ErrInvalidAcknowledgeType
-// for acktype.Gap or an unknown type.
+// returned: acktype.Accept, Release or Reject, which are final, or acktype.Renew. The
+// acknowledgement is sent with the next Poll (on the ShareFetch to r's leader) or commit; until
+// then a later call for the same record replaces it. It fails with ErrImplicitMode unless the
+// consumer was created with ExplicitAcknowledgement, with ErrCannotAcknowledge for a record this
+// consumer is not holding (not returned by Poll, or its acknowledgement already sent), and with
+// ErrInvalidAcknowledgeType for acktype.Gap or an unknown type.
 //
-// acktype.Renew is not supported by this release: it fails at once with
-// errors.ErrUnsupportedAcknowledgeType, whatever the broker, and nothing is recorded.
+// Renew (KIP-1222) says "I need more time": the record stays this consumer's. The next Poll
+// sends the renew (a ShareFetch with IsRenewAck, which brings no records) or the next commit
+// does (a ShareAcknowledge with IsRenewAck), with any other acknowledgements for the same
+// leader. Once the broker has renewed the lock, a Poll returns r again, the same *Record with the
+// same DeliveryCount and a LockDeadline counted from when the renew was sent; until the
+// application acknowledges it with a final type it comes back after every renew. A Poll with
+// renewed records ready returns them first, and a Poll waiting for a renew's answer returns as
+// soon as the answer is in. A failed renew (INVALID_RECORD_STATE because the lock had expired
+// or renewing is disabled for the group, a session reset, a leader move) reaches the callback
+// and CommitSync's result with its offset, and the record is never returned again: the broker
+// delivers it anew, to this or another consumer.
+//
+// Renew fails at once with errors.ErrUnsupportedAcknowledgeType, recording nothing, when r's
+// partition leader does not support ShareFetch v2 and ShareAcknowledge v2 (Kafka 4.1 and
+// older, by its ApiVersions, capped by kgo.MaxVersions); Accept, Release and Reject still work
+// for r. Kafka's Java client fails such a renew only later, in the callback.
 func (c *Consumer) Acknowledge(r *Record, t acktype.Type) error {
 	if err := c.checkAck(t); err != nil {
 		return err
@@ -487,10 +511,15 @@ func (c *Consumer) Acknowledge(r *Record, t acktype.Type) error {
 
 // AcknowledgeOffset acknowledges an offset Poll could not return as a record: one of the
 // Offsets of a *CorruptBatchError, which the consumer rejects on its own unless told otherwise
-// here. Any other offset fails with ErrCannotAcknowledge. Otherwise it behaves as Acknowledge.
+// here. Any other offset fails with ErrCannotAcknowledge, and acktype.Renew with
+// ErrInvalidAcknowledgeType, since there is no record to return again. Otherwise it behaves as
+// Acknowledge.
 func (c *Consumer) AcknowledgeOffset(topic string, partition int32, offset int64, t acktype.Type) error {
 	if err := c.checkAck(t); err != nil {
 		return err
+	}
+	if t == acktype.Renew {
+		return fmt.Errorf("%w: an offset Poll could not return as a record cannot be renewed; accept, release or reject it", ErrInvalidAcknowledgeType)
 	}
 	return c.acknowledge(TopicPartition{topic, partition}, offset, t, true)
 }
@@ -502,10 +531,7 @@ func (c *Consumer) checkAck(t acktype.Type) error {
 	if !c.cfg.explicit {
 		return errors.ErrImplicitMode
 	}
-	switch {
-	case t == acktype.Renew:
-		return fmt.Errorf("%w: RENEW needs the renewbuffer support this release of kshare does not have yet; nothing was recorded", errors.ErrUnsupportedAcknowledgeType)
-	case !t.Valid():
+	if !t.Valid() {
 		return fmt.Errorf("%w: %v", ErrInvalidAcknowledgeType, t)
 	}
 	return nil
@@ -521,6 +547,11 @@ func (c *Consumer) acknowledge(tp TopicPartition, offset int64, t acktype.Type, 
 	rec := cp.find(offset)
 	if rec == nil || rec.undecodable != undecodable {
 		return errors.ErrCannotAcknowledge
+	}
+	if t == acktype.Renew {
+		if err := c.gateRenewAck(tp, rec.node); err != nil {
+			return err
+		}
 	}
 	if !rec.acked {
 		rec.acked = true
@@ -675,6 +706,7 @@ func (c *Consumer) Close(ctx context.Context) error {
 
 	c.mu.Lock()
 	c.pollWaiting = false
+	c.unrenewLocked()
 	c.moveAckedLocked() // what was acknowledged, and the consumer's own rejections
 	w := &commitWait{results: make(map[TopicPartition]error), done: make(chan struct{})}
 	for _, n := range c.sortedNodesLocked() {

@@ -33,7 +33,8 @@
 // the member, with the acknowledgements for that leader piggybacked, and returns as soon as
 // records arrive. Only a waiting Poll fetches: a consumer holds at most one poll's worth of
 // records it has not returned (per leader that was fetched in parallel), so locks do not run
-// out in a buffer while the application is busy.
+// out in a buffer while the application is busy. FetchAhead trades some lock time for
+// throughput: the next fetch goes out as soon as a Poll returned records.
 //
 // Records come from the ShareFetch responses' record batches, decoded and decompressed by the
 // consumer; only acquired offsets become records, each with its delivery count. Acquired
@@ -45,6 +46,15 @@
 // the next ShareFetch to that record's leader, or in a ShareAcknowledge on CommitSync,
 // CommitAsync or Close. The OnAcknowledgementCommit callback and CommitSync's result report
 // the outcome per partition.
+//
+// # Renewing locks (KIP-1222)
+//
+// In explicit mode, Acknowledge(r, acktype.Renew) asks for more time: the next Poll or commit
+// sends the renew, the consumer holds r (package renewbuffer) until the broker answers, and a
+// later Poll returns r again, with its lock deadline moved on, until the application
+// acknowledges it with a final type. A failed renew is reported like any acknowledgement and r
+// is not returned again. Renew is refused up front with errors.ErrUnsupportedAcknowledgeType
+// when r's leader predates Kafka 4.2 (ShareFetch and ShareAcknowledge v2).
 //
 // # Sessions and membership
 //
@@ -67,6 +77,6 @@
 //   - Errors are values: the sentinels and result types of package
 //     github.com/kshare/kshare/errors, and CorruptBatchError, PartitionError, BrokerError and
 //     ErrRecordLimitUnsupported here.
-//   - RENEW (KIP-1222) is not supported yet by this release: Acknowledge refuses it up front
-//     with errors.ErrUnsupportedAcknowledgeType.
+//   - Renew is refused up front, not in the callback, when the leader cannot take it, and a
+//     Poll waiting for a renew's answer returns as soon as it is in, not after its timeout.
 package shareconsumer

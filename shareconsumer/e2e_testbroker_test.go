@@ -171,3 +171,77 @@ func TestE2ETestbrokerFatalHeartbeatError(t *testing.T) {
 		assert.ErrorAs(t, err, &fe, "the consumer cannot go on")
 	})
 }
+
+// TestE2ETestbrokerLeaderMove moves the leader of the partition while the consumer holds
+// records acquired at the old leader: their acknowledgements fail (the old leader no longer
+// hosts the share partition, or the consumer already knows the leader moved), the consumer
+// follows the new leader, the records come again from there, and every record, including
+// those produced after the move, ends accepted.
+func TestE2ETestbrokerLeaderMove(t *testing.T) {
+	onTestbroker(t, e2eSetup{brokers: 2}, func(t *testing.T, env *e2eEnv) {
+		const group = "g"
+		env.prepareGroup(t, group)
+		env.produce(t, []int32{0}, 10)
+		var cb commits
+		c := env.newConsumer(t, group, shareconsumer.ExplicitAcknowledgement(), cb.opt())
+		first := pollN(t, c, 10, 10*time.Second)
+		require.Len(t, first, 10)
+
+		p, ok := env.tb.Partition(e2eTopic, 0)
+		require.True(t, ok)
+		to := 1 - p.Leader
+		require.NoError(t, env.tb.MoveLeader(e2eTopic, 0, to))
+		for _, r := range first {
+			require.NoError(t, c.Acknowledge(r, acktype.Accept))
+		}
+		tp := shareconsumer.TopicPartition{Topic: e2eTopic, Partition: 0}
+		res, err := c.CommitSync(e2eCtx(t, 10*time.Second))
+		require.NoError(t, err)
+		require.Error(t, res[tp])
+		assert.True(t, kerrors.Is(res[tp], kerr.UnknownTopicOrPartition) || kerrors.Is(res[tp], kerr.NotLeaderForPartition),
+			"the locks stayed with the old leader: %v", res[tp])
+
+		env.produce(t, []int32{0}, 5)
+		again := pollAck(t, c, 15, 10*time.Second, acceptAll)
+		offsets := make([]int64, 0, len(again))
+		for _, r := range again {
+			offsets = append(offsets, r.Offset)
+		}
+		slices.Sort(offsets)
+		assert.Equal(t, []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}, offsets)
+		commitSyncOK(t, c, "consumer")
+		env.waitSPSO(t, group, []int32{0}, 15)
+		sessions := env.tb.ShareSessions(to)
+		assert.NotEmpty(t, sessions, "the consumer opened a session with the new leader")
+	})
+}
+
+// TestE2ETestbrokerRenewFailsAfterLeaderMove renews records whose leader then moves: the renew
+// fails with the partition's error, the records are never returned as renewed, and they come
+// again from the new leader.
+func TestE2ETestbrokerRenewFailsAfterLeaderMove(t *testing.T) {
+	onTestbroker(t, e2eSetup{brokers: 2}, func(t *testing.T, env *e2eEnv) {
+		const group = "g"
+		env.prepareGroup(t, group)
+		env.produce(t, []int32{0}, 3)
+		var cb commits
+		c := env.newConsumer(t, group, shareconsumer.ExplicitAcknowledgement(), cb.opt())
+		first := pollN(t, c, 3, 10*time.Second)
+		p, _ := env.tb.Partition(e2eTopic, 0)
+		require.NoError(t, env.tb.MoveLeader(e2eTopic, 0, 1-p.Leader))
+		for _, r := range first {
+			require.NoError(t, c.Acknowledge(r, acktype.Renew))
+		}
+		again := pollAck(t, c, 3, 10*time.Second, acceptAll)
+		for _, r := range again {
+			assert.False(t, slices.Contains(first, r), "offset %d: a new delivery, not the renewed record", r.Offset)
+		}
+		acs := cb.get()
+		require.NotEmpty(t, acs)
+		assert.Equal(t, []int64{0, 1, 2}, acs[0].Offsets)
+		assert.True(t, kerrors.Is(acs[0].Err, kerr.UnknownTopicOrPartition) || kerrors.Is(acs[0].Err, kerr.NotLeaderForPartition),
+			"the renew failed: %v", acs[0].Err)
+		commitSyncOK(t, c, "consumer")
+		env.waitSPSO(t, group, []int32{0}, 3)
+	})
+}

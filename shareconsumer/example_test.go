@@ -71,3 +71,64 @@ func ExampleConsumer_Poll() {
 	// order-3 (delivery 1) accepted
 	// commit orders-0: <nil>
 }
+
+// A record that needs more time is renewed: the next Poll sends the renew and returns the same
+// record again, its lock renewed, until it is accepted.
+func ExampleConsumer_Acknowledge_renew() {
+	c := testbroker.MustStart(testbroker.Topic("jobs", 1))
+	defer c.Close()
+	if err := c.SetGroupConfig("job-workers", "share.auto.offset.reset", "earliest"); err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	producer, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.DefaultProduceTopic("jobs"))
+	if err != nil {
+		panic(err)
+	}
+	defer producer.Close()
+	if err := producer.ProduceSync(ctx, kgo.StringRecord("long-job")).FirstErr(); err != nil {
+		panic(err)
+	}
+
+	consumer, err := shareconsumer.New(
+		shareconsumer.ClientOpts(kgo.SeedBrokers(c.Addrs()...)),
+		shareconsumer.Group("job-workers"),
+		shareconsumer.Topics("jobs"),
+		shareconsumer.ExplicitAcknowledgement(),
+	)
+	if err != nil {
+		panic(err)
+	}
+	defer consumer.Close(context.Background())
+
+	for steps := 1; ; steps++ {
+		recs, err := consumer.Poll(ctx)
+		if err != nil {
+			panic(err)
+		}
+		r := recs[0]
+		if steps < 3 {
+			fmt.Printf("%s (delivery %d): step %d done, renewing\n", r.Value, r.DeliveryCount, steps)
+			if err := consumer.Acknowledge(r, acktype.Renew); err != nil {
+				panic(err)
+			}
+			continue
+		}
+		fmt.Printf("%s (delivery %d): finished\n", r.Value, r.DeliveryCount)
+		if err := consumer.Acknowledge(r, acktype.Accept); err != nil {
+			panic(err)
+		}
+		break
+	}
+	results, err := consumer.CommitSync(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("commit:", results[shareconsumer.TopicPartition{Topic: "jobs", Partition: 0}])
+	// Output:
+	// long-job (delivery 1): step 1 done, renewing
+	// long-job (delivery 1): step 2 done, renewing
+	// long-job (delivery 1): finished
+	// commit: <nil>
+}

@@ -52,6 +52,11 @@ func (c *Consumer) buildFetchLocked(n *node) func() {
 
 // fetchRequestLocked makes the ShareFetch of buildFetchLocked, the acknowledgements it carries,
 // and the names of the topic ids it names.
+//
+// When the acknowledgements include renews, it is a renew fetch, as KIP-1222 has it: IsRenewAck
+// set, MaxBytes, MinBytes, MaxRecords and MaxWaitMs 0 (the broker returns no records, so that a
+// renewed lock does not run out during a long poll), and only the partitions with
+// acknowledgements listed; the session's other changes wait for the next fetch.
 func (c *Consumer) fetchRequestLocked(n *node) (*kmsg.ShareFetchRequest, *ackJob, map[[16]byte]string) {
 	n.fetchedPoll = c.pollSeq
 	n.fetchedAhead = c.returned
@@ -112,18 +117,25 @@ func (c *Consumer) fetchRequestLocked(n *node) (*kmsg.ShareFetchRequest, *ackJob
 			add(ap.id, ap.tp.Topic, ap.tp.Partition)
 		}
 	} else {
-		for _, ap := range want {
-			if _, ok := n.sessParts[tidp{ap.id, ap.tp.Partition}]; !ok {
-				add(ap.id, ap.tp.Topic, ap.tp.Partition)
-			}
-		}
+		job.parts = c.stripUnsupportedRenewsLocked(n, job, c.screenLocked(n, job, c.takeAcksLocked(n)))
 		forgotten := make(map[[16]byte][]int32)
-		for k := range n.sessParts {
-			if _, ok := wantSet[k]; !ok {
-				forgotten[k.id] = append(forgotten[k.id], k.p)
+		if anyRenew(job.parts) {
+			req.IsRenewAck, job.renewFetch = true, true
+			req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.MaxRecords, req.BatchSize = 0, 0, 0, 0, 0
+			wantSet = n.sessParts // the session keeps its partitions until the next fetch
+			c.markRenewsSentLocked(job.parts, time.Now())
+		} else {
+			for _, ap := range want {
+				if _, ok := n.sessParts[tidp{ap.id, ap.tp.Partition}]; !ok {
+					add(ap.id, ap.tp.Topic, ap.tp.Partition)
+				}
+			}
+			for k := range n.sessParts {
+				if _, ok := wantSet[k]; !ok {
+					forgotten[k.id] = append(forgotten[k.id], k.p)
+				}
 			}
 		}
-		job.parts = c.screenLocked(n, job, c.takeAcksLocked(n))
 		for _, p := range job.parts {
 			rp := add(p.id, p.tp.Topic, p.tp.Partition)
 			for _, b := range p.batches {
@@ -207,6 +219,10 @@ func (c *Consumer) applyFetchLocked(n *node, job *ackJob, names map[[16]byte]str
 	n.epoch = nextEpoch(n.epoch)
 
 	// The acknowledgements it carried.
+	job.lockTimeout = resp.AcquisitionLockTimeoutMillis
+	if job.renewFetch && resp.AcquisitionLockTimeoutMillis > 0 {
+		c.renewLockTimeoutMs = resp.AcquisitionLockTimeoutMillis
+	}
 	type ackResult struct {
 		code int16
 		msg  *string
@@ -223,6 +239,9 @@ func (c *Consumer) applyFetchLocked(n *node, job *ackJob, names map[[16]byte]str
 		} else {
 			c.finishPartLocked(job, p, ackError(p, kerr.InvalidRecordState.Code, msgInvalidResponse))
 		}
+	}
+	if job.renewFetch {
+		return // it brings no records; the Poll waiting for the renews returns them
 	}
 
 	got, failed := false, false
@@ -253,6 +272,12 @@ func (c *Consumer) applyFetchLocked(n *node, job *ackJob, names map[[16]byte]str
 				}
 			}
 			for _, ch := range d.chunks {
+				if c.renews.Len() > 0 {
+					// A fresh delivery of a renewed record replaces it: its lock was lost.
+					for _, r := range ch.recs {
+						c.renews.Remove(renewKey(tp, r.Offset))
+					}
+				}
 				c.buffer = append(c.buffer, bufItem{node: n.id, tp: tp, id: t.TopicID, recs: ch.recs, corrupt: ch.corrupt, lockTimeout: resp.AcquisitionLockTimeoutMillis})
 				c.bufRecords += len(ch.recs)
 				got = true
@@ -303,15 +328,25 @@ func (c *Consumer) leaderHintLocked(id [16]byte, partition, leader, epoch int32)
 	if cur, ok := tm.leaders[partition]; ok && epoch < cur.epoch {
 		return
 	}
-	tm.leaders[partition] = leaderInfo{node: leader, epoch: epoch}
+	c.setLeaderLocked(tm, partition, leaderInfo{node: leader, epoch: epoch})
 }
 
-// drainLocked takes up to MaxPollRecords records from the buffer for Poll, stopping before a
+// setLeaderLocked records the leader of a partition. When it is another broker than before,
+// the renewed records of the partition are dropped: their locks stayed with the old leader.
+func (c *Consumer) setLeaderLocked(tm *topicMeta, partition int32, li leaderInfo) {
+	if cur, ok := tm.leaders[partition]; ok && cur.node != li.node {
+		c.dropRenewsOfPartitionLocked(TopicPartition{tm.name, partition})
+	}
+	tm.leaders[partition] = li
+}
+
+// drainLocked takes up to MaxPollRecords records for Poll, renewed records first, then from the
+// buffer, stopping before a
 // corrupt batch, which is reported on its own (its offsets enter the in-flight set,
 // acknowledged as Reject until the application says otherwise). Records whose lock has run out by the local estimate are dropped.
 func (c *Consumer) drainLocked() ([]*Record, error) {
 	max := c.cfg.maxPollRecords
-	var out []*Record
+	out := c.takeRenewedLocked(max, nil)
 	now := time.Now()
 	dropped := 0
 	for len(c.buffer) > 0 && len(out) < max {
@@ -322,7 +357,7 @@ func (c *Consumer) drainLocked() ([]*Record, error) {
 			}
 			ce := it.corrupt
 			for _, o := range ce.Offsets {
-				c.inflight.add(it.tp, it.id, it.node, o, true, acktype.Reject)
+				c.inflight.add(it.tp, it.id, it.node, o, nil, true, acktype.Reject)
 			}
 			c.popBufferLocked()
 			return nil, ce
@@ -336,7 +371,7 @@ func (c *Consumer) drainLocked() ([]*Record, error) {
 				dropped++
 				continue
 			}
-			c.inflight.add(it.tp, it.id, it.node, r.Offset, false, 0)
+			c.inflight.add(it.tp, it.id, it.node, r.Offset, r, false, 0)
 			out = append(out, r)
 		}
 		if it.lockTimeout > 0 {

@@ -365,7 +365,7 @@ func (c *Consumer) applyMetadataLocked(resp *kmsg.MetadataResponse) {
 			if cur, ok := tm.leaders[p.Partition]; ok && p.LeaderEpoch < cur.epoch {
 				continue // older than a leader a broker already named
 			}
-			tm.leaders[p.Partition] = leaderInfo{node: p.Leader, epoch: p.LeaderEpoch}
+			c.setLeaderLocked(tm, p.Partition, leaderInfo{node: p.Leader, epoch: p.LeaderEpoch})
 		}
 	}
 }

@@ -37,6 +37,11 @@ type node struct {
 	// sends one per leader after each Poll that returned records.
 	fetchedAhead uint64
 	unsupported  error // RecordLimitAcquire and the broker lacks ShareFetch v2
+	// queuedRenews counts the renews among pending, not sent yet.
+	queuedRenews int
+	// versionsStale: kgo connected to the broker anew since its ApiVersions were read; they
+	// are read again before the next ShareFetch.
+	versionsStale bool
 }
 
 // tidp names a partition by topic id, as share requests do.
@@ -154,12 +159,21 @@ func (c *Consumer) assignedLeadersLocked() []int32 {
 	return ls
 }
 
-// wantFetchLocked reports whether n should be sent a ShareFetch now: a Poll is waiting with
-// nothing to return, or, with FetchAhead, a Poll returned records since n's last fetch and
-// fewer than MaxPollRecords are held; and n leads an assigned partition (and, with
+// wantFetchLocked reports whether n should be sent a ShareFetch now: a Poll is waiting and
+// renews for n are queued (a renew fetch, on an open session); or no renewed record waits for
+// a Poll or, with a Poll waiting, for its renew's answer, and either a Poll is waiting with
+// nothing to return or, with FetchAhead, a Poll returned records since n's last fetch and
+// fewer than MaxPollRecords are held, and n leads an assigned partition (and, with
 // RecordLimitAcquire, it is the leader whose turn it is).
 func (c *Consumer) wantFetchLocked(n *node) bool {
 	if c.stopped || c.closed.Load() || c.fatal != nil || len(c.pollErrs) > 0 || n.unsupported != nil {
+		return false
+	}
+	if c.pollWaiting && n.queuedRenews > 0 && n.epoch > 0 {
+		return true // a renew fetch
+	}
+	if c.renews.Len() > 0 && (c.renews.Ready() > 0 || c.pollWaiting) {
+		// Renewed records go first: a Poll returns them, or waits for their renews' answers.
 		return false
 	}
 	switch {
@@ -264,11 +278,14 @@ func (c *Consumer) nextWorkLocked(n *node) func() {
 		if !c.wantFetchLocked(n) {
 			return nil
 		}
+		// What the broker supports is known before its first ShareFetch, so that Acknowledge
+		// can refuse a RENEW it would not take.
+		v, ok := c.versions.Get(n.id)
+		if !ok || n.versionsStale {
+			n.versionsStale = false
+			return func() { c.loadVersions(n.id) }
+		}
 		if c.cfg.recordLimit {
-			v, ok := c.versions.Get(n.id)
-			if !ok {
-				return func() { c.loadVersions(n.id) }
-			}
 			if !v.SupportsRecordLimitAcquire() {
 				max, _ := v.Max(kmsg.ShareFetch)
 				n.unsupported = fmt.Errorf("%w: broker %d supports ShareFetch up to v%d", ErrRecordLimitUnsupported, n.id, max)
@@ -292,9 +309,6 @@ func (c *Consumer) loadVersions(node int32) {
 }
 
 func (c *Consumer) versionsFor(ctx context.Context, node int32) (apiversions.Versions, error) {
-	if v, ok := c.versions.Get(node); ok {
-		return v, nil
-	}
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "kshare", softwareVersion()
 	if vs := c.cl.OptValues(kgo.SoftwareNameAndVersion); len(vs) == 2 {
@@ -348,6 +362,10 @@ func (c *Consumer) buildAckLocked(n *node, j *ackJob) func() {
 		}
 	}
 	parts := c.screenLocked(n, j, j.parts)
+	if j.kind == jobClose {
+		parts = c.dropRenewsLocked(j, parts)
+	}
+	parts = c.stripUnsupportedRenewsLocked(n, j, parts)
 	if len(parts) == 0 && j.kind != jobClose {
 		return nil
 	}
@@ -356,6 +374,10 @@ func (c *Consumer) buildAckLocked(n *node, j *ackJob) func() {
 	req.ShareSessionEpoch = n.epoch
 	if j.kind == jobClose {
 		req.ShareSessionEpoch = -1
+	}
+	if anyRenew(parts) {
+		req.IsRenewAck = true
+		c.markRenewsSentLocked(parts, time.Now())
 	}
 	for _, p := range parts {
 		ti := len(req.Topics) - 1
@@ -427,8 +449,10 @@ func (c *Consumer) applyAckLocked(n *node, j *ackJob, parts []*ackPart, req *kms
 		if !closing {
 			n.epoch = nextEpoch(n.epoch)
 		}
+		j.lockTimeout = resp.AcquisitionLockTimeoutMillis
 		if resp.AcquisitionLockTimeoutMillis > 0 && c.lockTimeoutMs > 0 {
-			c.lockTimeoutMs = resp.AcquisitionLockTimeoutMillis
+			// Shown from the next Poll, as Kafka's client does.
+			c.renewLockTimeoutMs = resp.AcquisitionLockTimeoutMillis
 		}
 		type result struct {
 			code int16
