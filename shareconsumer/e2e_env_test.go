@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kshare/kshare/shareconsumer"
 	"github.com/kshare/kshare/testbroker"
@@ -34,6 +35,9 @@ type e2eSetup struct {
 	// group config).
 	deliveryLimit int
 	manualClock   bool // testbroker only
+	// shareV1 caps the brokers at ShareFetch and ShareAcknowledge v1, as Kafka 4.1 has them
+	// (testbroker.Kafka41, kfake.MaxVersions).
+	shareV1 bool
 }
 
 // e2eEnv is one running cluster.
@@ -106,6 +110,9 @@ func startTestbroker(t *testing.T, s e2eSetup) *e2eEnv {
 	if s.manualClock {
 		opts = append(opts, testbroker.WithManualClock(e2eStart))
 	}
+	if s.shareV1 {
+		opts = append(opts, testbroker.Kafka41())
+	}
 	c := testbroker.StartT(t, opts...)
 	return &e2eEnv{name: "testbroker", setup: s, seeds: c.Addrs(), tb: c}
 }
@@ -121,11 +128,18 @@ func startKfake(t *testing.T, s e2eSetup) *e2eEnv {
 	if s.deliveryLimit != 0 {
 		configs["group.share.delivery.count.limit"] = fmt.Sprint(s.deliveryLimit)
 	}
-	c, err := kfake.NewCluster(
+	opts := []kfake.Opt{
 		kfake.NumBrokers(s.brokers),
 		kfake.SeedTopics(s.partitions, e2eTopic),
 		kfake.BrokerConfigs(configs),
-	)
+	}
+	if s.shareV1 {
+		v := kversion.Stable()
+		v.SetMaxKeyVersion(kmsg.ShareFetch.Int16(), 1)
+		v.SetMaxKeyVersion(kmsg.ShareAcknowledge.Int16(), 1)
+		opts = append(opts, kfake.MaxVersions(v))
+	}
+	c, err := kfake.NewCluster(opts...)
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return &e2eEnv{name: "kfake", setup: s, seeds: c.ListenAddrs()}

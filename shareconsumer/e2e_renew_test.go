@@ -224,3 +224,41 @@ func TestE2ETestbrokerAcquisitionLockTimeoutFollowsConfig(t *testing.T) {
 		assert.False(t, got[0].LockDeadline.After(time.Now().Add(25*time.Second)), "never later than the broker's")
 	})
 }
+
+// TestE2ERenewRefusedUpFrontByOldLeader runs against brokers that speak ShareFetch and
+// ShareAcknowledge v1 only (Kafka 4.1): Acknowledge refuses RENEW at once with
+// ErrUnsupportedAcknowledgeType and records nothing, while accept, release and reject work.
+func TestE2ERenewRefusedUpFrontByOldLeader(t *testing.T) {
+	t.Parallel()
+	forEachBroker(t, e2eSetup{shareV1: true}, func(t *testing.T, env *e2eEnv) {
+		const group = "g"
+		env.prepareGroup(t, group)
+		env.produce(t, []int32{0}, 3)
+		var cb commits
+		c := env.newConsumer(t, group, shareconsumer.ExplicitAcknowledgement(), cb.opt())
+		recs := pollN(t, c, 3, 10*time.Second)
+		for _, r := range recs {
+			require.ErrorIs(t, c.Acknowledge(r, acktype.Renew), kerrors.ErrUnsupportedAcknowledgeType, "offset %d", r.Offset)
+		}
+		_, err := c.Poll(e2eCtx(t, 10*time.Second))
+		require.ErrorIs(t, err, kerrors.ErrUnacknowledgedRecords, "nothing was recorded")
+		require.NoError(t, c.Acknowledge(recs[0], acktype.Accept))
+		require.NoError(t, c.Acknowledge(recs[1], acktype.Reject))
+		require.NoError(t, c.Acknowledge(recs[2], acktype.Release))
+		commitSyncOK(t, c, "consumer")
+		again := pollAck(t, c, 1, 10*time.Second, acceptAll)
+		assert.EqualValues(t, 2, again[0].Offset)
+		assert.EqualValues(t, 2, again[0].DeliveryCount)
+		commitSyncOK(t, c, "consumer")
+		env.waitSPSO(t, group, []int32{0}, 3)
+		assert.Empty(t, func() []error {
+			var errs []error
+			for _, ac := range cb.get() {
+				if ac.Err != nil {
+					errs = append(errs, ac.Err)
+				}
+			}
+			return errs
+		}(), "no acknowledgement failed")
+	})
+}
