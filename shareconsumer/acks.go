@@ -39,12 +39,15 @@ const (
 type inflight struct {
 	parts   map[TopicPartition]*curPart
 	unacked int // records with no acknowledgement recorded yet
+	lastTP  TopicPartition
+	last    *curPart // the partition get found last
 }
 
 // curPart is one partition's records in flight, sorted by offset.
 type curPart struct {
 	id   [16]byte
 	recs []curRec
+	hint int // where find looks first
 }
 
 // curRec is one record in flight: the leader it came from (its acknowledgement goes there and
@@ -88,6 +91,19 @@ func (s *inflight) add(tp TopicPartition, id [16]byte, node int32, off int64, re
 	cp.recs = slices.Insert(cp.recs, i, r)
 }
 
+// get returns tp's records in flight, nil for none; consecutive calls for one partition skip
+// the map.
+func (s *inflight) get(tp TopicPartition) *curPart {
+	if s.last != nil && s.lastTP == tp {
+		return s.last
+	}
+	cp := s.parts[tp]
+	if cp != nil {
+		s.lastTP, s.last = tp, cp
+	}
+	return cp
+}
+
 func cmp64(a, b int64) int {
 	switch {
 	case a < b:
@@ -99,10 +115,17 @@ func cmp64(a, b int64) int {
 }
 
 func (cp *curPart) find(off int64) *curRec {
+	// Applications acknowledge in the order Poll returned the records, mostly: try the record
+	// after the last one found before searching.
+	if i := cp.hint; i < len(cp.recs) && cp.recs[i].off == off {
+		cp.hint++
+		return &cp.recs[i]
+	}
 	i, found := slices.BinarySearchFunc(cp.recs, off, func(r curRec, o int64) int { return cmp64(r.off, o) })
 	if !found {
 		return nil
 	}
+	cp.hint = i + 1
 	return &cp.recs[i]
 }
 
@@ -117,7 +140,13 @@ func (c *Consumer) pendingLocked(node int32, tp TopicPartition, id [16]byte) *ac
 	n := c.nodeLocked(node)
 	pp := n.pending[tp]
 	if pp == nil {
-		pp = &pendingPart{id: id}
+		// An accumulator taken before is used again, with the memory it grew.
+		if pp = n.spare[tp]; pp != nil {
+			delete(n.spare, tp)
+			pp.id = id
+		} else {
+			pp = &pendingPart{id: id}
+		}
 		n.pending[tp] = pp
 	}
 	return &pp.acc
@@ -157,10 +186,7 @@ func (c *Consumer) moveAckedLocked() {
 			c.pendingLocked(r.node, tp, cp.id).Add(r.off, r.ty)
 		}
 		clear(cp.recs[len(keep):])
-		cp.recs = keep
-		if len(cp.recs) == 0 {
-			delete(c.inflight.parts, tp)
-		}
+		cp.recs = keep // an emptied partition stays, its memory used again by the next Poll
 	}
 }
 
@@ -176,6 +202,11 @@ type ackPart struct {
 
 func (p *ackPart) allOffsets() []int64 {
 	if p.offsets == nil {
+		n := int64(0)
+		for _, b := range p.batches {
+			n += b.LastOffset - b.FirstOffset + 1
+		}
+		p.offsets = make([]int64, 0, n)
 		for _, b := range p.batches {
 			for o := b.FirstOffset; o <= b.LastOffset; o++ {
 				p.offsets = append(p.offsets, o)
@@ -199,6 +230,10 @@ func (c *Consumer) takeAcksLocked(n *node) []*ackPart {
 	for _, tp := range tps {
 		pp := n.pending[tp]
 		delete(n.pending, tp)
+		if n.spare == nil {
+			n.spare = make(map[TopicPartition]*pendingPart)
+		}
+		n.spare[tp] = pp
 		if batches := pp.acc.Take(); len(batches) > 0 {
 			parts = append(parts, &ackPart{tp: tp, id: pp.id, batches: batches, renews: n.queuedRenews > 0 && hasRenew(batches)})
 		}

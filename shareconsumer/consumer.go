@@ -540,7 +540,7 @@ func (c *Consumer) checkAck(t acktype.Type) error {
 func (c *Consumer) acknowledge(tp TopicPartition, offset int64, t acktype.Type, undecodable bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cp := c.inflight.parts[tp]
+	cp := c.inflight.get(tp)
 	if cp == nil {
 		return errors.ErrCannotAcknowledge
 	}

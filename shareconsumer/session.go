@@ -36,7 +36,8 @@ type node struct {
 	// fetchedAhead is Consumer.returned when this node was last sent a ShareFetch: FetchAhead
 	// sends one per leader after each Poll that returned records.
 	fetchedAhead uint64
-	unsupported  error // RecordLimitAcquire and the broker lacks ShareFetch v2
+	unsupported  error                           // RecordLimitAcquire and the broker lacks ShareFetch v2
+	spare        map[TopicPartition]*pendingPart // taken, kept for their memory
 	// queuedRenews counts the renews among pending, not sent yet.
 	queuedRenews int
 	// versionsStale: kgo connected to the broker anew since its ApiVersions were read; they
