@@ -1,6 +1,7 @@
 // Command quickstart produces records to a topic and reads them back through a share group
-// with kshare's share consumer. Without -brokers it starts an embedded testbroker cluster first,
-// so it runs anywhere with nothing else installed:
+// with kshare's share consumer, accepting each record explicitly and renewing the lock of every
+// 100th once before accepting it. Without -brokers it starts an embedded testbroker cluster
+// first, so it runs anywhere with nothing else installed:
 //
 //	go run ./examples/quickstart
 //	go run ./examples/quickstart -brokers 127.0.0.1:9092 -topic orders
@@ -20,6 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/acktype"
+	kshareerrors "github.com/kshare/kshare/errors"
 	"github.com/kshare/kshare/shareconsumer"
 	"github.com/kshare/kshare/testbroker"
 )
@@ -83,27 +86,49 @@ func run(ctx context.Context, brokers, topic string, n int) error {
 		shareconsumer.ClientOpts(kgo.SeedBrokers(seeds...)),
 		shareconsumer.Group(group),
 		shareconsumer.Topics(topic),
+		shareconsumer.ExplicitAcknowledgement(),
 	)
 	if err != nil {
 		return err
 	}
 	defer consumer.Close(context.Background())
 
+	// Every 100th record stands for slow work: the first time it comes, it is renewed (KIP-1222,
+	// "I need more time"), and a later Poll returns it again, its lock renewed; then it is
+	// accepted. A leader older than Kafka 4.2 refuses the renew up front, and the record is
+	// accepted at once.
 	start = time.Now()
 	perPartition := map[int32]int{}
-	read := 0
+	read, renewed, returned, refused := 0, 0, 0, 0
+	pending := map[*shareconsumer.Record]bool{}
 	for read < n {
 		recs, err := consumer.Poll(ctx)
 		if err != nil {
 			return fmt.Errorf("after %d records: %w", read, err)
 		}
 		for _, r := range recs {
+			if pending[r] {
+				delete(pending, r)
+				returned++
+			} else if r.Offset%100 == 0 {
+				switch err := consumer.Acknowledge(r, acktype.Renew); {
+				case err == nil:
+					pending[r] = true
+					renewed++
+					continue
+				case errors.Is(err, kshareerrors.ErrUnsupportedAcknowledgeType):
+					refused++
+				default:
+					return err
+				}
+			}
+			if err := consumer.Acknowledge(r, acktype.Accept); err != nil {
+				return err
+			}
 			perPartition[r.Partition]++
 			read++
 		}
 	}
-	// Implicit acknowledgement: the commit accepts what the last Poll returned (each Poll
-	// accepted what the one before it returned).
 	results, err := consumer.CommitSync(ctx)
 	if err != nil {
 		return err
@@ -115,6 +140,11 @@ func run(ctx context.Context, brokers, topic string, n int) error {
 	}
 	fmt.Printf("consumed %d records through share group %s in %v: %d, %d and %d per partition\n",
 		read, group, time.Since(start).Round(time.Millisecond), perPartition[0], perPartition[1], perPartition[2])
+	fmt.Printf("renewed %d records once; %d came back from a later Poll and were accepted", renewed, returned)
+	if refused > 0 {
+		fmt.Printf("; %d renews refused up front (leader older than Kafka 4.2)", refused)
+	}
+	fmt.Println()
 	if err := consumer.Close(ctx); err != nil {
 		return err
 	}
