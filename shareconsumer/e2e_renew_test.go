@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/acktype"
 	kerrors "github.com/kshare/kshare/errors"
@@ -260,5 +261,35 @@ func TestE2ERenewRefusedUpFrontByOldLeader(t *testing.T) {
 			}
 			return errs
 		}(), "no acknowledgement failed")
+	})
+}
+
+// TestE2ETestbrokerRenewFailsOnSessionReset answers the ShareFetch carrying a renew with
+// SHARE_SESSION_NOT_FOUND: the renew fails (NETWORK_EXCEPTION, as Kafka's client reports
+// acknowledgements lost with a session), the record is not returned as renewed, and the Poll
+// goes on with a new session.
+func TestE2ETestbrokerRenewFailsOnSessionReset(t *testing.T) {
+	onTestbroker(t, e2eSetup{}, func(t *testing.T, env *e2eEnv) {
+		const group = "g"
+		env.prepareGroup(t, group)
+		env.produce(t, []int32{0}, 1)
+		var cb commits
+		c := env.newConsumer(t, group, shareconsumer.ExplicitAcknowledgement(), cb.opt())
+		first := pollN(t, c, 1, 10*time.Second)
+		_, err := env.tb.InjectFault(testbroker.Fault{
+			APIs: []kmsg.Key{kmsg.ShareFetch}, Group: group, Err: kerr.ShareSessionNotFound, Times: 1,
+		})
+		require.NoError(t, err)
+		require.NoError(t, c.Acknowledge(first[0], acktype.Renew))
+		env.produce(t, []int32{0}, 1)
+		got := pollN(t, c, 1, 10*time.Second)
+		for _, r := range got {
+			assert.NotSame(t, first[0], r, "the renew failed: the record is not returned as renewed")
+		}
+		acs := cb.get()
+		require.Len(t, acs, 1)
+		assert.Equal(t, []int64{0}, acs[0].Offsets)
+		assert.ErrorIs(t, acs[0].Err, kerr.NetworkException)
+		assert.Zero(t, env.tb.ActiveFaults(), "the fault was used")
 	})
 }

@@ -161,7 +161,7 @@ func (c *Consumer) assignedLeadersLocked() []int32 {
 }
 
 // wantFetchLocked reports whether n should be sent a ShareFetch now: a Poll is waiting and
-// renews for n are queued (a renew fetch, on an open session); or no renewed record waits for
+// renews for n are queued; or no renewed record waits for
 // a Poll or, with a Poll waiting, for its renew's answer, and either a Poll is waiting with
 // nothing to return or, with FetchAhead, a Poll returned records since n's last fetch and
 // fewer than MaxPollRecords are held, and n leads an assigned partition (and, with
@@ -170,8 +170,10 @@ func (c *Consumer) wantFetchLocked(n *node) bool {
 	if c.stopped || c.closed.Load() || c.fatal != nil || len(c.pollErrs) > 0 || n.unsupported != nil {
 		return false
 	}
-	if c.pollWaiting && n.queuedRenews > 0 && n.epoch > 0 {
-		return true // a renew fetch
+	if c.pollWaiting && n.queuedRenews > 0 {
+		// A renew fetch; or, when the session must be opened anew, the opening fetch, on
+		// which the renews fail (acknowledgements cannot travel on it).
+		return true
 	}
 	if c.renews.Len() > 0 && (c.renews.Ready() > 0 || c.pollWaiting) {
 		// Renewed records go first: a Poll returns them, or waits for their renews' answers.
