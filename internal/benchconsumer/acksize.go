@@ -1,21 +1,18 @@
 package main
 
 import (
-	"context"
 	"encoding/binary"
-	"errors"
-	"fmt"
-	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/internal/wiretap"
 )
 
 // Counting what a client writes: requestBytes counts whole ShareFetch and ShareAcknowledge
-// frames through kgo's write hook; ackDecoder decodes every such request off the connection and
+// frames through kgo's write hook; ackCount, fed by internal/wiretap, decodes every such request and
 // adds up the wire size of its acknowledgement batches.
 
 // requestBytes is a kgo.HookBrokerWrite counting the bytes of ShareFetch and ShareAcknowledge
@@ -53,114 +50,15 @@ type ackCount struct {
 	redelBytes   atomic.Int64
 }
 
-// dialer returns a kgo.Dialer function whose connections feed every frame written to c.
-func (c *ackCount) dialer() func(ctx context.Context, network, host string) (net.Conn, error) {
-	var d net.Dialer
-	return func(ctx context.Context, network, host string) (net.Conn, error) {
-		conn, err := d.DialContext(ctx, network, host)
-		if err != nil {
-			return nil, err
-		}
-		return &decodingConn{Conn: conn, count: c}, nil
+// onRequest counts the acknowledgement batches of one request wiretap decoded.
+func (c *ackCount) onRequest(r wiretap.Request, err error) {
+	if err != nil {
+		c.badFrame.Add(1)
+		return
 	}
-}
-
-// decodingConn passes writes through and splits what was written into request frames.
-type decodingConn struct {
-	net.Conn
-	count   *ackCount
-	mu      sync.Mutex
-	pending []byte
-}
-
-func (c *decodingConn) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.pending = append(c.pending, p[:n]...)
-	for len(c.pending) >= 4 {
-		size := int(binary.BigEndian.Uint32(c.pending))
-		if len(c.pending) < 4+size {
-			break
-		}
-		if err := c.count.frame(c.pending[4 : 4+size]); err != nil {
-			c.count.badFrame.Add(1)
-		}
-		c.pending = c.pending[4+size:]
+	for _, b := range r.Batches {
+		c.add(b.FirstOffset, b.LastOffset, b.Types)
 	}
-	if len(c.pending) == 0 {
-		c.pending = nil
-	}
-	return n, err
-}
-
-var errShortFrame = errors.New("short request frame")
-
-// frame decodes one request (header v2 and body) and counts its acknowledgement batches when
-// it is a ShareFetch or ShareAcknowledge.
-func (c *ackCount) frame(b []byte) error {
-	if len(b) < 10 {
-		return errShortFrame
-	}
-	key, version := kmsg.Key(int16(binary.BigEndian.Uint16(b))), int16(binary.BigEndian.Uint16(b[2:]))
-	if key != kmsg.ShareFetch && key != kmsg.ShareAcknowledge {
-		return nil
-	}
-	b = b[8:] // key, version, correlation id
-	idLen := int16(binary.BigEndian.Uint16(b))
-	b = b[2:]
-	if idLen > 0 {
-		if len(b) < int(idLen) {
-			return errShortFrame
-		}
-		b = b[idLen:]
-	}
-	// Share requests are flexible: the header ends with a tag buffer.
-	tags, n := binary.Uvarint(b)
-	if n <= 0 {
-		return errShortFrame
-	}
-	b = b[n:]
-	for range tags {
-		if _, n = binary.Uvarint(b); n <= 0 {
-			return errShortFrame
-		}
-		b = b[n:]
-		size, m := binary.Uvarint(b)
-		if m <= 0 || uint64(len(b)-m) < size {
-			return errShortFrame
-		}
-		b = b[m+int(size):]
-	}
-	switch key {
-	case kmsg.ShareFetch:
-		req := kmsg.NewPtrShareFetchRequest()
-		req.Version = version
-		if err := req.ReadFrom(b); err != nil {
-			return fmt.Errorf("ShareFetch v%d: %w", version, err)
-		}
-		for _, t := range req.Topics {
-			for _, p := range t.Partitions {
-				for _, ab := range p.AcknowledgementBatches {
-					c.add(ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes)
-				}
-			}
-		}
-	case kmsg.ShareAcknowledge:
-		req := kmsg.NewPtrShareAcknowledgeRequest()
-		req.Version = version
-		if err := req.ReadFrom(b); err != nil {
-			return fmt.Errorf("ShareAcknowledge v%d: %w", version, err)
-		}
-		for _, t := range req.Topics {
-			for _, p := range t.Partitions {
-				for _, ab := range p.AcknowledgementBatches {
-					c.add(ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes)
-				}
-			}
-		}
-	}
-	return nil
 }
 
 // add counts one batch: FirstOffset and LastOffset (int64 each), AcknowledgeTypes as a compact

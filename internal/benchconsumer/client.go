@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kshare/kshare/acktype"
+	"github.com/kshare/kshare/internal/wiretap"
 	"github.com/kshare/kshare/shareconsumer"
 )
 
@@ -216,7 +217,7 @@ func (m *meter) decide(c clientConfig, p int32, offset int64, delivery int) (rel
 func (m *meter) kgoOpts(c clientConfig) []kgo.Opt {
 	opts := []kgo.Opt{kgo.SeedBrokers(c.seed), kgo.WithHooks(&m.hook)}
 	if c.decodeAcks {
-		opts = append(opts, kgo.Dialer(m.acks.dialer()))
+		opts = append(opts, kgo.Dialer(wiretap.Dialer(m.acks.onRequest)))
 	}
 	return opts
 }

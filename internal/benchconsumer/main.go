@@ -59,9 +59,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/kshare/kshare/internal/benchflag"
 )
 
 func main() {
@@ -99,27 +100,11 @@ type parentConfig struct {
 	batchBytes   int
 }
 
-type intList []int
-
-func (l *intList) String() string { return fmt.Sprint(*l) }
-
-func (l *intList) Set(s string) error {
-	*l = nil
-	for f := range strings.SplitSeq(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return fmt.Errorf("want positive numbers separated by commas, got %q", s)
-		}
-		*l = append(*l, n)
-	}
-	return nil
-}
-
 func runParent() error {
 	c := parentConfig{partitions: []int{1, 3}}
 	fs := flag.NewFlagSet("benchconsumer", flag.ExitOnError)
 	fs.IntVar(&c.records, "records", 1_000_000, "records to produce and consume per run")
-	fs.Var((*intList)(&c.partitions), "partitions", "partition counts to run, separated by commas")
+	fs.Var((*benchflag.Ints)(&c.partitions), "partitions", "partition counts to run, separated by commas")
 	brokers := fs.String("brokers-to-run", "testbroker,kfake", "broker programs to run, separated by commas")
 	clients := fs.String("clients", "kshare,franz", "clients to run, separated by commas")
 	fs.IntVar(&c.batchBytes, "batch-bytes", 16384, "largest record batch the producer writes, in bytes (kgo.ProducerBatchMaxBytes)")
