@@ -65,7 +65,7 @@ type curRec struct {
 // unacknowledged, or acknowledged as ty by the consumer itself for an undecodable offset. A
 // record delivered again replaces its earlier delivery.
 func (s *inflight) add(tp TopicPartition, id [16]byte, node int32, off int64, rec *Record, undecodable bool, ty acktype.Type) {
-	cp := s.parts[tp]
+	cp := s.get(tp)
 	if cp == nil {
 		cp = &curPart{}
 		s.parts[tp] = cp
@@ -175,6 +175,8 @@ func (c *Consumer) acceptAllLocked() {
 func (c *Consumer) moveAckedLocked() {
 	for tp, cp := range c.inflight.parts {
 		keep := cp.recs[:0]
+		var acc *acktype.Accumulator
+		accNode := int32(-1)
 		for _, r := range cp.recs {
 			if !r.acked {
 				keep = append(keep, r)
@@ -183,7 +185,10 @@ func (c *Consumer) moveAckedLocked() {
 			if r.ty == acktype.Renew {
 				c.holdRenewLocked(tp, cp.id, r)
 			}
-			c.pendingLocked(r.node, tp, cp.id).Add(r.off, r.ty)
+			if acc == nil || accNode != r.node {
+				acc, accNode = c.pendingLocked(r.node, tp, cp.id), r.node
+			}
+			acc.Add(r.off, r.ty)
 		}
 		clear(cp.recs[len(keep):])
 		cp.recs = keep // an emptied partition stays, its memory used again by the next Poll
