@@ -31,8 +31,10 @@ type Record struct {
 	// LockDeadline estimates when the record's acquisition lock expires, on the local clock:
 	// when the ShareFetch that acquired it was sent, plus the lock duration the broker reported.
 	// The broker's lock starts later, so the real deadline is a little after this one. It is
-	// the zero time when the broker reported no duration. (A testbroker on a manual clock times
-	// locks on its own clock, which this estimate knows nothing of.)
+	// the zero time when the broker reported no duration. After a successful renew, the Poll
+	// that returns the record again sets it to when the renew was sent plus the duration the
+	// renew's answer reported; DeliveryCount stays as it was. (A testbroker on a manual clock
+	// times locks on its own clock, which this estimate knows nothing of.)
 	LockDeadline time.Time
 }
 
