@@ -14,7 +14,8 @@
 //  3. runs each client, one after the other, as a child process of its own (this program
 //     again, with -client=kshare or -client=franz), in two scenarios, each with a share group
 //     of its own that starts at the earliest offset:
-//     - accept: every record is accepted explicitly, one Acknowledge (kshare) or Record.Ack
+//     - accept: every record is accepted explicitly, one Acknowledge (kshare, with FetchAhead,
+//     so that it fetches while the application works, as franz-go does) or Record.Ack
 //     (franz-go) call per record;
 //     - release: every 10th record (offset divisible by 10) is released at its first delivery
 //     and accepted when it comes again; every other record is accepted.
