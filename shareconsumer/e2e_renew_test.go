@@ -1,6 +1,10 @@
 package shareconsumer_test
 
 import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -291,5 +295,116 @@ func TestE2ETestbrokerRenewFailsOnSessionReset(t *testing.T) {
 		assert.Equal(t, []int64{0}, acs[0].Offsets)
 		assert.ErrorIs(t, acs[0].Err, kerr.NetworkException)
 		assert.Zero(t, env.tb.ActiveFaults(), "the fault was used")
+	})
+}
+
+// TestE2ERenewMixedWorkload has three consumers of one group work through 3000 records of three
+// partitions, each record renewed zero to two times (a random choice per delivery) before its
+// acceptance: every record is accepted exactly once, by the consumer it was first delivered to,
+// at its first delivery, and every renew succeeds.
+func TestE2ERenewMixedWorkload(t *testing.T) {
+	t.Parallel()
+	testRenewMixedWorkload(t)
+}
+
+// TestE2ERenewMixedWorkloadFetchAhead is the same with FetchAhead, whose fetches must not get
+// in the way of the renews.
+func TestE2ERenewMixedWorkloadFetchAhead(t *testing.T) {
+	t.Parallel()
+	testRenewMixedWorkload(t, shareconsumer.FetchAhead())
+}
+
+func testRenewMixedWorkload(t *testing.T, extra ...shareconsumer.Opt) {
+	forEachBroker(t, e2eSetup{brokers: 2, partitions: 3}, func(t *testing.T, env *e2eEnv) {
+		const group = "g"
+		const perPartition = 1000
+		env.prepareGroup(t, group)
+		var cb commits
+		cs := make([]*shareconsumer.Consumer, 3)
+		for i := range cs {
+			cs[i] = env.newConsumer(t, group, append([]shareconsumer.Opt{shareconsumer.ExplicitAcknowledgement(), cb.opt()}, extra...)...)
+		}
+		env.waitMembers(t, group, len(cs))
+		total := env.produce(t, []int32{0, 1, 2}, perPartition)
+
+		type key struct {
+			p   int32
+			off int64
+		}
+		var (
+			mu       sync.Mutex
+			owner    = map[key]int{} // the consumer that first got the record
+			accepted = map[key]int{}
+			failures []string
+		)
+		ctx := e2eCtx(t, 60*time.Second)
+		var wg sync.WaitGroup
+		for i, c := range cs {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(i), 7))
+				renewsLeft := map[*shareconsumer.Record]int{}
+				for {
+					mu.Lock()
+					done := len(accepted) == total || len(failures) > 0
+					mu.Unlock()
+					if done || ctx.Err() != nil {
+						return
+					}
+					pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+					recs, err := c.Poll(pctx)
+					cancel()
+					if err != nil && !kerrors.Is(err, context.DeadlineExceeded) {
+						mu.Lock()
+						failures = append(failures, fmt.Sprintf("consumer %d: Poll: %v", i, err))
+						mu.Unlock()
+						return
+					}
+					for _, r := range recs {
+						k := key{r.Partition, r.Offset}
+						n, seen := renewsLeft[r]
+						if !seen {
+							n = rng.IntN(3)
+							mu.Lock()
+							if o, ok := owner[k]; ok && o != i {
+								failures = append(failures, fmt.Sprintf("%v went to consumer %d and %d", k, o, i))
+							}
+							owner[k] = i
+							mu.Unlock()
+						}
+						ty := acktype.Accept
+						if n > 0 {
+							ty = acktype.Renew
+							renewsLeft[r] = n - 1
+						} else {
+							delete(renewsLeft, r)
+							mu.Lock()
+							accepted[k]++
+							if r.DeliveryCount != 1 {
+								failures = append(failures, fmt.Sprintf("%v accepted at delivery %d", k, r.DeliveryCount))
+							}
+							mu.Unlock()
+						}
+						if err := c.Acknowledge(r, ty); err != nil {
+							mu.Lock()
+							failures = append(failures, fmt.Sprintf("consumer %d: Acknowledge %v %v: %v", i, k, ty, err))
+							mu.Unlock()
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		require.Empty(t, failures)
+		require.Len(t, accepted, total)
+		for k, n := range accepted {
+			require.Equal(t, 1, n, "%v accepted %d times", k, n)
+		}
+		for _, c := range cs {
+			commitSyncOK(t, c, "consumer")
+		}
+		for _, ac := range cb.get() {
+			require.NoError(t, ac.Err, "%v %v", ac.TopicPartition, ac.Offsets)
+		}
+		env.waitSPSO(t, group, []int32{0, 1, 2}, perPartition)
 	})
 }
