@@ -432,6 +432,23 @@ func (c *Consumer) failAllLocked() {
 
 // runCallbacks gives the outcomes collected so far to the callback, on the calling goroutine.
 func (c *Consumer) runCallbacks() {
+	var g callerID
+	c.runCallbacksAs(&g)
+}
+
+// callerID is the calling goroutine's id, found on first use: a method that runs the callback
+// twice asks the runtime once.
+type callerID int64
+
+func (g *callerID) get() int64 {
+	if *g == 0 {
+		*g = callerID(goid())
+	}
+	return int64(*g)
+}
+
+// runCallbacksAs is runCallbacks for the goroutine g.
+func (c *Consumer) runCallbacksAs(g *callerID) {
 	if c.cfg.onCommit == nil {
 		return
 	}
@@ -444,7 +461,7 @@ func (c *Consumer) runCallbacks() {
 	if len(comps) == 0 {
 		return
 	}
-	c.cbG.Store(goid())
+	c.cbG.Store(g.get())
 	defer c.cbG.Store(0)
 	for _, ac := range comps {
 		c.callback(ac)

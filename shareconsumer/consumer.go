@@ -398,9 +398,10 @@ func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 		return nil, errors.ErrConcurrentPoll
 	}
 	defer c.polling.Store(false)
-	c.runCallbacks()
+	var g callerID
+	c.runCallbacksAs(&g)
 	recs, err := c.poll(ctx)
-	c.runCallbacks()
+	c.runCallbacksAs(&g)
 	return recs, err
 }
 
@@ -582,7 +583,8 @@ func (c *Consumer) CommitSync(ctx context.Context) (map[TopicPartition]error, er
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	c.runCallbacks()
+	var g callerID
+	c.runCallbacksAs(&g)
 	c.mu.Lock()
 	if !c.cfg.explicit {
 		c.acceptAllLocked()
@@ -626,7 +628,7 @@ func (c *Consumer) CommitSync(ctx context.Context) (map[TopicPartition]error, er
 	}
 	w.abandoned = true
 	c.mu.Unlock()
-	c.runCallbacks()
+	c.runCallbacksAs(&g)
 	return out, nil
 }
 
