@@ -105,10 +105,34 @@ type Consumer struct {
 	// renew until a Poll returns them again.
 	renews renewbuffer.Buffer[*renewEntry]
 
-	lockTimeoutMs int32 // 0: not known yet
-	// renewLockTimeoutMs is the lock duration a renew's answer reported, shown by
-	// AcquisitionLockTimeoutMs from the Poll that returns renewed records.
-	renewLockTimeoutMs int32
+	// lockShown is the lock duration AcquisitionLockTimeoutMs shows (ms 0: not known yet);
+	// lockNext, one an acknowledgement's answer reported, shown from the next Poll. Reports are
+	// numbered (lockSeq), so that an older one never replaces a newer one.
+	lockShown lockReport
+	lockNext  lockReport
+	lockSeq   uint64
+}
+
+// lockReport is a lock duration a broker reported, numbered in the order the answers came.
+type lockReport struct {
+	ms  int32
+	seq uint64
+}
+
+// reportLockLocked numbers a lock duration a broker reported; the zero report for none.
+func (c *Consumer) reportLockLocked(ms int32) lockReport {
+	if ms <= 0 {
+		return lockReport{}
+	}
+	c.lockSeq++
+	return lockReport{ms, c.lockSeq}
+}
+
+// showLockLocked makes AcquisitionLockTimeoutMs show r, unless it shows a newer report.
+func (c *Consumer) showLockLocked(r lockReport) {
+	if r.ms > 0 && r.seq > c.lockShown.seq {
+		c.lockShown = r
+	}
 }
 
 // topicMeta is what metadata says of one topic.
@@ -416,6 +440,9 @@ func (c *Consumer) poll(ctx context.Context) ([]*Record, error) {
 		c.acceptAllLocked()
 	}
 	c.moveAckedLocked()
+	if c.lockShown.ms > 0 {
+		c.showLockLocked(c.lockNext)
+	}
 	c.pollSeq++
 	defer c.flushUnfetchedLocked()
 	if c.fatal != nil {
@@ -495,6 +522,10 @@ func (c *Consumer) poll(ctx context.Context) ([]*Record, error) {
 // or renewing is disabled for the group, a session reset, a leader move) reaches the callback
 // and CommitSync's result with its offset, and the record is never returned again: the broker
 // delivers it anew, to this or another consumer.
+//
+// From Acknowledge(r, acktype.Renew) until a Poll returns r again, r belongs to the consumer:
+// that Poll sets r.LockDeadline, so other goroutines must not read or write r meanwhile.
+// Unsubscribe releases renewed records instead of returning them.
 //
 // Renew fails at once with errors.ErrUnsupportedAcknowledgeType, recording nothing, when r's
 // partition leader does not support ShareFetch v2 and ShareAcknowledge v2 (Kafka 4.1 and
@@ -660,13 +691,15 @@ func (c *Consumer) Wakeup() {
 }
 
 // AcquisitionLockTimeoutMs returns how long the broker locks the records it hands to this
-// consumer, in milliseconds, as the broker reported it with the records Poll returned last
-// (ShareFetch v1+) or in a later ShareAcknowledge response (v2+); false before any records
-// were returned.
+// consumer, in milliseconds: the latest value a broker reported, with the records a Poll
+// returned (ShareFetch v1+) or in the answer to acknowledgements or renews (ShareAcknowledge
+// v2+, a renew's ShareFetch). A value an answer to acknowledgements brings shows from the next
+// Poll, or from the Poll that returns the renewed records, as with Kafka's client. It is false
+// before any records were returned.
 func (c *Consumer) AcquisitionLockTimeoutMs() (int32, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lockTimeoutMs, c.lockTimeoutMs > 0
+	return c.lockShown.ms, c.lockShown.ms > 0
 }
 
 // Close leaves the group, waiting for the work to finish until ctx ends:

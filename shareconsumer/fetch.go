@@ -16,12 +16,12 @@ import (
 // bufItem is records acquired and not yet returned by Poll (or a corrupt batch to report),
 // with where they came from.
 type bufItem struct {
-	node        int32
-	tp          TopicPartition
-	id          [16]byte
-	recs        []*Record
-	corrupt     *CorruptBatchError
-	lockTimeout int32
+	node    int32
+	tp      TopicPartition
+	id      [16]byte
+	recs    []*Record
+	corrupt *CorruptBatchError
+	lock    lockReport // the lock duration the fetch's answer reported
 }
 
 // buildFetchLocked makes n's next ShareFetch. On an open session it carries n's waiting
@@ -220,8 +220,9 @@ func (c *Consumer) applyFetchLocked(n *node, job *ackJob, names map[[16]byte]str
 
 	// The acknowledgements it carried.
 	job.lockTimeout = resp.AcquisitionLockTimeoutMillis
-	if job.renewFetch && resp.AcquisitionLockTimeoutMillis > 0 {
-		c.renewLockTimeoutMs = resp.AcquisitionLockTimeoutMillis
+	lock := c.reportLockLocked(resp.AcquisitionLockTimeoutMillis)
+	if job.renewFetch && lock.ms > 0 {
+		c.lockNext = lock
 	}
 	type ackResult struct {
 		code int16
@@ -278,7 +279,7 @@ func (c *Consumer) applyFetchLocked(n *node, job *ackJob, names map[[16]byte]str
 						c.renews.Remove(renewKey(tp, r.Offset))
 					}
 				}
-				c.buffer = append(c.buffer, bufItem{node: n.id, tp: tp, id: t.TopicID, recs: ch.recs, corrupt: ch.corrupt, lockTimeout: resp.AcquisitionLockTimeoutMillis})
+				c.buffer = append(c.buffer, bufItem{node: n.id, tp: tp, id: t.TopicID, recs: ch.recs, corrupt: ch.corrupt, lock: lock})
 				c.bufRecords += len(ch.recs)
 				got = true
 			}
@@ -374,9 +375,7 @@ func (c *Consumer) drainLocked() ([]*Record, error) {
 			c.inflight.add(it.tp, it.id, it.node, r.Offset, r, false, 0)
 			out = append(out, r)
 		}
-		if it.lockTimeout > 0 {
-			c.lockTimeoutMs = it.lockTimeout
-		}
+		c.showLockLocked(it.lock)
 		c.bufRecords -= take
 		it.recs = it.recs[take:]
 		if len(it.recs) == 0 {

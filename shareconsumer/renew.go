@@ -24,8 +24,8 @@ type renewEntry struct {
 	rec  *Record
 	node int32    // the leader the record came from; its acknowledgements go there
 	id   [16]byte // the topic id
-	// deadline is the lock deadline the renew's answer gave; Poll puts it in rec.LockDeadline
-	// when it returns rec, so that the application's goroutines never see it change under them.
+	// deadline is the lock deadline the renew's answer gave; the Poll that returns rec puts it
+	// in rec.LockDeadline (Acknowledge's doc tells the application to leave rec alone until then).
 	deadline time.Time
 }
 
@@ -200,19 +200,26 @@ func (c *Consumer) settleRenewsLocked(j *ackJob, p *ackPart, err error) {
 	switch {
 	case j.lockTimeout > 0:
 		d = time.Duration(j.lockTimeout) * time.Millisecond
-	case c.lockTimeoutMs > 0:
-		d = time.Duration(c.lockTimeoutMs) * time.Millisecond
+	case c.lockShown.ms > 0:
+		d = time.Duration(c.lockShown.ms) * time.Millisecond
 	}
+	unsubscribed := len(c.subscription) == 0
 	for _, t := range p.tickets {
 		k := renewKey(p.tp, t.off)
 		if err != nil {
 			c.renews.Fail(k, t.ticket)
 			continue
 		}
-		if c.renews.Complete(k, t.ticket, d) {
-			if e, _, dl, ok := c.renews.Get(k); ok {
-				e.deadline = dl
-			}
+		if !c.renews.Complete(k, t.ticket, d) {
+			continue
+		}
+		e, _, dl, _ := c.renews.Get(k)
+		e.deadline = dl
+		if unsubscribed {
+			// No Poll will return it: release it, as Unsubscribe released the others.
+			c.renews.Remove(k)
+			c.pendingLocked(e.node, p.tp, e.id).Add(t.off, acktype.Release)
+			c.flushLocked(c.nodeLocked(e.node))
 		}
 	}
 	c.wake()
@@ -228,15 +235,28 @@ func (c *Consumer) takeRenewedLocked(max int, out []*Record) []*Record {
 	if len(expired) > 0 {
 		c.log(kgo.LogLevelInfo, "dropped renewed records whose acquisition lock ran out before a Poll could return them", "records", len(expired))
 	}
+	var held map[renewbuffer.Key]struct{}
+	if len(es) > 0 && len(c.buffer) > 0 {
+		// A fetch may have brought an offset again after its renew was recorded (the lock ran
+		// out, and this member acquired it anew): the fresh delivery wins.
+		held = make(map[renewbuffer.Key]struct{}, c.bufRecords)
+		for _, it := range c.buffer {
+			for _, r := range it.recs {
+				held[renewKey(it.tp, r.Offset)] = struct{}{}
+			}
+		}
+	}
 	for _, e := range es {
+		if _, ok := held[renewKey(TopicPartition{e.rec.Topic, e.rec.Partition}, e.rec.Offset)]; ok {
+			continue
+		}
 		tp := TopicPartition{e.rec.Topic, e.rec.Partition}
 		e.rec.LockDeadline = e.deadline
 		c.inflight.add(tp, e.id, e.node, e.rec.Offset, e.rec, false, 0)
 		out = append(out, e.rec)
 	}
-	if len(es) > 0 && c.renewLockTimeoutMs > 0 {
-		c.lockTimeoutMs = c.renewLockTimeoutMs
-		c.renewLockTimeoutMs = 0
+	if len(es) > 0 {
+		c.showLockLocked(c.lockNext)
 	}
 	return out
 }

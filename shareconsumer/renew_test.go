@@ -260,3 +260,95 @@ func TestRenewAfterPartitionRevoked(t *testing.T) {
 	assert.Empty(t, recsB)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 }
+
+// TestUnsubscribeReleasesRenewsInFlight unsubscribes while a renew is recorded but not sent:
+// the renew goes with the commit, and once answered the record is released, not held for a
+// Poll that can no longer return it.
+func TestUnsubscribeReleasesRenewsInFlight(t *testing.T) {
+	t.Parallel()
+	c := tStart(t, testbroker.Topic("t", 1))
+	tEarliest(t, c, "g")
+	tProduce(t, c, "t", 0, []string{"a"})
+	cons := tNew(t, c, "g", Topics("t"), ExplicitAcknowledgement())
+	recs := tPollN(t, cons, 1)
+	require.NoError(t, cons.Acknowledge(recs[0], acktype.Renew))
+	require.NoError(t, cons.Unsubscribe())
+	res, err := cons.CommitSync(tCtx(t))
+	require.NoError(t, err)
+	require.NoError(t, res[TopicPartition{"t", 0}])
+	require.Eventually(t, func() bool {
+		r, ok := c.ShareRecord("g", "t", 0, 0)
+		return ok && r.State == testbroker.ShareAvailable
+	}, 10*time.Second, time.Millisecond, "released")
+	cons.mu.Lock()
+	defer cons.mu.Unlock()
+	assert.Zero(t, cons.renews.Len())
+}
+
+// TestFreshDeliveryWinsOverRenewedRecord holds a renewed record whose offset a later fetch
+// delivered again: the Poll returns the fresh delivery only, once.
+func TestFreshDeliveryWinsOverRenewedRecord(t *testing.T) {
+	t.Parallel()
+	c := tOffline(t, ExplicitAcknowledgement())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id := [16]byte{1}
+	tp := TopicPartition{"t", 0}
+	old := &Record{Topic: "t", Partition: 0, Offset: 7, DeliveryCount: 1}
+	c.holdRenewLocked(tp, id, curRec{off: 7, rec: old, node: 0})
+	tk, ok := c.renews.MarkSent(renewKey(tp, 7), time.Now())
+	require.True(t, ok)
+	require.True(t, c.renews.Complete(renewKey(tp, 7), tk, time.Minute))
+	fresh := &Record{Topic: "t", Partition: 0, Offset: 7, DeliveryCount: 2}
+	c.buffer = append(c.buffer, bufItem{tp: tp, id: id, recs: []*Record{fresh}})
+	c.bufRecords = 1
+
+	got, err := c.drainLocked()
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Same(t, fresh, got[0])
+}
+
+// TestRenewAckWaitsForStaleVersions queues a ShareAcknowledge carrying a renew for a broker
+// kgo has reconnected to: its ApiVersions are read again before the renew is sent.
+func TestRenewAckWaitsForStaleVersions(t *testing.T) {
+	t.Parallel()
+	c := tOffline(t)
+	tVersions(t, c, 0, 2)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.nodeLocked(0)
+	n.epoch, n.versionsStale = 2, true
+	j := &ackJob{kind: jobAsync, parts: []*ackPart{tPart(0, 1, 1, acktype.Renew)}}
+	j.parts[0].renews = true
+	n.jobs = append(n.jobs, j)
+	work := c.nextWorkLocked(n)
+	require.NotNil(t, work)
+	assert.False(t, n.versionsStale)
+	assert.Equal(t, []*ackJob{j}, n.jobs, "the job waits for the versions")
+}
+
+// TestAcquisitionLockTimeoutFromAcknowledge changes the lock duration and commits plain
+// acknowledgements: the value the ShareAcknowledge answer carries shows from the next Poll.
+func TestAcquisitionLockTimeoutFromAcknowledge(t *testing.T) {
+	t.Parallel()
+	c := tStart(t, testbroker.Topic("t", 1), testbroker.BrokerConfig("group.share.min.record.lock.duration.ms", "1000"))
+	tEarliest(t, c, "g")
+	tGroupConfig(t, c, "g", "share.record.lock.duration.ms", "15000")
+	tProduce(t, c, "t", 0, []string{"a"})
+	cons := tNew(t, c, "g", Topics("t"), ExplicitAcknowledgement())
+	recs := tPollN(t, cons, 1)
+	ms, _ := cons.AcquisitionLockTimeoutMs()
+	require.EqualValues(t, 15000, ms)
+	tGroupConfig(t, c, "g", "share.record.lock.duration.ms", "20000")
+	require.NoError(t, cons.Acknowledge(recs[0], acktype.Accept))
+	res, err := cons.CommitSync(tCtx(t))
+	require.NoError(t, err)
+	require.NoError(t, res[TopicPartition{"t", 0}])
+	ms, _ = cons.AcquisitionLockTimeoutMs()
+	assert.EqualValues(t, 15000, ms, "until the next Poll")
+	_, err = cons.Poll(ctxWithTimeout(tCtx(t), 50*time.Millisecond))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	ms, _ = cons.AcquisitionLockTimeoutMs()
+	assert.EqualValues(t, 20000, ms)
+}

@@ -270,6 +270,12 @@ func (c *Consumer) nextWorkLocked(n *node) func() {
 			return nil
 		}
 		if len(n.jobs) > 0 {
+			if n.versionsStale && anyRenew(n.jobs[0].parts) {
+				// The broker may have been replaced since Acknowledge checked: make sure it
+				// still takes RENEW before sending one.
+				n.versionsStale = false
+				return func() { c.loadVersions(n.id) }
+			}
 			j := n.jobs[0]
 			n.jobs[0] = nil
 			n.jobs = n.jobs[1:]
@@ -453,9 +459,8 @@ func (c *Consumer) applyAckLocked(n *node, j *ackJob, parts []*ackPart, req *kms
 			n.epoch = nextEpoch(n.epoch)
 		}
 		j.lockTimeout = resp.AcquisitionLockTimeoutMillis
-		if resp.AcquisitionLockTimeoutMillis > 0 && c.lockTimeoutMs > 0 {
-			// Shown from the next Poll, as Kafka's client does.
-			c.renewLockTimeoutMs = resp.AcquisitionLockTimeoutMillis
+		if lock := c.reportLockLocked(resp.AcquisitionLockTimeoutMillis); lock.ms > 0 {
+			c.lockNext = lock // shown from the next Poll, as Kafka's client does
 		}
 		type result struct {
 			code int16

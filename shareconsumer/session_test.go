@@ -340,7 +340,7 @@ func TestPollDropsExpiredRecords(t *testing.T) {
 	}
 	fresh := tRecs(2)
 	fresh[0].LockDeadline = time.Now().Add(time.Hour)
-	tBuffer(c, bufItem{recs: expired, lockTimeout: 15000}, bufItem{recs: fresh, lockTimeout: 15000})
+	tBuffer(c, bufItem{recs: expired, lock: lockReport{15000, 1}}, bufItem{recs: fresh, lock: lockReport{15000, 1}})
 	recs, err := c.Poll(tCtx(t))
 	require.NoError(t, err)
 	assert.Equal(t, []int64{2}, offsetsOf(recs))
