@@ -125,10 +125,17 @@ func TestConnectionDrop(t *testing.T) {
 	}))
 	recs := tPollN(t, cons, 2)
 	c.DropConnections(-1)
-	require.Eventually(t, func() bool { return len(c.ShareSessions(0)) == 0 }, 10*time.Second, time.Millisecond)
-	for _, r := range c.ShareRecords("g", "t", 0) {
-		assert.Equal(t, testbroker.ShareAvailable, r.State, "released with the session")
-	}
+	require.Eventually(t, func() bool {
+		if len(c.ShareSessions(0)) > 0 {
+			return false
+		}
+		for _, r := range c.ShareRecords("g", "t", 0) {
+			if r.State != testbroker.ShareAvailable {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, time.Millisecond, "the session is gone and its records are released")
 	for _, r := range recs {
 		require.NoError(t, cons.Acknowledge(r, acktype.Accept))
 	}
