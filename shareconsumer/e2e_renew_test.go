@@ -1,7 +1,6 @@
 package shareconsumer_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -327,78 +326,37 @@ func testRenewMixedWorkload(t *testing.T, extra ...shareconsumer.Opt) {
 		env.waitMembers(t, group, len(cs))
 		total := env.produce(t, []int32{0, 1, 2}, perPartition)
 
-		type key struct {
-			p   int32
-			off int64
+		var mu sync.Mutex
+		owner := map[recKey]int{} // the consumer that first got the record
+		rngs := make([]*rand.Rand, len(cs))
+		renewsLeft := make([]map[*shareconsumer.Record]int, len(cs)) // each consumer's own
+		for i := range cs {
+			rngs[i] = rand.New(rand.NewPCG(uint64(i), 7))
+			renewsLeft[i] = map[*shareconsumer.Record]int{}
 		}
-		var (
-			mu       sync.Mutex
-			owner    = map[key]int{} // the consumer that first got the record
-			accepted = map[key]int{}
-			failures []string
-		)
-		ctx := e2eCtx(t, 60*time.Second)
-		var wg sync.WaitGroup
-		for i, c := range cs {
-			wg.Go(func() {
-				rng := rand.New(rand.NewPCG(uint64(i), 7))
-				renewsLeft := map[*shareconsumer.Record]int{}
-				for {
-					mu.Lock()
-					done := len(accepted) == total || len(failures) > 0
-					mu.Unlock()
-					if done || ctx.Err() != nil {
-						return
-					}
-					pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-					recs, err := c.Poll(pctx)
-					cancel()
-					if err != nil && !kerrors.Is(err, context.DeadlineExceeded) {
-						mu.Lock()
-						failures = append(failures, fmt.Sprintf("consumer %d: Poll: %v", i, err))
-						mu.Unlock()
-						return
-					}
-					for _, r := range recs {
-						k := key{r.Partition, r.Offset}
-						n, seen := renewsLeft[r]
-						if !seen {
-							n = rng.IntN(3)
-							mu.Lock()
-							if o, ok := owner[k]; ok && o != i {
-								failures = append(failures, fmt.Sprintf("%v went to consumer %d and %d", k, o, i))
-							}
-							owner[k] = i
-							mu.Unlock()
-						}
-						ty := acktype.Accept
-						if n > 0 {
-							ty = acktype.Renew
-							renewsLeft[r] = n - 1
-						} else {
-							delete(renewsLeft, r)
-							mu.Lock()
-							accepted[k]++
-							if r.DeliveryCount != 1 {
-								failures = append(failures, fmt.Sprintf("%v accepted at delivery %d", k, r.DeliveryCount))
-							}
-							mu.Unlock()
-						}
-						if err := c.Acknowledge(r, ty); err != nil {
-							mu.Lock()
-							failures = append(failures, fmt.Sprintf("consumer %d: Acknowledge %v %v: %v", i, k, ty, err))
-							mu.Unlock()
-						}
-					}
+		workGroup(t, cs, total, func(i int, r *shareconsumer.Record) (bool, error) {
+			k := recKey{r.Partition, r.Offset}
+			n, seen := renewsLeft[i][r]
+			if !seen {
+				n = rngs[i].IntN(3)
+				mu.Lock()
+				o, ok := owner[k]
+				owner[k] = i
+				mu.Unlock()
+				if ok && o != i {
+					return false, fmt.Errorf("delivered to consumer %d before", o)
 				}
-			})
-		}
-		wg.Wait()
-		require.Empty(t, failures)
-		require.Len(t, accepted, total)
-		for k, n := range accepted {
-			require.Equal(t, 1, n, "%v accepted %d times", k, n)
-		}
+			}
+			if n > 0 {
+				renewsLeft[i][r] = n - 1
+				return false, cs[i].Acknowledge(r, acktype.Renew)
+			}
+			delete(renewsLeft[i], r)
+			if r.DeliveryCount != 1 {
+				return false, fmt.Errorf("accepted at delivery %d", r.DeliveryCount)
+			}
+			return true, cs[i].Acknowledge(r, acktype.Accept)
+		})
 		for _, c := range cs {
 			commitSyncOK(t, c, "consumer")
 		}

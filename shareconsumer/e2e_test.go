@@ -38,6 +38,77 @@ func pollAck(t *testing.T, c *shareconsumer.Consumer, n int, d time.Duration, ac
 
 func acceptAll(*shareconsumer.Record) acktype.Type { return acktype.Accept }
 
+// recKey names a record by partition and offset.
+type recKey struct {
+	p   int32
+	off int64
+}
+
+// workGroup has each consumer of cs poll on a goroutine of its own and hand every record to
+// handle, until total distinct records are finished (handle returned true: their final
+// acknowledgement is recorded) or 60 seconds pass. It fails the test on an error from Poll or
+// handle, on a record finished twice, and on a record never finished, and returns which
+// consumer finished each record.
+func workGroup(t *testing.T, cs []*shareconsumer.Consumer, total int, handle func(i int, r *shareconsumer.Record) (finished bool, err error)) map[recKey]int {
+	t.Helper()
+	var (
+		mu       sync.Mutex
+		finished = map[recKey]int{}
+		failures []string
+	)
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		failures = append(failures, fmt.Sprintf(format, args...))
+	}
+	ctx := e2eCtx(t, 60*time.Second)
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				stop := len(finished) == total || len(failures) > 0
+				mu.Unlock()
+				if stop {
+					return
+				}
+				if ctx.Err() != nil {
+					fail("consumer %d: gave up after 60s", i)
+					return
+				}
+				pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				recs, err := c.Poll(pctx)
+				cancel()
+				if err != nil && !kerrors.Is(err, context.DeadlineExceeded) {
+					fail("consumer %d: Poll: %v", i, err)
+					return
+				}
+				for _, r := range recs {
+					done, err := handle(i, r)
+					if err != nil {
+						fail("consumer %d: %d/%d: %v", i, r.Partition, r.Offset, err)
+						return
+					}
+					if !done {
+						continue
+					}
+					k := recKey{r.Partition, r.Offset}
+					mu.Lock()
+					if prev, ok := finished[k]; ok {
+						failures = append(failures, fmt.Sprintf("%d/%d finished by consumers %d and %d (delivery %d)", r.Partition, r.Offset, prev, i, r.DeliveryCount))
+					}
+					finished[k] = i
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.Empty(t, failures)
+	require.Len(t, finished, total)
+	return finished
+}
+
 // TestE2EThreeConsumersShareTenThousand has three consumers of one group split 10,000 records
 // of three partitions, accepting each explicitly: every record is delivered once, to one of
 // them, and the group ends with every partition acknowledged to its end.
@@ -70,79 +141,17 @@ func testThreeConsumersShare(t *testing.T, extra ...shareconsumer.Opt) {
 		}
 		require.Equal(t, 10000, total)
 
-		type key struct {
-			p   int32
-			off int64
+		finished := workGroup(t, cs, total, func(i int, r *shareconsumer.Record) (bool, error) {
+			return true, cs[i].Acknowledge(r, acktype.Accept)
+		})
+		got := make([]int, len(cs))
+		for _, i := range finished {
+			got[i]++
 		}
-		var (
-			mu       sync.Mutex
-			seen     = map[key]int{} // which consumer got the record
-			dups     []string
-			failures []string
-			got      = make([]int, len(cs))
-			done     = make(chan struct{})
-		)
-		ctx := e2eCtx(t, 60*time.Second)
-		var wg sync.WaitGroup
-		for i, c := range cs {
-			wg.Go(func() {
-				for {
-					select {
-					case <-done:
-						return
-					default:
-					}
-					if ctx.Err() != nil {
-						mu.Lock()
-						failures = append(failures, fmt.Sprintf("consumer %d: gave up after 60s", i))
-						mu.Unlock()
-						return
-					}
-					pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-					recs, err := c.Poll(pctx)
-					cancel()
-					if err != nil && !kerrors.Is(err, context.DeadlineExceeded) {
-						mu.Lock()
-						failures = append(failures, fmt.Sprintf("consumer %d: Poll: %v", i, err))
-						mu.Unlock()
-						return
-					}
-					for _, r := range recs {
-						if err := c.Acknowledge(r, acktype.Accept); err != nil {
-							mu.Lock()
-							failures = append(failures, fmt.Sprintf("consumer %d: Acknowledge: %v", i, err))
-							mu.Unlock()
-							return
-						}
-					}
-					mu.Lock()
-					for _, r := range recs {
-						k := key{r.Partition, r.Offset}
-						if prev, ok := seen[k]; ok {
-							dups = append(dups, fmt.Sprintf("%d/%d to consumers %d and %d (delivery %d)", r.Partition, r.Offset, prev, i, r.DeliveryCount))
-							continue
-						}
-						seen[k] = i
-						got[i]++
-					}
-					if len(seen) == total {
-						select {
-						case <-done:
-						default:
-							close(done)
-						}
-					}
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
-		require.Empty(t, failures)
-		assert.Empty(t, dups, "records delivered twice")
 		t.Logf("%s: records per consumer %v", env.name, got)
 		for p, n := range perPartition {
 			for off := range int64(n) {
-				if _, ok := seen[key{p, off}]; !ok {
+				if _, ok := finished[recKey{p, off}]; !ok {
 					t.Errorf("record %d/%d never delivered", p, off)
 				}
 			}
