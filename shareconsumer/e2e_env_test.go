@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/kshare/kshare/internal/groupconfig"
 	"github.com/kshare/kshare/shareconsumer"
 	"github.com/kshare/kshare/testbroker"
 )
@@ -175,19 +176,9 @@ func (e *e2eEnv) setGroupConfig(t *testing.T, group, key, value string) {
 		require.NoError(t, e.tb.SetGroupConfig(group, key, value))
 		return
 	}
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	cfg.Name, cfg.Op, cfg.Value = key, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(value)
-	res.Configs = append(res.Configs, cfg)
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	req.Resources = append(req.Resources, res)
 	cl := e.client(t)
 	defer cl.Close()
-	resp, err := req.RequestWith(e2eCtx(t, 10*time.Second), cl)
-	require.NoError(t, err)
-	require.Len(t, resp.Resources, 1)
-	require.Zero(t, resp.Resources[0].ErrorCode, "setting %s=%s on group %s", key, value, group)
+	require.NoError(t, groupconfig.Set(e2eCtx(t, 10*time.Second), cl, group, key, value))
 }
 
 // prepareGroup makes group start at the log start, so that records produced before it first

@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/internal/groupconfig"
 	"github.com/kshare/kshare/testbroker"
 )
 
@@ -36,24 +36,9 @@ func tEarliest(t *testing.T, c *testbroker.Cluster, group string) {
 
 func tGroupConfig(t *testing.T, c *testbroker.Cluster, group string, kv ...string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...))
-	require.NoError(t, err)
-	defer cl.Close()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	for i := 0; i+1 < len(kv); i += 2 {
-		cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-		cfg.Name, cfg.Op, cfg.Value = kv[i], kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(kv[i+1])
-		res.Configs = append(res.Configs, cfg)
-	}
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	req.Resources = append(req.Resources, res)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
-	require.NoError(t, err)
-	require.Len(t, resp.Resources, 1)
-	require.Zero(t, resp.Resources[0].ErrorCode, "%v", kerr.ErrorForCode(resp.Resources[0].ErrorCode))
+	require.NoError(t, groupconfig.SetOn(ctx, c.Addrs(), group, kv...))
 }
 
 // tProduce produces values to partition p of topic in one batch, with opts for the producer

@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/internal/groupconfig"
 )
 
 // The lock-expiry workload measures how late, on the real clock, a broker offers again a record
@@ -94,7 +96,7 @@ func measureLockExpiry(ctx context.Context, c *config, p *brokerProgram, samples
 			err = fmt.Errorf("stopping: %w", stopErr)
 		}
 	}()
-	if err := setGroupConfigs(ctx, bp.Seeds, shareGroupID, map[string]string{"share.auto.offset.reset": "earliest"}); err != nil {
+	if err := groupconfig.SetOn(ctx, bp.Seeds, shareGroupID, "share.auto.offset.reset", "earliest"); err != nil {
 		return r, err
 	}
 

@@ -12,9 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/internal/groupconfig"
 )
 
 // The share workload: records produced as in the plain workload, then consumed by one franz-go
@@ -134,7 +134,7 @@ func measureShare(ctx context.Context, c *config, p *brokerProgram, w workload) 
 	if _, err := produce(ctx, bp.Seeds, topic, w, c.client); err != nil {
 		return m, err
 	}
-	if err := setGroupConfigs(ctx, bp.Seeds, shareGroupID, map[string]string{"share.auto.offset.reset": "earliest"}); err != nil {
+	if err := groupconfig.SetOn(ctx, bp.Seeds, shareGroupID, "share.auto.offset.reset", "earliest"); err != nil {
 		return m, err
 	}
 
@@ -163,41 +163,6 @@ func measureShare(ctx context.Context, c *config, p *brokerProgram, w workload) 
 	m.records = w.records
 	m.brokerConsume, m.client = b1-b0, c1-c0
 	return m, nil
-}
-
-// setGroupConfigs sets group configs with an IncrementalAlterConfigs request on a GROUP
-// resource (type 32), as kafka-configs.sh --entity-type groups does. Both brokers accept it
-// before the group exists.
-func setGroupConfigs(ctx context.Context, seeds []string, group string, configs map[string]string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType = kmsg.ConfigResourceTypeGroupConfig
-	res.ResourceName = group
-	for k, v := range configs {
-		cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-		cfg.Name, cfg.Op, cfg.Value = k, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(v)
-		res.Configs = append(res.Configs, cfg)
-	}
-	req.Resources = append(req.Resources, res)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return fmt.Errorf("setting group configs: %w", err)
-	}
-	for _, r := range resp.Resources {
-		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
-			msg := ""
-			if r.ErrorMessage != nil {
-				msg = ": " + *r.ErrorMessage
-			}
-			return fmt.Errorf("setting group configs %v: %w%s", configs, err, msg)
-		}
-	}
-	return nil
 }
 
 // shareConsume joins shareGroupID with one franz-go share consumer subscribed to topic, and

@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/internal/groupconfig"
 )
 
 const (
@@ -86,7 +86,7 @@ func runBroker(ctx context.Context, c parentConfig, self, name, bin string, part
 		r := runResult{broker: name, partitions: parts, client: client}
 		for _, sc := range []string{scenarioAccept, scenarioRelease} {
 			group := fmt.Sprintf("%s-%s", client, sc)
-			if err := setGroupConfig(ctx, bp.Seeds[0], group, "share.auto.offset.reset", "earliest"); err != nil {
+			if err := groupconfig.SetOn(ctx, bp.Seeds, group, "share.auto.offset.reset", "earliest"); err != nil {
 				return out, err
 			}
 			args := []string{
@@ -183,32 +183,6 @@ func produce(ctx context.Context, seed string, parts, n, batchBytes int) error {
 	wg.Wait()
 	if firstErr != nil {
 		return fmt.Errorf("producing: %w", firstErr)
-	}
-	return nil
-}
-
-// setGroupConfig sets one group config with IncrementalAlterConfigs on a GROUP resource.
-func setGroupConfig(ctx context.Context, seed, group, key, value string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seed))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	cfg.Name, cfg.Op, cfg.Value = key, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(value)
-	res.Configs = append(res.Configs, cfg)
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	req.Resources = append(req.Resources, res)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return fmt.Errorf("setting %s on group %s: %w", key, group, err)
-	}
-	for _, r := range resp.Resources {
-		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
-			return fmt.Errorf("setting %s on group %s: %w", key, group, err)
-		}
 	}
 	return nil
 }

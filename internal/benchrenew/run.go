@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/acktype"
 	"github.com/kshare/kshare/internal/brokerproc"
+	"github.com/kshare/kshare/internal/groupconfig"
 	"github.com/kshare/kshare/internal/wiretap"
 	"github.com/kshare/kshare/shareconsumer"
 )
@@ -259,28 +259,6 @@ func (a *admin) produce(ctx context.Context, topic string, partitions []int32) e
 	return nil
 }
 
-// setEarliest makes group start at the log start, so that it gets records produced before it
-// first fetched.
-func setEarliest(ctx context.Context, a *admin, group string) error {
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	cfg.Name, cfg.Op, cfg.Value = "share.auto.offset.reset", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("earliest")
-	res.Configs = append(res.Configs, cfg)
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	req.Resources = append(req.Resources, res)
-	resp, err := req.RequestWith(ctx, a.cl)
-	if err != nil {
-		return fmt.Errorf("setting share.auto.offset.reset on group %s: %w", group, err)
-	}
-	for _, r := range resp.Resources {
-		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
-			return fmt.Errorf("setting share.auto.offset.reset on group %s: %w", group, err)
-		}
-	}
-	return nil
-}
-
 // shareCounter is a kgo.HookBrokerWrite counting the ShareFetch and ShareAcknowledge requests
 // written, and their bytes, by broker; as a kgo.HookBrokerRead it also knows how many of them
 // have not been answered yet.
@@ -438,7 +416,7 @@ func measureRoundTrips(ctx context.Context, c config, a *admin, seeds []string) 
 	ctx, cancel := context.WithTimeout(ctx, phaseTimeout)
 	defer cancel()
 	const group = "renew-round-trip"
-	if err := setEarliest(ctx, a, group); err != nil {
+	if err := groupconfig.Set(ctx, a.cl, group, "share.auto.offset.reset", "earliest"); err != nil {
 		return viaPoll, viaCommit, err
 	}
 	var hook shareCounter
@@ -517,7 +495,7 @@ func measureBulk(ctx context.Context, c config, a *admin, seeds []string, parts 
 	ctx, cancel := context.WithTimeout(ctx, phaseTimeout)
 	defer cancel()
 	const group = "renew-bulk"
-	if err := setEarliest(ctx, a, group); err != nil {
+	if err := groupconfig.Set(ctx, a.cl, group, "share.auto.offset.reset", "earliest"); err != nil {
 		return nil, err
 	}
 	var hook shareCounter
