@@ -1,11 +1,12 @@
 package errors
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/internal/offsetfmt"
 )
 
 // AckError reports acknowledgements that failed for one partition: the records at Offsets were
@@ -28,7 +29,7 @@ func (e *AckError) Error() string {
 	b.WriteString(strconv.Itoa(int(e.Partition)))
 	if len(e.Offsets) > 0 {
 		b.WriteByte(' ')
-		b.WriteString(describeOffsets(e.Offsets))
+		b.WriteString(offsetfmt.Describe(e.Offsets))
 	}
 	b.WriteString(": ")
 	b.WriteString(cause(e.Err, e.Message))
@@ -83,19 +84,4 @@ func cause(err error, message string) string {
 		return ke.Message + ": " + message
 	}
 	return err.Error() + ": " + message
-}
-
-// describeOffsets returns "offset 7", "offsets 10-19" for a whole range, or "3 offsets in 10-40".
-func describeOffsets(offsets []int64) string {
-	if len(offsets) == 1 {
-		return "offset " + strconv.FormatInt(offsets[0], 10)
-	}
-	lo, hi := offsets[0], offsets[0]
-	for _, o := range offsets[1:] {
-		lo, hi = min(lo, o), max(hi, o)
-	}
-	if hi-lo+1 == int64(len(offsets)) {
-		return fmt.Sprintf("offsets %d-%d", lo, hi)
-	}
-	return fmt.Sprintf("%d offsets in %d-%d", len(offsets), lo, hi)
 }

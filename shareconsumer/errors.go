@@ -2,10 +2,11 @@ package shareconsumer
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/internal/offsetfmt"
 )
 
 // ErrRecordLimitUnsupported: RecordLimitAcquire is set and a partition leader does not take the
@@ -38,7 +39,7 @@ type CorruptBatchError struct {
 // (...)".
 func (e *CorruptBatchError) Error() string {
 	return "shareconsumer: corrupt record batch in " + e.Topic + "-" + strconv.Itoa(int(e.Partition)) +
-		" (" + describeOffsets(e.Offsets) + ", rejected unless acknowledged otherwise): " + e.Err.Error()
+		" (" + offsetfmt.Describe(e.Offsets) + ", rejected unless acknowledged otherwise): " + e.Err.Error()
 }
 
 // Unwrap returns kerr.CorruptMessage and the cause.
@@ -61,24 +62,6 @@ func (e *PartitionError) Error() string {
 
 // Unwrap returns e.Err.
 func (e *PartitionError) Unwrap() error { return e.Err }
-
-// describeOffsets returns "offset 7", "offsets 10-19" for a whole range, or "3 offsets in 10-40".
-func describeOffsets(offsets []int64) string {
-	switch len(offsets) {
-	case 0:
-		return "no offsets"
-	case 1:
-		return "offset " + strconv.FormatInt(offsets[0], 10)
-	}
-	lo, hi := offsets[0], offsets[0]
-	for _, o := range offsets[1:] {
-		lo, hi = min(lo, o), max(hi, o)
-	}
-	if hi-lo+1 == int64(len(offsets)) {
-		return fmt.Sprintf("offsets %d-%d", lo, hi)
-	}
-	return fmt.Sprintf("%d offsets in %d-%d", len(offsets), lo, hi)
-}
 
 // BrokerError is returned by Poll, once, when a broker refused a whole ShareFetch with an error
 // the consumer cannot fix on its own (GROUP_AUTHORIZATION_FAILED, for one). Err wraps the code
