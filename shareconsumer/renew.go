@@ -117,32 +117,31 @@ func (c *Consumer) stripUnsupportedRenewsLocked(n *node, j *ackJob, parts []*ack
 	if v, ok := c.versions.Get(n.id); ok && v.SupportsRenew() {
 		return parts
 	}
+	return c.failRenewsLocked(j, parts, kerr.UnsupportedVersion.Code,
+		fmt.Sprintf("broker %d no longer supports ShareFetch v2 and ShareAcknowledge v2, which RENEW needs", n.id))
+}
+
+// failRenewsLocked fails the renews of parts, parts of j that cannot be sent as they are, with
+// code and msg, and returns the parts still to send: those without renews, and the other
+// acknowledgements of those with some. A part whose only acknowledgements are renews is
+// finished, failed.
+func (c *Consumer) failRenewsLocked(j *ackJob, parts []*ackPart, code int16, msg string) []*ackPart {
 	keep := parts[:0]
 	for _, p := range parts {
 		if !p.renews {
 			keep = append(keep, p)
 			continue
 		}
-		if c.failRenewsLocked(j, p, kerr.UnsupportedVersion.Code,
-			fmt.Sprintf("broker %d no longer supports ShareFetch v2 and ShareAcknowledge v2, which RENEW needs", n.id)) {
-			keep = append(keep, p)
+		renewed, rest := splitRenews(p)
+		if rest == nil {
+			c.finishPartLocked(j, p, ackError(p, code, msg))
+			continue
 		}
+		c.reportPartLocked(j, renewed, ackError(renewed, code, msg))
+		*p = *rest // p stays the part j's commit counts
+		keep = append(keep, p)
 	}
 	return keep
-}
-
-// failRenewsLocked fails the renews of p, a part of j that cannot be sent as it is, with code
-// and msg. When p has other acknowledgements, p keeps only those and it returns true: p must
-// still be sent. Otherwise p is finished, failed, and it returns false.
-func (c *Consumer) failRenewsLocked(j *ackJob, p *ackPart, code int16, msg string) bool {
-	renewed, rest := splitRenews(p)
-	if rest == nil {
-		c.finishPartLocked(j, p, ackError(p, code, msg))
-		return false
-	}
-	c.reportPartLocked(j, renewed, ackError(renewed, code, msg))
-	*p = *rest // p stays the part j's commit counts
-	return true
 }
 
 // splitRenews splits p into its renews and the rest of its acknowledgements, nil when none.
@@ -294,17 +293,7 @@ func (c *Consumer) dropRenewsLocked(j *ackJob, parts []*ackPart) []*ackPart {
 	if !anyRenew(parts) {
 		return parts
 	}
-	keep := parts[:0]
-	for _, p := range parts {
-		if !p.renews {
-			keep = append(keep, p)
-			continue
-		}
-		if c.failRenewsLocked(j, p, kerr.NetworkException.Code, msgClosing+"; the share session's close releases the renewed records") {
-			keep = append(keep, p)
-		}
-	}
-	return keep
+	return c.failRenewsLocked(j, parts, kerr.NetworkException.Code, msgClosing+"; the share session's close releases the renewed records")
 }
 
 // releaseRenewedLocked releases every renewed record waiting for a Poll, for Unsubscribe.
