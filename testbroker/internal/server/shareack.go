@@ -16,6 +16,18 @@ const (
 	msgInvalidShareMemberID = "Invalid member id in the request."
 )
 
+// shareIDsError checks the group and member ids a ShareFetch or ShareAcknowledge carries, as
+// KafkaApis does first: a null group id, then an invalid member id, is INVALID_REQUEST.
+func shareIDsError(group, member *string) error {
+	if group == nil {
+		return errorf(kerr.InvalidRequest, msgInvalidShareGroupID)
+	}
+	if !validShareMemberID(member) {
+		return errorf(kerr.InvalidRequest, msgInvalidShareMemberID)
+	}
+	return nil
+}
+
 // validShareMemberID is KafkaApis.isMemberIdValid: not null, not empty, and at most 36 Java
 // characters (UTF-16 code units), the length of a printed UUID.
 func validShareMemberID(id *string) bool {
@@ -57,60 +69,50 @@ type ackOutcome struct {
 // shareFetchAcks returns the ShareFetch's partitions with their acknowledgement batches, and
 // whether any partition has one.
 func shareFetchAcks(req *kmsg.ShareFetchRequest) ([]ackPartition, bool) {
-	n, parts := 0, 0
-	for i := range req.Topics {
-		for j := range req.Topics[i].Partitions {
-			n += len(req.Topics[i].Partitions[j].AcknowledgementBatches)
-			parts++
-		}
-	}
-	if n == 0 {
-		return nil, false
-	}
-	all := make([]share.AckBatch, 0, n)
-	out := make([]ackPartition, 0, parts)
+	var a ackCollector
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		for j := range t.Partitions {
-			p := &t.Partitions[j]
-			first := len(all)
-			all = appendAckBatches(all, p.AcknowledgementBatches)
-			out = append(out, ackPartition{topicPartitionKey{t.TopicID, p.Partition}, all[first:len(all):len(all)]})
+			collectAcks(&a, t.TopicID, t.Partitions[j].Partition, t.Partitions[j].AcknowledgementBatches)
 		}
 	}
-	return out, true
+	if len(a.all) == 0 {
+		return nil, false
+	}
+	return a.out, true
 }
 
 // shareAcknowledgeAcks returns the ShareAcknowledge's partitions with their batches.
 func shareAcknowledgeAcks(req *kmsg.ShareAcknowledgeRequest) []ackPartition {
-	n, parts := 0, 0
-	for i := range req.Topics {
-		for j := range req.Topics[i].Partitions {
-			n += len(req.Topics[i].Partitions[j].AcknowledgementBatches)
-			parts++
-		}
-	}
-	all := make([]share.AckBatch, 0, n)
-	out := make([]ackPartition, 0, parts)
+	var a ackCollector
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		for j := range t.Partitions {
-			p := &t.Partitions[j]
-			first := len(all)
-			all = appendAckBatches(all, p.AcknowledgementBatches)
-			out = append(out, ackPartition{topicPartitionKey{t.TopicID, p.Partition}, all[first:len(all):len(all)]})
+			collectAcks(&a, t.TopicID, t.Partitions[j].Partition, t.Partitions[j].AcknowledgementBatches)
 		}
 	}
-	return out
+	return a.out
 }
 
-// appendAckBatches appends the batches of either request; the types alias the request's.
-func appendAckBatches[B kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch | kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch](all []share.AckBatch, batches []B) []share.AckBatch {
+// ackBatch is either request's acknowledgement batch; the two types have the same fields.
+type ackBatch interface {
+	kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch | kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch
+}
+
+// ackCollector gathers a request's partitions with their batches, which share one slice.
+type ackCollector struct {
+	all []share.AckBatch
+	out []ackPartition
+}
+
+// collectAcks adds one partition and its batches, whose types alias the request's.
+func collectAcks[B ackBatch](a *ackCollector, topicID [16]byte, partition int32, batches []B) {
+	first := len(a.all)
 	for _, b := range batches {
 		fb := kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch(b)
-		all = append(all, share.AckBatch{FirstOffset: fb.FirstOffset, LastOffset: fb.LastOffset, Types: fb.AcknowledgeTypes})
+		a.all = append(a.all, share.AckBatch{FirstOffset: fb.FirstOffset, LastOffset: fb.LastOffset, Types: fb.AcknowledgeTypes})
 	}
-	return all
+	a.out = append(a.out, ackPartition{topicPartitionKey{topicID, partition}, a.all[first:len(a.all):len(a.all)]})
 }
 
 // applyShareAcks applies a request's acknowledgements for member as Kafka's
@@ -199,11 +201,8 @@ func (b *Broker) handleShareAcknowledge(req *kmsg.ShareAcknowledgeRequest) kmsg.
 		resp.ErrorCode, resp.ErrorMessage = codeOf(err), messageOf(err)
 		return resp
 	}
-	if req.GroupID == nil {
-		return fail(errorf(kerr.InvalidRequest, msgInvalidShareGroupID))
-	}
-	if !validShareMemberID(req.MemberID) {
-		return fail(errorf(kerr.InvalidRequest, msgInvalidShareMemberID))
+	if err := shareIDsError(req.GroupID, req.MemberID); err != nil {
+		return fail(err)
 	}
 	group, member := *req.GroupID, *req.MemberID
 	ss := c.shares.sessions[b.id]

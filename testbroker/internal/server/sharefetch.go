@@ -103,11 +103,8 @@ func (b *Broker) handleShareFetch(cn *conn, req *kmsg.ShareFetchRequest) kmsg.Re
 		resp.ErrorCode, resp.ErrorMessage = codeOf(err), messageOf(err)
 		return resp
 	}
-	if req.GroupID == nil {
-		return fail(errorf(kerr.InvalidRequest, msgInvalidShareGroupID))
-	}
-	if !validShareMemberID(req.MemberID) {
-		return fail(errorf(kerr.InvalidRequest, msgInvalidShareMemberID))
+	if err := shareIDsError(req.GroupID, req.MemberID); err != nil {
+		return fail(err)
 	}
 	renew := req.Version >= 2 && req.IsRenewAck
 	if renew {
