@@ -110,34 +110,35 @@ func Decode(b []byte) (r Request, ok bool, err error) {
 		}
 		b = b[m+int(size):]
 	}
-	if r.Key == kmsg.ShareFetch {
-		req := kmsg.NewPtrShareFetchRequest()
-		req.Version = version
-		if err := req.ReadFrom(b); err != nil {
-			return r, false, fmt.Errorf("ShareFetch v%d: %w", version, err)
-		}
+	req := kmsg.RequestForKey(int16(r.Key))
+	req.SetVersion(version)
+	if err := req.ReadFrom(b); err != nil {
+		return r, false, fmt.Errorf("%s v%d: %w", kmsg.NameForKey(int16(r.Key)), version, err)
+	}
+	switch req := req.(type) {
+	case *kmsg.ShareFetchRequest:
 		r.IsRenewAck = req.IsRenewAck
 		for _, t := range req.Topics {
 			for _, p := range t.Partitions {
-				for _, ab := range p.AcknowledgementBatches {
-					r.Batches = append(r.Batches, Batch{ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes})
-				}
+				r.Batches = appendBatches(r.Batches, p.AcknowledgementBatches)
 			}
 		}
-		return r, true, nil
-	}
-	req := kmsg.NewPtrShareAcknowledgeRequest()
-	req.Version = version
-	if err := req.ReadFrom(b); err != nil {
-		return r, false, fmt.Errorf("ShareAcknowledge v%d: %w", version, err)
-	}
-	r.IsRenewAck = req.IsRenewAck
-	for _, t := range req.Topics {
-		for _, p := range t.Partitions {
-			for _, ab := range p.AcknowledgementBatches {
-				r.Batches = append(r.Batches, Batch{ab.FirstOffset, ab.LastOffset, ab.AcknowledgeTypes})
+	case *kmsg.ShareAcknowledgeRequest:
+		r.IsRenewAck = req.IsRenewAck
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				r.Batches = appendBatches(r.Batches, p.AcknowledgementBatches)
 			}
 		}
 	}
 	return r, true, nil
+}
+
+// appendBatches appends either request's acknowledgement batches, which have the same fields.
+func appendBatches[B kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch | kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch](dst []Batch, batches []B) []Batch {
+	for _, b := range batches {
+		fb := kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch(b)
+		dst = append(dst, Batch{fb.FirstOffset, fb.LastOffset, fb.AcknowledgeTypes})
+	}
+	return dst
 }
