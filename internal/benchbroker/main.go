@@ -36,7 +36,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -343,22 +342,6 @@ func measure(ctx context.Context, c *config, p *brokerProgram, w workload) (m me
 	m.brokerProduce, m.brokerConsume, m.brokerBoth = b1-b0, b2-b1, b2-b0
 	m.client = c2 - c0
 	return m, nil
-}
-
-// cpuModel returns the first "model name" in /proc/cpuinfo.
-func cpuModel() string {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
-		return "unknown"
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown"
 }
 
 func firstLine(err error) string {

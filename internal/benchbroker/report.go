@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kshare/kshare/internal/benchcmd"
 )
 
 // measurement is what one run of one workload against one broker gave.
@@ -75,7 +77,7 @@ func printReport(out io.Writer, c *config, method string, results []result) {
 		gomaxprocs += " (GOMAXPROCS=" + env + ", brokers too)"
 	}
 	p("- Go: %s, %s/%s\n", goVersion(), runtime.GOOS, runtime.GOARCH)
-	p("- CPU: %s, %d logical CPUs, GOMAXPROCS %s\n", cpuModel(), runtime.NumCPU(), gomaxprocs)
+	p("- CPU: %s, %d logical CPUs, GOMAXPROCS %s\n", benchcmd.CPUModel(), runtime.NumCPU(), gomaxprocs)
 	p("- Broker CPU: user+system time of the broker process, all threads, read from its %s just before producing, between the phases and just after consuming\n", method)
 	p("- Client: franz-go kgo in the harness process; %d broker(s) per cluster, idempotent producer, linger %v, compression %s, %d run(s) per row (median)\n",
 		c.clusterBrokers, c.client.linger, c.client.codecName, c.runs)
@@ -93,7 +95,7 @@ func printReport(out io.Writer, c *config, method string, results []result) {
 		m := r.m
 		p("| %s | %s | %d | %d | %s | %s | %.3f | %.3f | %.3f | %.2f |\n",
 			r.broker, sizeName(r.w.size), r.w.partitions, r.w.records,
-			thousands(m.produceRate()), thousands(m.consumeRate()),
+			benchcmd.Thousands(m.produceRate()), benchcmd.Thousands(m.consumeRate()),
 			m.perRecord(m.brokerBoth), m.perRecord(m.brokerProduce), m.perRecord(m.brokerConsume), m.perRecord(m.client))
 	}
 
@@ -134,17 +136,4 @@ func printFailures(out io.Writer, failures []string) {
 	for _, f := range failures {
 		fmt.Fprintf(out, "- %s\n", f)
 	}
-}
-
-// thousands formats f rounded to an integer with a comma between groups of three digits.
-func thousands(f float64) string {
-	s := fmt.Sprintf("%.0f", f)
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kshare/kshare/internal/groupconfig"
+
+	"github.com/kshare/kshare/internal/benchcmd"
 )
 
 // The share workload: records produced as in the plain workload, then consumed by one franz-go
@@ -287,7 +289,7 @@ func printShareReport(out io.Writer, c *config, results []shareResult) {
 	for _, r := range results {
 		m := r.m
 		p("| %s | %s | %d | %d | %s | %.3f | %.2f | %d |\n", r.broker, sizeName(r.w.size), r.w.partitions, r.w.records,
-			thousands(m.rate()), m.perRecord(m.brokerConsume), m.perRecord(m.client), m.redelivered)
+			benchcmd.Thousands(m.rate()), m.perRecord(m.brokerConsume), m.perRecord(m.client), m.redelivered)
 	}
 	var cmp []string
 	for _, tb := range results {

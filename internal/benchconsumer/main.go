@@ -63,7 +63,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/kshare/kshare/internal/benchflag"
+	"github.com/kshare/kshare/internal/benchcmd"
 )
 
 func main() {
@@ -105,7 +105,7 @@ func runParent() error {
 	c := parentConfig{partitions: []int{1, 3}}
 	fs := flag.NewFlagSet("benchconsumer", flag.ExitOnError)
 	fs.IntVar(&c.records, "records", 1_000_000, "records to produce and consume per run")
-	fs.Var((*benchflag.Ints)(&c.partitions), "partitions", "partition counts to run, separated by commas")
+	fs.Var((*benchcmd.Ints)(&c.partitions), "partitions", "partition counts to run, separated by commas")
 	brokers := fs.String("brokers-to-run", "testbroker,kfake", "broker programs to run, separated by commas")
 	clients := fs.String("clients", "kshare,franz", "clients to run, separated by commas")
 	fs.IntVar(&c.batchBytes, "batch-bytes", 16384, "largest record batch the producer writes, in bytes (kgo.ProducerBatchMaxBytes)")

@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kshare/kshare/internal/groupconfig"
+
+	"github.com/kshare/kshare/internal/benchcmd"
 )
 
 const (
@@ -213,7 +215,7 @@ func printReport(out io.Writer, c parentConfig, results []runResult) {
 		return
 	}
 	p := func(format string, args ...any) { fmt.Fprintf(out, format, args...) }
-	p("\n## Share consumers: kshare and franz-go (%s records of %d B, each client its own process)\n\n", thousands(float64(c.records)), valueSize)
+	p("\n## Share consumers: kshare and franz-go (%s records of %d B, each client its own process)\n\n", benchcmd.Thousands(float64(c.records)), valueSize)
 	p("Accept scenario (every record accepted explicitly, one call per record): rec/s from the first record received to the acknowledgements flushed, and from the client's creation (group join included); client CPU and allocations from the client's creation to the acknowledgements flushed.\n")
 	p("Release scenario (every %dth record released at first delivery, accepted on redelivery): bytes of ShareFetch+ShareAcknowledge requests written, and the exact wire size of their acknowledgement batches, per 1000 records.\n\n", c.releaseEvery)
 	p("The acceptances of redelivered records (one batch of one offset each, since the released offsets are never adjacent: at least 19 B per record) are also counted apart; \"first-delivery ack bytes\" leaves them out.\n\n")
@@ -222,11 +224,11 @@ func printReport(out io.Writer, c parentConfig, results []runResult) {
 	for _, r := range results {
 		a, rl := r.accept, r.release
 		p("| %s | %d | %s | %s | %s | %.2f | %.1f | %s | %s | %.1f | %s | %s | %s |\n", r.broker, r.partitions, r.client,
-			thousands(rate(a)), thousands(rateWithJoin(a)), perRecordMicros(a.CPUNs, a.Records), float64(a.Mallocs)/float64(a.Records),
-			thousands(per1000(a.ShareFetchBytes+a.ShareAckBytes, a.Records)),
-			thousands(per1000(rl.ShareFetchBytes+rl.ShareAckBytes, rl.Records)),
-			per1000(rl.AckBatches, rl.Records), thousands(per1000(rl.AckBatchBytes, rl.Records)),
-			thousands(per1000(rl.RedeliveryAckBytes, rl.Records)), thousands(per1000(rl.AckBatchBytes-rl.RedeliveryAckBytes, rl.Records)))
+			benchcmd.Thousands(rate(a)), benchcmd.Thousands(rateWithJoin(a)), perRecordMicros(a.CPUNs, a.Records), float64(a.Mallocs)/float64(a.Records),
+			benchcmd.Thousands(per1000(a.ShareFetchBytes+a.ShareAckBytes, a.Records)),
+			benchcmd.Thousands(per1000(rl.ShareFetchBytes+rl.ShareAckBytes, rl.Records)),
+			per1000(rl.AckBatches, rl.Records), benchcmd.Thousands(per1000(rl.AckBatchBytes, rl.Records)),
+			benchcmd.Thousands(per1000(rl.RedeliveryAckBytes, rl.Records)), benchcmd.Thousands(per1000(rl.AckBatchBytes-rl.RedeliveryAckBytes, rl.Records)))
 	}
 	var cmp []string
 	for _, k := range results {
@@ -243,7 +245,7 @@ func printReport(out io.Writer, c parentConfig, results []runResult) {
 			firstRatio := float64(k.release.AckBatchBytes-k.release.RedeliveryAckBytes) / float64(f.release.AckBatchBytes-f.release.RedeliveryAckBytes)
 			reqRatio := float64(k.release.ShareFetchBytes+k.release.ShareAckBytes) / float64(f.release.ShareFetchBytes+f.release.ShareAckBytes)
 			cmp = append(cmp, fmt.Sprintf("| %s | %d | %.2f | %s | %.2f | %.2f | %s | %.2f | %s | %.2f |", k.broker, k.partitions,
-				speed, yesNo(speed >= 2), cpu, ackRatio, yesNo(ackRatio <= 1.0/3), firstRatio, yesNo(firstRatio <= 1.0/3), reqRatio))
+				speed, benchcmd.YesNo(speed >= 2), cpu, ackRatio, benchcmd.YesNo(ackRatio <= 1.0/3), firstRatio, benchcmd.YesNo(firstRatio <= 1.0/3), reqRatio))
 		}
 	}
 	if len(cmp) > 0 {
@@ -252,24 +254,4 @@ func printReport(out io.Writer, c parentConfig, results []runResult) {
 		p("|---|---:|---:|---|---:|---:|---|---:|---|---:|\n")
 		p("%s\n", strings.Join(cmp, "\n"))
 	}
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
-
-// thousands formats f rounded to an integer with commas between thousands.
-func thousands(f float64) string {
-	s := strconv.FormatInt(int64(f+0.5), 10)
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }

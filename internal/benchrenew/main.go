@@ -43,7 +43,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -56,7 +55,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kshare/kshare/internal/benchflag"
+	"github.com/kshare/kshare/internal/benchcmd"
 )
 
 func main() {
@@ -81,8 +80,8 @@ func run() error {
 	fs := flag.NewFlagSet("benchrenew", flag.ExitOnError)
 	fs.IntVar(&c.iterations, "iterations", 2000, "measured renew round trips per row")
 	fs.IntVar(&c.renews, "renews", 1000, "records renewed together when counting requests")
-	fs.Var((*benchflag.Ints)(&c.partitions), "partitions", "partition counts to run, separated by commas")
-	fs.Var((*benchflag.Ints)(&c.brokers), "brokers", "cluster sizes to run, separated by commas; sizes above the partition count are skipped")
+	fs.Var((*benchcmd.Ints)(&c.partitions), "partitions", "partition counts to run, separated by commas")
+	fs.Var((*benchcmd.Ints)(&c.brokers), "brokers", "cluster sizes to run, separated by commas; sizes above the partition count are skipped")
 	programs := fs.String("brokers-to-run", "testbroker,kfake", "broker programs to run, separated by commas")
 	fs.BoolVar(&c.verbose, "v", false, "show the brokers' output and progress details on stderr")
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -117,7 +116,7 @@ func printReport(out io.Writer, c config, results []result) {
 	p("\n## Renew (KIP-1222): round trip and requests per renew\n\n")
 	p("- Command: `%s`\n", strings.Join(append([]string{"go run ./internal/benchrenew"}, os.Args[1:]...), " "))
 	p("- Go: %s, %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	p("- CPU: %s, %d logical CPUs, GOMAXPROCS %d\n", cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	p("- CPU: %s, %d logical CPUs, GOMAXPROCS %d\n", benchcmd.CPUModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	p("- Each broker its own process on loopback; the consumer (kshare shareconsumer, explicit mode) in this process, default options (requests per renew: MaxPollRecords(%d), FetchMaxWait(%v))\n", c.renews, parkWait)
 	if len(results) == 0 {
 		return
@@ -141,7 +140,7 @@ func printReport(out io.Writer, c config, results []result) {
 		for _, b := range r.bulk {
 			p("| %s | %d | %d | %d | %s | %d (%d + %d) | %d | %.1f | %s | %s | %d | %d | %.2f | %.2f |\n", r.broker, r.brokers, r.partitions,
 				len(b.leaders), b.via, b.requests, b.kinds.renewFetch+b.kinds.plainFetch, b.kinds.renewAck+b.kinds.plainAck, b.kinds.renewFetch+b.kinds.renewAck, float64(b.requests)*1000/float64(b.renews),
-				b.byNodeString(), yesNo(b.onePerLeader()), b.kinds.renewOffsets, b.bytes, float64(b.bytes)/float64(b.renews),
+				b.byNodeString(), benchcmd.YesNo(b.onePerLeader()), b.kinds.renewOffsets, b.bytes, float64(b.bytes)/float64(b.renews),
 				float64(b.elapsed.Microseconds())/1e3)
 		}
 	}
@@ -170,26 +169,3 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 }
 
 func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
-
-// cpuModel returns the first "model name" in /proc/cpuinfo.
-func cpuModel() string {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
-		return "unknown"
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown"
-}

@@ -1,4 +1,4 @@
-package benchflag
+package benchcmd
 
 import (
 	"testing"
@@ -15,5 +15,12 @@ func TestInts(t *testing.T) {
 	assert.Equal(t, "[1 3]", l.String())
 	for _, bad := range []string{"", "0", "1,x", "-2"} {
 		assert.Error(t, l.Set(bad), "%q", bad)
+	}
+}
+
+func TestThousands(t *testing.T) {
+	t.Parallel()
+	for f, want := range map[float64]string{0: "0", 999.4: "999", 999.6: "1,000", 1234567: "1,234,567"} {
+		assert.Equal(t, want, Thousands(f), "%v", f)
 	}
 }

@@ -1,0 +1,66 @@
+// Package benchcmd holds what the benchmark commands share: a flag type, the machine facts
+// they print, and how they format numbers.
+package benchcmd
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Ints is a flag.Value of positive numbers separated by commas ("1,3").
+type Ints []int
+
+func (l *Ints) String() string { return fmt.Sprint(*l) }
+
+// Set replaces the list with the numbers in s.
+func (l *Ints) Set(s string) error {
+	*l = nil
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return fmt.Errorf("want positive numbers separated by commas, got %q", s)
+		}
+		*l = append(*l, n)
+	}
+	return nil
+}
+
+// Thousands formats f rounded to an integer with a comma between groups of three digits.
+func Thousands(f float64) string {
+	s := strconv.FormatInt(int64(f+0.5), 10)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// YesNo words a goal check for a report table.
+func YesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// CPUModel returns the first "model name" in /proc/cpuinfo, or "unknown".
+func CPUModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
