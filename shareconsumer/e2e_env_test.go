@@ -239,6 +239,17 @@ func (e *e2eEnv) newConsumer(t *testing.T, group string, opts ...shareconsumer.O
 	return c
 }
 
+// newMembers creates n consumers of group with opts, and waits until all n are its members.
+func (e *e2eEnv) newMembers(t *testing.T, group string, n int, opts ...shareconsumer.Opt) []*shareconsumer.Consumer {
+	t.Helper()
+	cs := make([]*shareconsumer.Consumer, n)
+	for i := range cs {
+		cs[i] = e.newConsumer(t, group, opts...)
+	}
+	e.waitMembers(t, group, n)
+	return cs
+}
+
 // pollN polls until at least n records came, failing the test when d passes first.
 func pollN(t *testing.T, c *shareconsumer.Consumer, n int, d time.Duration) []*shareconsumer.Record {
 	t.Helper()

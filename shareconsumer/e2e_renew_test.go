@@ -105,9 +105,8 @@ func TestE2ETestbrokerRenewKeepsRecordPastDeadline(t *testing.T) {
 		env.setGroupConfig(t, group, "share.record.lock.duration.ms", "2000")
 		env.produce(t, []int32{0}, 1)
 		// FetchMaxWait(0): a fetch parked on the manual clock would hold Close up.
-		a := env.newConsumer(t, group, shareconsumer.ExplicitAcknowledgement(), shareconsumer.FetchMaxWait(0))
-		b := env.newConsumer(t, group, shareconsumer.ExplicitAcknowledgement(), shareconsumer.FetchMaxWait(0))
-		env.waitMembers(t, group, 2)
+		members := env.newMembers(t, group, 2, shareconsumer.ExplicitAcknowledgement(), shareconsumer.FetchMaxWait(0))
+		a, b := members[0], members[1]
 		recs := pollN(t, a, 1, 10*time.Second)
 		first := recs[0].LockDeadline
 		clock := env.tb.ManualClock()
@@ -319,11 +318,7 @@ func testRenewMixedWorkload(t *testing.T, extra ...shareconsumer.Opt) {
 		const perPartition = 1000
 		env.prepareGroup(t, group)
 		var cb commits
-		cs := make([]*shareconsumer.Consumer, 3)
-		for i := range cs {
-			cs[i] = env.newConsumer(t, group, append([]shareconsumer.Opt{shareconsumer.ExplicitAcknowledgement(), cb.opt()}, extra...)...)
-		}
-		env.waitMembers(t, group, len(cs))
+		cs := env.newMembers(t, group, 3, append([]shareconsumer.Opt{shareconsumer.ExplicitAcknowledgement(), cb.opt()}, extra...)...)
 		total := env.produce(t, []int32{0, 1, 2}, perPartition)
 
 		var mu sync.Mutex

@@ -38,6 +38,16 @@ func pollAck(t *testing.T, c *shareconsumer.Consumer, n int, d time.Duration, ac
 
 func acceptAll(*shareconsumer.Record) acktype.Type { return acktype.Accept }
 
+// acceptAllBut acknowledges the record at offset with ty and accepts every other.
+func acceptAllBut(offset int64, ty acktype.Type) func(*shareconsumer.Record) acktype.Type {
+	return func(r *shareconsumer.Record) acktype.Type {
+		if r.Offset == offset {
+			return ty
+		}
+		return acktype.Accept
+	}
+}
+
 // recKey names a record by partition and offset.
 type recKey struct {
 	p   int32
@@ -129,11 +139,7 @@ func testThreeConsumersShare(t *testing.T, extra ...shareconsumer.Opt) {
 		const group = "g"
 		env.prepareGroup(t, group)
 		var cb commits
-		cs := make([]*shareconsumer.Consumer, 3)
-		for i := range cs {
-			cs[i] = env.newConsumer(t, group, append([]shareconsumer.Opt{shareconsumer.ExplicitAcknowledgement(), cb.opt()}, extra...)...)
-		}
-		env.waitMembers(t, group, len(cs))
+		cs := env.newMembers(t, group, 3, append([]shareconsumer.Opt{shareconsumer.ExplicitAcknowledgement(), cb.opt()}, extra...)...)
 		perPartition := map[int32]int{0: 3334, 1: 3333, 2: 3333}
 		total := 0
 		for p, n := range perPartition {
@@ -283,12 +289,7 @@ func TestE2EReleaseRedelivers(t *testing.T) {
 		env.prepareGroup(t, group)
 		env.produce(t, []int32{0}, 5)
 		c := env.newConsumer(t, group, shareconsumer.ExplicitAcknowledgement())
-		first := pollAck(t, c, 5, 10*time.Second, func(r *shareconsumer.Record) acktype.Type {
-			if r.Offset == 2 {
-				return acktype.Release
-			}
-			return acktype.Accept
-		})
+		first := pollAck(t, c, 5, 10*time.Second, acceptAllBut(2, acktype.Release))
 		require.Len(t, first, 5)
 
 		again := pollAck(t, c, 1, 10*time.Second, acceptAll)
@@ -310,12 +311,7 @@ func TestE2ERejectNeverRedelivers(t *testing.T) {
 		env.prepareGroup(t, group)
 		env.produce(t, []int32{0}, 5)
 		c := env.newConsumer(t, group, shareconsumer.ExplicitAcknowledgement())
-		pollAck(t, c, 5, 10*time.Second, func(r *shareconsumer.Record) acktype.Type {
-			if r.Offset == 2 {
-				return acktype.Reject
-			}
-			return acktype.Accept
-		})
+		pollAck(t, c, 5, 10*time.Second, acceptAllBut(2, acktype.Reject))
 		pollNothing(t, c, 500*time.Millisecond)
 		// The start offset moves past the rejected record: it is archived.
 		env.waitSPSO(t, group, []int32{0}, 5)
@@ -337,12 +333,7 @@ func TestE2EDeliveryLimit(t *testing.T) {
 		env.prepareGroup(t, group)
 		env.produce(t, []int32{0}, 3)
 		c := env.newConsumer(t, group, shareconsumer.ExplicitAcknowledgement())
-		releaseOne := func(r *shareconsumer.Record) acktype.Type {
-			if r.Offset == 1 {
-				return acktype.Release
-			}
-			return acktype.Accept
-		}
+		releaseOne := acceptAllBut(1, acktype.Release)
 		pollAck(t, c, 3, 10*time.Second, releaseOne)
 		again := pollAck(t, c, 1, 10*time.Second, releaseOne)
 		require.Len(t, again, 1)
