@@ -238,36 +238,11 @@ func run() error {
 		programs = append(programs, p)
 	}
 
-	var results []result
-	for _, w := range c.workloads() {
-		runs := make(map[string][]measurement)
-		errs := make(map[string]error)
-		for i := range c.runs {
-			for _, p := range programs {
-				if errs[p.name] != nil {
-					continue
-				}
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				fmt.Fprintf(os.Stderr, "%s: %v, run %d of %d\n", p.name, w, i+1, c.runs)
-				m, err := measure(ctx, c, p, w)
-				if err != nil {
-					fmt.Fprintf(os.Stderr, "benchbroker: %s: %v: %v\n", p.name, w, err)
-					errs[p.name] = err
-					failures = append(failures, fmt.Sprintf("%s, %v: %s", p.name, w, firstLine(err)))
-					continue
-				}
-				fmt.Fprintf(os.Stderr, "  %v\n", m)
-				runs[p.name] = append(runs[p.name], m)
-			}
-		}
-		for _, p := range programs {
-			if errs[p.name] == nil {
-				results = append(results, result{broker: p.name, w: w, m: median(runs[p.name])})
-			}
-		}
+	results, fs, err := runWorkloads(ctx, c, programs, c.workloads(), "", measure, median)
+	if err != nil {
+		return err
 	}
+	failures = append(failures, fs...)
 
 	var shareResults []shareResult
 	if c.share {
@@ -358,4 +333,45 @@ func goVersion() string {
 		}
 	}
 	return v
+}
+
+// runWorkloads runs every workload against every program, c.runs times each, and returns the
+// median measurement of each; a program that fails a workload is left out of that workload's
+// rows, and the failure is named. what prefixes the workload in progress and failure lines.
+func runWorkloads[M any](ctx context.Context, c *config, programs []*brokerProgram, workloads []workload, what string,
+	measure func(context.Context, *config, *brokerProgram, workload) (M, error), median func([]M) M) ([]row[M], []string, error) {
+	var (
+		rows     []row[M]
+		failures []string
+	)
+	for _, w := range workloads {
+		runs := make(map[string][]M)
+		errs := make(map[string]error)
+		for i := range c.runs {
+			for _, p := range programs {
+				if errs[p.name] != nil {
+					continue
+				}
+				if ctx.Err() != nil {
+					return nil, nil, ctx.Err()
+				}
+				fmt.Fprintf(os.Stderr, "%s: %s%v, run %d of %d\n", p.name, what, w, i+1, c.runs)
+				m, err := measure(ctx, c, p, w)
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "benchbroker: %s: %s%v: %v\n", p.name, what, w, err)
+					errs[p.name] = err
+					failures = append(failures, fmt.Sprintf("%s, %s%v: %s", p.name, what, w, firstLine(err)))
+					continue
+				}
+				fmt.Fprintf(os.Stderr, "  %v\n", m)
+				runs[p.name] = append(runs[p.name], m)
+			}
+		}
+		for _, p := range programs {
+			if errs[p.name] == nil {
+				rows = append(rows, row[M]{broker: p.name, w: w, m: median(runs[p.name])})
+			}
+		}
+	}
+	return rows, failures, nil
 }

@@ -60,12 +60,15 @@ func median(ms []measurement) measurement {
 	}
 }
 
-// result is one row of the table.
-type result struct {
+// row is one row of a report table: a broker's median measurement of a workload.
+type row[M any] struct {
 	broker string
 	w      workload
-	m      measurement
+	m      M
 }
+
+// result is a row of the plain table.
+type result = row[measurement]
 
 // printReport writes the environment, then, for the plain workload, one row per broker and
 // workload and the testbroker/kfake ratios where both brokers ran.

@@ -73,51 +73,17 @@ func medianDuration(ds []time.Duration) time.Duration {
 	return ds[(len(ds)-1)/2]
 }
 
-// shareResult is one row of the share table.
-type shareResult struct {
-	broker string
-	w      workload
-	m      shareMeasurement
-}
+// shareResult is a row of the share table.
+type shareResult = row[shareMeasurement]
 
 // runShare runs the share workload for every partition count against every program, c.runs
 // times each, and returns the median of each.
 func runShare(ctx context.Context, c *config, programs []*brokerProgram) ([]shareResult, []string, error) {
-	var (
-		results  []shareResult
-		failures []string
-	)
+	var ws []workload
 	for _, parts := range c.partitions {
-		w := workload{size: 16, records: c.recordsShare, partitions: parts}
-		runs := make(map[string][]shareMeasurement)
-		errs := make(map[string]error)
-		for i := range c.runs {
-			for _, p := range programs {
-				if errs[p.name] != nil {
-					continue
-				}
-				if ctx.Err() != nil {
-					return nil, nil, ctx.Err()
-				}
-				fmt.Fprintf(os.Stderr, "%s: share consume of %v, run %d of %d\n", p.name, w, i+1, c.runs)
-				m, err := measureShare(ctx, c, p, w)
-				if err != nil {
-					fmt.Fprintf(os.Stderr, "benchbroker: %s: share %v: %v\n", p.name, w, err)
-					errs[p.name] = err
-					failures = append(failures, fmt.Sprintf("%s, share %v: %s", p.name, w, firstLine(err)))
-					continue
-				}
-				fmt.Fprintf(os.Stderr, "  %v\n", m)
-				runs[p.name] = append(runs[p.name], m)
-			}
-		}
-		for _, p := range programs {
-			if errs[p.name] == nil {
-				results = append(results, shareResult{broker: p.name, w: w, m: medianShare(runs[p.name])})
-			}
-		}
+		ws = append(ws, workload{size: 16, records: c.recordsShare, partitions: parts})
 	}
-	return results, failures, nil
+	return runWorkloads(ctx, c, programs, ws, "share ", measureShare, medianShare)
 }
 
 // measureShare produces w's records to a fresh broker started from p, makes the share group
