@@ -11,10 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/internal/groupconfig"
 	"github.com/kshare/kshare/testbroker"
 )
 
@@ -38,29 +37,13 @@ func e2eStart(t *testing.T, partitions int32, opts ...testbroker.Opt) *testbroke
 	}, opts...)...)
 }
 
-// e2eSetGroupConfigs sets share group configs with a raw IncrementalAlterConfigs on a GROUP
-// resource (type 32), as kafka-configs.sh --entity-type groups does, before the group exists.
+// e2eSetGroupConfigs sets share group configs through the wire (IncrementalAlterConfigs on a
+// GROUP resource), as kafka-configs.sh --entity-type groups does, before the group exists.
 func e2eSetGroupConfigs(t *testing.T, c *testbroker.Cluster, group string, kv ...string) {
 	t.Helper()
-	require.Zero(t, len(kv)%2, "want key, value pairs")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...))
-	require.NoError(t, err)
-	defer cl.Close()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	for i := 0; i < len(kv); i += 2 {
-		cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-		cfg.Name, cfg.Op, cfg.Value = kv[i], kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(kv[i+1])
-		res.Configs = append(res.Configs, cfg)
-	}
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	req.Resources = append(req.Resources, res)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
-	require.NoError(t, err)
-	require.Len(t, resp.Resources, 1)
-	require.Zero(t, resp.Resources[0].ErrorCode, "%v: %s", kerr.ErrorForCode(resp.Resources[0].ErrorCode), deref(resp.Resources[0].ErrorMessage))
+	require.NoError(t, groupconfig.SetOn(ctx, c.Addrs(), group, kv...))
 }
 
 // e2eProduce produces one record per value to partition p of topic, in one batch, and returns

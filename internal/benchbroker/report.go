@@ -103,30 +103,32 @@ func printReport(out io.Writer, c *config, method string, results []result) {
 	}
 
 	var cmp []string
-	for _, tb := range results {
-		if tb.broker != "testbroker" {
-			continue
-		}
-		for _, kf := range results {
-			if kf.broker != "kfake" || kf.w != tb.w {
-				continue
-			}
-			cpu := tb.m.perRecord(tb.m.brokerBoth) / kf.m.perRecord(kf.m.brokerBoth)
-			prod := tb.m.produceRate() / kf.m.produceRate()
-			cons := tb.m.consumeRate() / kf.m.consumeRate()
-			met := "no"
-			if cpu <= 0.5 && prod >= 1 && cons >= 1 {
-				met = "yes"
-			}
-			cmp = append(cmp, fmt.Sprintf("| %s | %d | %.2f | %.2f | %.2f | %s |",
-				sizeName(tb.w.size), tb.w.partitions, cpu, prod, cons, met))
-		}
-	}
+	versusKfake(results, func(tb, kf result) {
+		cpu := tb.m.perRecord(tb.m.brokerBoth) / kf.m.perRecord(kf.m.brokerBoth)
+		prod := tb.m.produceRate() / kf.m.produceRate()
+		cons := tb.m.consumeRate() / kf.m.consumeRate()
+		cmp = append(cmp, fmt.Sprintf("| %s | %d | %.2f | %.2f | %.2f | %s |",
+			sizeName(tb.w.size), tb.w.partitions, cpu, prod, cons, benchcmd.YesNo(cpu <= 0.5 && prod >= 1 && cons >= 1)))
+	})
 	if len(cmp) > 0 {
 		p("\nGoal: testbroker at most half of kfake's broker CPU per record, with the client's records/s no lower.\n\n")
 		p("| record | partitions | broker CPU testbroker/kfake | produce rec/s testbroker/kfake | consume rec/s testbroker/kfake | goal met |\n")
 		p("|---|---:|---:|---:|---:|---|\n")
 		p("%s\n", strings.Join(cmp, "\n"))
+	}
+}
+
+// versusKfake calls fn with each testbroker row and the kfake row of the same workload.
+func versusKfake[M any](rows []row[M], fn func(tb, kf row[M])) {
+	for _, tb := range rows {
+		if tb.broker != "testbroker" {
+			continue
+		}
+		for _, kf := range rows {
+			if kf.broker == "kfake" && kf.w == tb.w {
+				fn(tb, kf)
+			}
+		}
 	}
 }
 

@@ -258,23 +258,11 @@ func printShareReport(out io.Writer, c *config, results []shareResult) {
 			benchcmd.Thousands(m.rate()), m.perRecord(m.brokerConsume), m.perRecord(m.client), m.redelivered)
 	}
 	var cmp []string
-	for _, tb := range results {
-		if tb.broker != "testbroker" {
-			continue
-		}
-		for _, kf := range results {
-			if kf.broker != "kfake" || kf.w != tb.w {
-				continue
-			}
-			cpu := tb.m.perRecord(tb.m.brokerConsume) / kf.m.perRecord(kf.m.brokerConsume)
-			rate := tb.m.rate() / kf.m.rate()
-			met := "no"
-			if cpu <= 0.5 {
-				met = "yes"
-			}
-			cmp = append(cmp, fmt.Sprintf("| %s | %d | %.2f | %.2f | %s |", sizeName(tb.w.size), tb.w.partitions, cpu, rate, met))
-		}
-	}
+	versusKfake(results, func(tb, kf shareResult) {
+		cpu := tb.m.perRecord(tb.m.brokerConsume) / kf.m.perRecord(kf.m.brokerConsume)
+		rate := tb.m.rate() / kf.m.rate()
+		cmp = append(cmp, fmt.Sprintf("| %s | %d | %.2f | %.2f | %s |", sizeName(tb.w.size), tb.w.partitions, cpu, rate, benchcmd.YesNo(cpu <= 0.5)))
+	})
 	if len(cmp) > 0 {
 		p("\nGoal: testbroker at most half of kfake's broker CPU per share-consumed record.\n\n")
 		p("| record | partitions | broker CPU testbroker/kfake | rec/s testbroker/kfake | goal met |\n")
