@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -35,13 +36,14 @@ func main() {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := run(ctx, *brokers, *topic, *n); err != nil {
+	if err := run(ctx, os.Stdout, *brokers, *topic, *n); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, brokers, topic string, n int) error {
+// run writes its report to w, so that the test can read it.
+func run(ctx context.Context, w io.Writer, brokers, topic string, n int) error {
 	seeds := strings.Split(brokers, ",")
 	if brokers == "" {
 		c, err := testbroker.Start(testbroker.NumBrokers(3))
@@ -50,7 +52,7 @@ func run(ctx context.Context, brokers, topic string, n int) error {
 		}
 		defer c.Close()
 		seeds = c.Addrs()
-		fmt.Printf("started an embedded testbroker cluster: %s\n", strings.Join(seeds, ","))
+		fmt.Fprintf(w, "started an embedded testbroker cluster: %s\n", strings.Join(seeds, ","))
 	}
 	const group = "quickstart"
 
@@ -80,7 +82,7 @@ func run(ctx context.Context, brokers, topic string, n int) error {
 	if err := cl.Flush(ctx); err != nil {
 		return err
 	}
-	fmt.Printf("produced %d records to %s in %v\n", n, topic, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(w, "produced %d records to %s in %v\n", n, topic, time.Since(start).Round(time.Millisecond))
 
 	consumer, err := shareconsumer.New(
 		shareconsumer.ClientOpts(kgo.SeedBrokers(seeds...)),
@@ -138,17 +140,17 @@ func run(ctx context.Context, brokers, topic string, n int) error {
 			return fmt.Errorf("acknowledging %s: %w", tp, err)
 		}
 	}
-	fmt.Printf("consumed %d records through share group %s in %v: %d, %d and %d per partition\n",
+	fmt.Fprintf(w, "consumed %d records through share group %s in %v: %d, %d and %d per partition\n",
 		read, group, time.Since(start).Round(time.Millisecond), perPartition[0], perPartition[1], perPartition[2])
-	fmt.Printf("renewed %d records once; %d came back from a later Poll and were accepted", renewed, returned)
+	fmt.Fprintf(w, "renewed %d records once; %d came back from a later Poll and were accepted", renewed, returned)
 	if refused > 0 {
-		fmt.Printf("; %d renews refused up front (leader older than Kafka 4.2)", refused)
+		fmt.Fprintf(w, "; %d renews refused up front (leader older than Kafka 4.2)", refused)
 	}
-	fmt.Println()
+	fmt.Fprintln(w)
 	if err := consumer.Close(ctx); err != nil {
 		return err
 	}
-	fmt.Println("acknowledged every record and left the group")
+	fmt.Fprintln(w, "acknowledged every record and left the group")
 	return nil
 }
 
