@@ -154,7 +154,7 @@ func TestSentinelsAreDistinct(t *testing.T) {
 	all := []error{
 		errors.ErrUnsupportedAcknowledgeType, errors.ErrClosed, errors.ErrWokenUp, errors.ErrConcurrentPoll,
 		errors.ErrImplicitMode, errors.ErrCannotAcknowledge, errors.ErrUnacknowledgedRecords,
-		errors.ErrNotSubscribed, errors.ErrInCallback,
+		errors.ErrNotSubscribed, errors.ErrProcessRunning, errors.ErrProcessStopped, errors.ErrReject, errors.ErrLockLost,
 	}
 	for i, a := range all {
 		for k, b := range all {

@@ -33,9 +33,21 @@ var (
 	// ErrNotSubscribed: Poll was called with no subscription.
 	ErrNotSubscribed = stderrors.New("Consumer is not subscribed to any topics.")
 
-	// ErrInCallback: a consumer method was called from inside the acknowledgement commit
-	// callback, which runs while the consumer is busy.
-	ErrInCallback = stderrors.New("consumer methods are not accessible from the acknowledgement commit callback")
+	// ErrProcessRunning: Poll was called while Process runs the consumer's poll loop, or
+	// Process was called twice at once.
+	ErrProcessRunning = stderrors.New("Process is running the consumer's poll loop")
+
+	// ErrProcessStopped is the cause (context.Cause) of a handler's context that Process
+	// cancelled because it was shutting down and the grace period had passed.
+	ErrProcessStopped = stderrors.New("Process shut down and the grace period for running handlers passed")
+
+	// ErrReject: a Process handler returned an error for which errors.Is(err, ErrReject) holds:
+	// the record is rejected (never delivered again) rather than released.
+	ErrReject = stderrors.New("record rejected by the handler")
+
+	// ErrLockLost is what a lost acquisition lock's *LockLostError matches with errors.Is: the
+	// record is no longer this consumer's, and nothing will be acknowledged for it.
+	ErrLockLost = stderrors.New("the record's acquisition lock was lost")
 )
 
 // Is reports whether any error in err's tree matches target; it is the standard library's

@@ -430,41 +430,29 @@ func (c *Consumer) failAllLocked() {
 	}
 }
 
-// runCallbacks gives the outcomes collected so far to the callback, on the calling goroutine.
+// runCallbacks gives the outcomes collected so far to the callback, on the calling goroutine,
+// unless another goroutine is doing so: that one also gives the outcomes that arrive while it
+// runs, before it lets go. A call from inside the callback (which holds cbMu) returns at once,
+// and the outcomes it produced follow when the callback returns.
 func (c *Consumer) runCallbacks() {
-	var g callerID
-	c.runCallbacksAs(&g)
-}
-
-// callerID is the calling goroutine's id, found on first use: a method that runs the callback
-// twice asks the runtime once.
-type callerID int64
-
-func (g *callerID) get() int64 {
-	if *g == 0 {
-		*g = callerID(goid())
-	}
-	return int64(*g)
-}
-
-// runCallbacksAs is runCallbacks for the goroutine g.
-func (c *Consumer) runCallbacksAs(g *callerID) {
 	if c.cfg.onCommit == nil {
 		return
 	}
-	c.cbMu.Lock()
-	defer c.cbMu.Unlock()
-	c.mu.Lock()
-	comps := c.completions
-	c.completions = nil
-	c.mu.Unlock()
-	if len(comps) == 0 {
-		return
-	}
-	c.cbG.Store(g.get())
-	defer c.cbG.Store(0)
-	for _, ac := range comps {
-		c.callback(ac)
+	for c.cbMu.TryLock() {
+		c.mu.Lock()
+		comps := c.completions
+		c.completions = nil
+		c.mu.Unlock()
+		for _, ac := range comps {
+			c.callback(ac)
+		}
+		c.cbMu.Unlock()
+		c.mu.Lock()
+		more := len(c.completions) > 0
+		c.mu.Unlock()
+		if !more {
+			return
+		}
 	}
 }
 

@@ -6,10 +6,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net"
-	"runtime"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,8 +65,10 @@ type Consumer struct {
 	notify  chan struct{} // wakes a waiting Poll
 	hbWake  chan struct{} // wakes the heartbeat loop (subscription changed)
 
-	cbMu sync.Mutex   // one callback run at a time
-	cbG  atomic.Int64 // the goroutine running the callback, 0 when none
+	// cbMu is held by the goroutine draining completions into the callback. Others that find
+	// it held leave the draining to it (TryLock), so that a consumer method called from inside
+	// the callback never waits for the callback to end.
+	cbMu sync.Mutex
 
 	mu sync.Mutex
 	// stopped: Close is tearing down; no goroutine may start.
@@ -293,24 +293,8 @@ func normalizeTopics(topics []string) []string {
 	return slices.Compact(ts)
 }
 
-// goid returns the id of the calling goroutine. It is only asked while the callback runs, to
-// tell the callback's own calls from those of other goroutines.
-func goid() int64 {
-	var buf [64]byte
-	s := string(buf[:runtime.Stack(buf[:], false)])
-	s = strings.TrimPrefix(s, "goroutine ")
-	if i := strings.IndexByte(s, ' '); i > 0 {
-		id, _ := strconv.ParseInt(s[:i], 10, 64)
-		return id
-	}
-	return -1
-}
-
-// check returns ErrInCallback for a call from inside the callback and ErrClosed after Close.
+// check returns ErrClosed after Close.
 func (c *Consumer) check() error {
-	if g := c.cbG.Load(); g != 0 && g == goid() {
-		return errors.ErrInCallback
-	}
 	if c.closed.Load() {
 		return errors.ErrClosed
 	}
@@ -410,7 +394,7 @@ func (c *Consumer) Subscription() []string {
 //
 // Other errors: a *errors.FatalError once the coordinator refused the member for good, or does
 // not serve share groups at all (kerr.UnsupportedVersion; close the consumer); ErrNotSubscribed;
-// ErrConcurrentPoll; ErrInCallback; ErrRecordLimitUnsupported, wrapped. Each of these is
+// ErrConcurrentPoll; ErrProcessRunning; ErrRecordLimitUnsupported, wrapped. Each of these is
 // returned once, by the Poll after it happened: a *CorruptBatchError, a *PartitionError or a
 // *BrokerError for a ShareFetch the broker refused, and a *errors.KafkaError for
 // TOPIC_AUTHORIZATION_FAILED from the group coordinator.
@@ -422,10 +406,9 @@ func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 		return nil, errors.ErrConcurrentPoll
 	}
 	defer c.polling.Store(false)
-	var g callerID
-	c.runCallbacksAs(&g)
+	c.runCallbacks()
 	recs, err := c.poll(ctx)
-	c.runCallbacksAs(&g)
+	c.runCallbacks()
 	return recs, err
 }
 
@@ -609,13 +592,12 @@ func (c *Consumer) acknowledge(tp TopicPartition, offset int64, t acktype.Type, 
 // the partitions still waiting report REQUEST_TIMED_OUT; their acknowledgements are still
 // delivered and the callback reports the broker's answer.
 //
-// The error is ErrClosed or ErrInCallback, when nothing was done; ctx's end shows in the map.
+// The error is ErrClosed when nothing was done; ctx's end shows in the map.
 func (c *Consumer) CommitSync(ctx context.Context) (map[TopicPartition]error, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	var g callerID
-	c.runCallbacksAs(&g)
+	c.runCallbacks()
 	c.mu.Lock()
 	if !c.cfg.explicit {
 		c.acceptAllLocked()
@@ -659,7 +641,7 @@ func (c *Consumer) CommitSync(ctx context.Context) (map[TopicPartition]error, er
 	}
 	w.abandoned = true
 	c.mu.Unlock()
-	c.runCallbacksAs(&g)
+	c.runCallbacks()
 	return out, nil
 }
 
@@ -716,13 +698,10 @@ func (c *Consumer) AcquisitionLockTimeoutMs() (int32, bool) {
 //  3. Every goroutine of the consumer ends and the kgo client is closed. When ctx ends first,
 //     requests still on their way are abandoned and their acknowledgements fail.
 //
-// The callback runs for every outcome before Close returns. Close returns ctx's error when ctx
-// ended first, ErrClosed when the consumer was already closed, ErrInCallback (doing nothing)
-// when called from the callback.
+// The callback runs for every outcome before Close returns (when Close is called from inside
+// the callback, right after that callback call returns). Close returns ctx's error when ctx
+// ended first, and ErrClosed when the consumer was already closed.
 func (c *Consumer) Close(ctx context.Context) error {
-	if g := c.cbG.Load(); g != 0 && g == goid() {
-		return errors.ErrInCallback
-	}
 	if !c.closed.CompareAndSwap(false, true) {
 		return errors.ErrClosed
 	}

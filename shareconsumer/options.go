@@ -131,8 +131,10 @@ func FetchAhead() Opt { return opt(func(c *cfg) { c.fetchAhead = true }) }
 // OnAcknowledgementCommit sets a function called with the outcome of acknowledgements: once per
 // partition per completed request (a ShareFetch carrying acknowledgements, a ShareAcknowledge
 // of CommitSync, CommitAsync or Close), after any retries. It runs on the goroutine calling
-// Poll, CommitSync, CommitAsync or Close, one call at a time, never while the consumer holds a
-// lock; consumer methods called from inside it fail with ErrInCallback. A panic inside it is
+// Poll, CommitSync, CommitAsync, Close or Process, one call at a time, never while the consumer
+// holds a lock. It may call the consumer's methods, as any goroutine may (Acknowledge,
+// CommitAsync, Wakeup, Subscription); the outcomes such calls produce are given to it after it
+// returns. A Poll from inside it fails with ErrConcurrentPoll when Poll called it. A panic inside it is
 // recovered and logged through the kgo logger (kgo.WithLogger), as Kafka's client logs and
 // swallows a callback's exception. nil (the default) sets no callback.
 func OnAcknowledgementCommit(fn func(AcknowledgementCommit)) Opt {
