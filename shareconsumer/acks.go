@@ -3,6 +3,7 @@ package shareconsumer
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -203,6 +204,7 @@ type ackPart struct {
 	offsets []int64       // every offset of batches, computed when first needed
 	renews  bool          // some batch renews
 	tickets []renewTicket // the renews, once sent
+	held    []*heldRecord // for Process's renews: the records renewed, in offset order
 }
 
 func (p *ackPart) allOffsets() []int64 {
@@ -264,6 +266,7 @@ const (
 	jobAsync                    // ShareAcknowledge of CommitAsync, or of a Poll that did not fetch
 	jobSync                     // ShareAcknowledge of CommitSync
 	jobClose                    // ShareAcknowledge with epoch -1, of Close
+	jobLease                    // ShareAcknowledge renewing the locks of records Process holds
 )
 
 // ackJob is a set of acknowledgements for one leader, and who waits for their outcome.
@@ -273,7 +276,8 @@ type ackJob struct {
 	commit *commitWait // CommitSync's or Close's waiter; nil for none
 	// lockTimeout is the AcquisitionLockTimeoutMs of the answer, for the renews; 0 for none.
 	lockTimeout int32
-	renewFetch  bool // a ShareFetch with IsRenewAck
+	renewFetch  bool      // a ShareFetch with IsRenewAck
+	sent        time.Time // when a request with renews was sent
 	// For jobSync and a jobPiggyback adopted by CommitSync, each part finishes one unit of
 	// commit; for jobClose the job as a whole does.
 }
@@ -392,6 +396,9 @@ func (c *Consumer) finishPartLocked(j *ackJob, p *ackPart, err error) {
 // callback and the commit waiting for j, without counting p as finished.
 func (c *Consumer) reportPartLocked(j *ackJob, p *ackPart, err error) {
 	c.settleRenewsLocked(j, p, err)
+	if p.held != nil {
+		return // Process's renews are its own business, not the application's callback's
+	}
 	if c.cfg.onCommit != nil {
 		c.completions = append(c.completions, AcknowledgementCommit{TopicPartition: p.tp, Offsets: p.allOffsets(), Err: err})
 	}

@@ -60,7 +60,8 @@ type Consumer struct {
 	hbCancel context.CancelFunc
 	hbDone   chan struct{} // closed when the heartbeat loop returned
 
-	polling atomic.Bool
+	polling    atomic.Bool
+	processing atomic.Bool // Process runs
 	wakeup  chan struct{} // one token per Wakeup not yet seen by Poll
 	notify  chan struct{} // wakes a waiting Poll
 	hbWake  chan struct{} // wakes the heartbeat loop (subscription changed)
@@ -111,6 +112,11 @@ type Consumer struct {
 	lockShown lockReport
 	lockNext  lockReport
 	lockSeq   uint64
+
+	// pool is the state of the running Process, nil when none runs; procStats counts what
+	// every Process did.
+	pool      *pool
+	procStats processCounters
 }
 
 // lockReport is a lock duration a broker reported, numbered in the order the answers came.
@@ -402,6 +408,9 @@ func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	if c.processing.Load() {
+		return nil, errors.ErrProcessRunning
+	}
 	if !c.polling.CompareAndSwap(false, true) {
 		return nil, errors.ErrConcurrentPoll
 	}
@@ -597,6 +606,10 @@ func (c *Consumer) CommitSync(ctx context.Context) (map[TopicPartition]error, er
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	return c.commitSync(ctx), nil
+}
+
+func (c *Consumer) commitSync(ctx context.Context) map[TopicPartition]error {
 	c.runCallbacks()
 	c.mu.Lock()
 	if !c.cfg.explicit {
@@ -642,7 +655,7 @@ func (c *Consumer) CommitSync(ctx context.Context) (map[TopicPartition]error, er
 	w.abandoned = true
 	c.mu.Unlock()
 	c.runCallbacks()
-	return out, nil
+	return out
 }
 
 // CommitAsync sends every acknowledgement not sent yet in a ShareAcknowledge to each partition
@@ -716,6 +729,16 @@ func (c *Consumer) Close(ctx context.Context) error {
 		case <-ctx.Done():
 			ctxErr = ctx.Err()
 		}
+	}
+
+	c.mu.Lock()
+	p := c.pool
+	c.mu.Unlock()
+	if p != nil {
+		// Process shuts down first, as when its context ends, so that its acknowledgements
+		// travel on the requests that close the sessions.
+		p.cancelIntake()
+		wait(p.done)
 	}
 
 	c.mu.Lock()

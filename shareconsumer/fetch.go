@@ -45,6 +45,7 @@ func (c *Consumer) buildFetchLocked(n *node) func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		n.piggyback = nil
+		n.grant = 0
 		c.applyFetchLocked(n, job, names, resp, err, decoded)
 		c.kickLocked()
 	}
@@ -76,6 +77,9 @@ func (c *Consumer) fetchRequestLocked(n *node) (*kmsg.ShareFetchRequest, *ackJob
 	req.BatchSize = int32(c.cfg.maxPollRecords)
 	if c.cfg.recordLimit {
 		req.ShareAcquireMode = 1
+	}
+	if c.pool != nil {
+		c.poolFetchLocked(n, req)
 	}
 
 	job := &ackJob{kind: jobPiggyback}
@@ -195,7 +199,7 @@ func (c *Consumer) applyFetchLocked(n *node, job *ackJob, names map[[16]byte]str
 		if c.ctx.Err() == nil {
 			c.log(kgo.LogLevelWarn, "ShareFetch failed; the share session will be opened anew", "broker", n.id, "err", err)
 		}
-		n.resetSessionLocked()
+		c.sessionResetLocked(n)
 		n.pause = retryBackoff
 		c.failPartsLocked(job, job.parts, kerr.NetworkException.Code, err.Error())
 		return
@@ -203,7 +207,7 @@ func (c *Consumer) applyFetchLocked(n *node, job *ackJob, names map[[16]byte]str
 		kerrMsg := errors.FromKafka(resp.ErrorCode, resp.ErrorMessage)
 		if isSessionError(resp.ErrorCode) {
 			c.log(kgo.LogLevelInfo, "share session lost; opening it anew", "broker", n.id, "err", kerrMsg)
-			n.resetSessionLocked()
+			c.sessionResetLocked(n)
 			c.failPartsLocked(job, job.parts, kerr.NetworkException.Code, "the share session was reset: "+kerrMsg.Error())
 			return
 		}
@@ -336,7 +340,11 @@ func (c *Consumer) leaderHintLocked(id [16]byte, partition, leader, epoch int32)
 // the renewed records of the partition are dropped: their locks stayed with the old leader.
 func (c *Consumer) setLeaderLocked(tm *topicMeta, partition int32, li leaderInfo) {
 	if cur, ok := tm.leaders[partition]; ok && cur.node != li.node {
-		c.dropRenewsOfPartitionLocked(TopicPartition{tm.name, partition})
+		tp := TopicPartition{tm.name, partition}
+		c.dropRenewsOfPartitionLocked(tp)
+		if c.pool != nil {
+			c.pool.loseWhere(func(h *heldRecord) bool { return h.tp == tp && h.node == cur.node }, LockLeaderMoved)
+		}
 	}
 	tm.leaders[partition] = li
 }

@@ -170,7 +170,7 @@ func splitRenews(p *ackPart) (renewed, rest *ackPart) {
 // markRenewsSentLocked records that the renews of parts leave now.
 func (c *Consumer) markRenewsSentLocked(parts []*ackPart, now time.Time) {
 	for _, p := range parts {
-		if !p.renews {
+		if !p.renews || p.held != nil {
 			continue
 		}
 		for _, o := range p.renewOffsets() {
@@ -188,6 +188,12 @@ func (c *Consumer) settleRenewsLocked(j *ackJob, p *ackPart, err error) {
 	if !p.renews {
 		return
 	}
+	if p.held != nil {
+		if c.pool != nil {
+			c.pool.renewSettled(p.held, err, j.sent, j.lockTimeout)
+		}
+		return
+	}
 	if p.tickets == nil {
 		for _, o := range p.renewOffsets() {
 			c.renews.Remove(renewKey(p.tp, o))
@@ -202,7 +208,7 @@ func (c *Consumer) settleRenewsLocked(j *ackJob, p *ackPart, err error) {
 	case c.lockShown.ms > 0:
 		d = time.Duration(c.lockShown.ms) * time.Millisecond
 	}
-	unsubscribed := len(c.subscription) == 0
+	unsubscribed := len(c.subscription) == 0 || c.pool != nil
 	for _, t := range p.tickets {
 		k := renewKey(p.tp, t.off)
 		if err != nil {
@@ -215,7 +221,7 @@ func (c *Consumer) settleRenewsLocked(j *ackJob, p *ackPart, err error) {
 		e, _, dl, _ := c.renews.Get(k)
 		e.deadline = dl
 		if unsubscribed {
-			// No Poll will return it: release it, as Unsubscribe released the others.
+			// No Poll will return it: release it, as Unsubscribe and Process released the others.
 			c.renews.Remove(k)
 			c.pendingLocked(e.node, p.tp, e.id).Add(t.off, acktype.Release)
 			c.flushLocked(c.nodeLocked(e.node))

@@ -37,6 +37,7 @@ type node struct {
 	// sends one per leader after each Poll that returned records.
 	fetchedAhead uint64
 	unsupported  error                           // RecordLimitAcquire and the broker lacks ShareFetch v2
+	grant        int                             // Process: the records the ShareFetch in flight may bring
 	spare        map[TopicPartition]*pendingPart // taken, kept for their memory
 	// queuedRenews counts the renews among pending, not sent yet.
 	queuedRenews int
@@ -180,6 +181,10 @@ func (c *Consumer) wantFetchLocked(n *node) bool {
 		return false
 	}
 	switch {
+	case c.pool != nil:
+		if !c.pollWaiting || len(c.buffer) > 0 || n.grant > 0 || c.poolGrantLocked() == 0 {
+			return false
+		}
 	case c.pollWaiting && len(c.buffer) == 0:
 	case c.cfg.fetchAhead && c.returned > 0 && n.fetchedAhead != c.returned && c.bufRecords < c.cfg.maxPollRecords && len(c.subscription) > 0:
 	default:
@@ -386,7 +391,11 @@ func (c *Consumer) buildAckLocked(n *node, j *ackJob) func() {
 	}
 	if anyRenew(parts) {
 		req.IsRenewAck = true
-		c.markRenewsSentLocked(parts, time.Now())
+		j.sent = time.Now()
+		c.markRenewsSentLocked(parts, j.sent)
+		if j.kind == jobLease {
+			c.procStats.renewRequests.Add(1)
+		}
 	}
 	for _, p := range parts {
 		ti := len(req.Topics) - 1
@@ -434,7 +443,7 @@ func (c *Consumer) applyAckLocked(n *node, j *ackJob, parts []*ackPart, req *kms
 	switch {
 	case err != nil:
 		c.log(kgo.LogLevelWarn, "ShareAcknowledge failed", "broker", n.id, "err", err)
-		n.resetSessionLocked()
+		c.sessionResetLocked(n)
 		n.pause = retryBackoff
 		c.failPartsLocked(j, parts, kerr.NetworkException.Code, err.Error())
 	case resp.ErrorCode != 0:
@@ -442,7 +451,7 @@ func (c *Consumer) applyAckLocked(n *node, j *ackJob, parts []*ackPart, req *kms
 		c.log(kgo.LogLevelWarn, "ShareAcknowledge refused", "broker", n.id, "err", msg)
 		n.pause = retryBackoff
 		if isSessionError(resp.ErrorCode) {
-			n.resetSessionLocked()
+			c.sessionResetLocked(n)
 			c.failPartsLocked(j, parts, kerr.NetworkException.Code, "the share session was reset: "+msg)
 			break
 		}

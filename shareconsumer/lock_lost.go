@@ -1,0 +1,107 @@
+package shareconsumer
+
+import (
+	"fmt"
+
+	"github.com/kshare/kshare/errors"
+)
+
+// LockLostReason says why Process lost a record's acquisition lock.
+type LockLostReason uint8
+
+// The reasons a lock is lost.
+const (
+	// LockRenewRefused: the leader refused the renew with an error other than those below
+	// (UNSUPPORTED_VERSION from a leader downgraded in place, an authorization error).
+	LockRenewRefused LockLostReason = iota + 1
+	// LockInvalidRecordState: the leader answered INVALID_RECORD_STATE: the lock had run out
+	// and the record was delivered again, or renewing is disabled for the group
+	// (share.renew.acknowledge.enable=false, Kafka 4.3).
+	LockInvalidRecordState
+	// LockSessionReset: the share session with the leader was lost (the connection dropped,
+	// or the broker no longer knew the session); the broker releases the records it locked.
+	LockSessionReset
+	// LockLeaderMoved: the partition's leadership moved; the lock stayed with the old leader.
+	LockLeaderMoved
+	// LockDeadlinePassed: the lock's deadline passed, by the local estimate, with no renew
+	// answered in time (or none possible: a Kafka 4.1 leader, renewal off).
+	LockDeadlinePassed
+	// LockMaxHoldReached: the record was held for MaxHold; Process stopped renewing it.
+	LockMaxHoldReached
+)
+
+var lockLostNames = [...]string{
+	LockRenewRefused:       "renew_refused",
+	LockInvalidRecordState: "invalid_record_state",
+	LockSessionReset:       "session_reset",
+	LockLeaderMoved:        "leader_moved",
+	LockDeadlinePassed:     "deadline_passed",
+	LockMaxHoldReached:     "max_hold_reached",
+}
+
+// LockLostReasons lists every reason, in the order ProcessStats prints them.
+var LockLostReasons = []LockLostReason{LockRenewRefused, LockInvalidRecordState, LockSessionReset, LockLeaderMoved, LockDeadlinePassed, LockMaxHoldReached}
+
+// String returns the reason as the stats name it: "renew_refused", "invalid_record_state",
+// "session_reset", "leader_moved", "deadline_passed" or "max_hold_reached".
+func (r LockLostReason) String() string {
+	if int(r) < len(lockLostNames) && lockLostNames[r] != "" {
+		return lockLostNames[r]
+	}
+	return fmt.Sprintf("LockLostReason(%d)", r)
+}
+
+// LockLostError is the cause (context.Cause) of a Process handler's context that was cancelled
+// because the record's acquisition lock was lost: the record is no longer this consumer's and
+// may already be with another one. Nothing is acknowledged for it, whatever the handler returns.
+//
+// errors.Is(err, errors.ErrLockLost) holds, and, when the broker refused a renew, so does
+// errors.Is with the kerr code (kerr.InvalidRecordState, say): Err is then the renew's
+// *errors.AckError, which keeps Kafka's message.
+type LockLostError struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Reason    LockLostReason
+	Err       error // the renew's outcome, when a broker's answer lost the lock; else nil
+}
+
+// Error returns, for example, "shareconsumer: acquisition lock of orders-3 offset 17 lost
+// (invalid_record_state): ...".
+func (e *LockLostError) Error() string {
+	s := fmt.Sprintf("shareconsumer: acquisition lock of %s-%d offset %d lost (%s)", e.Topic, e.Partition, e.Offset, e.Reason)
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns errors.ErrLockLost and Err.
+func (e *LockLostError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{errors.ErrLockLost}
+	}
+	return []error{errors.ErrLockLost, e.Err}
+}
+
+// rejectError marks a handler's error as a rejection.
+type rejectError struct{ err error }
+
+func (e rejectError) Error() string {
+	if e.err == nil {
+		return errors.ErrReject.Error()
+	}
+	return e.err.Error()
+}
+
+func (e rejectError) Unwrap() []error {
+	if e.err == nil {
+		return []error{errors.ErrReject}
+	}
+	return []error{errors.ErrReject, e.err}
+}
+
+// Reject wraps err so that a Process handler returning it rejects the record (acktype.Reject:
+// never delivered again) instead of releasing it. errors.Is(Reject(err), err) holds, and so
+// does errors.Is(Reject(err), errors.ErrReject). Reject(nil) rejects too.
+func Reject(err error) error { return rejectError{err} }

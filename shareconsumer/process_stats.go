@@ -1,0 +1,194 @@
+package shareconsumer
+
+import (
+	"fmt"
+	"math/bits"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/kshare/kshare/acktype"
+)
+
+// RecordOutcome is what became of one record Process handed to a handler, as OnRecordDone
+// receives it.
+type RecordOutcome struct {
+	Record *Record
+	// Ack is what was acknowledged: acktype.Accept, Release or Reject; 0 when nothing was,
+	// because the lock was lost (Err is then the *LockLostError).
+	Ack acktype.Type
+	// Err is the handler's error (nil for Accept), a *PanicError when it panicked, or the
+	// *LockLostError when the lock was lost.
+	Err error
+	// HandlerTime is how long the handler ran.
+	HandlerTime time.Duration
+	// Renews is how many times the broker renewed the record's lock for it.
+	Renews int
+}
+
+// PanicError is the RecordOutcome.Err of a handler that panicked.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprint("shareconsumer: handler panicked: ", e.Value) }
+
+// ProcessStats is a snapshot of what Process did on a consumer, counted from its creation over
+// every Process call.
+type ProcessStats struct {
+	Delivered     uint64 // records handed to a handler
+	Accepted      uint64
+	Released      uint64 // handler errors and panics, and records released at shutdown
+	Rejected      uint64
+	RenewRequests uint64 // ShareAcknowledge requests that renewed locks
+	Renewed       uint64 // locks the brokers renewed
+	RenewFailures uint64 // renews a broker refused or that got no answer
+	LocksLost     uint64 // records whose lock was lost; LocksLostBy splits them by reason
+	LocksLostBy   map[LockLostReason]uint64
+	Redeliveries  uint64 // records delivered with DeliveryCount above 1
+	Panics        uint64
+	Held          int // acquired records Process holds now
+	HandlerTime   Histogram
+}
+
+// String returns the stats as key=value pairs separated by spaces, in a fixed order:
+// delivered, accepted, released, rejected, redeliveries, renew_requests, renewed,
+// renew_failures, locks_lost, then locks_lost_<reason> for each reason with a count, panics,
+// held, handler_p50 and handler_p99.
+func (s ProcessStats) String() string {
+	var b strings.Builder
+	kv := func(k string, v uint64) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(strconv.FormatUint(v, 10))
+	}
+	kv("delivered", s.Delivered)
+	kv("accepted", s.Accepted)
+	kv("released", s.Released)
+	kv("rejected", s.Rejected)
+	kv("redeliveries", s.Redeliveries)
+	kv("renew_requests", s.RenewRequests)
+	kv("renewed", s.Renewed)
+	kv("renew_failures", s.RenewFailures)
+	kv("locks_lost", s.LocksLost)
+	for _, r := range LockLostReasons {
+		if n := s.LocksLostBy[r]; n > 0 {
+			kv("locks_lost_"+r.String(), n)
+		}
+	}
+	kv("panics", s.Panics)
+	kv("held", uint64(max(0, s.Held)))
+	b.WriteString(" handler_p50=" + s.HandlerTime.Quantile(0.5).String())
+	b.WriteString(" handler_p99=" + s.HandlerTime.Quantile(0.99).String())
+	return b.String()
+}
+
+// histogramBuckets is how many buckets a Histogram has: the first ends at 50µs, each next one
+// at twice the one before, the last is open-ended (from about 7.5 hours).
+const histogramBuckets = 30
+
+const histogramFirst = 50 * time.Microsecond
+
+// Histogram counts durations in buckets whose upper bounds double, from 50µs.
+type Histogram struct {
+	Counts [histogramBuckets]uint64
+	Count  uint64
+	Sum    time.Duration
+}
+
+// BucketBound returns the upper bound of bucket i (inclusive); the last bucket has none and
+// returns the largest time.Duration.
+func BucketBound(i int) time.Duration {
+	if i >= histogramBuckets-1 {
+		return time.Duration(1<<63 - 1)
+	}
+	return histogramFirst << i
+}
+
+func bucketOf(d time.Duration) int {
+	if d <= histogramFirst {
+		return 0
+	}
+	// The smallest i with histogramFirst<<i >= d.
+	i := bits.Len64(uint64((d - 1) / histogramFirst))
+	return min(i, histogramBuckets-1)
+}
+
+// Quantile returns the upper bound of the bucket holding the q-quantile (0 < q <= 1) of the
+// durations counted, 0 when none were: an estimate at most twice the true value.
+func (h Histogram) Quantile(q float64) time.Duration {
+	if h.Count == 0 {
+		return 0
+	}
+	rank := uint64(q*float64(h.Count) + 0.5)
+	rank = max(1, min(rank, h.Count))
+	var seen uint64
+	for i, n := range h.Counts {
+		seen += n
+		if seen >= rank {
+			return BucketBound(i)
+		}
+	}
+	return BucketBound(histogramBuckets - 1)
+}
+
+// processCounters are ProcessStats as the workers count them.
+type processCounters struct {
+	delivered, accepted, released, rejected atomic.Uint64
+	renewRequests, renewed, renewFailures   atomic.Uint64
+	redeliveries, panics                    atomic.Uint64
+	locksLost                               [len(lockLostNames)]atomic.Uint64
+	handlerCounts                           [histogramBuckets]atomic.Uint64
+	handlerCount                            atomic.Uint64
+	handlerSum                              atomic.Int64
+}
+
+func (pc *processCounters) observeHandler(d time.Duration) {
+	pc.handlerCounts[bucketOf(d)].Add(1)
+	pc.handlerCount.Add(1)
+	pc.handlerSum.Add(int64(d))
+}
+
+func (pc *processCounters) countAck(t acktype.Type) {
+	switch t {
+	case acktype.Accept:
+		pc.accepted.Add(1)
+	case acktype.Release:
+		pc.released.Add(1)
+	case acktype.Reject:
+		pc.rejected.Add(1)
+	}
+}
+
+func (pc *processCounters) snapshot(held int) ProcessStats {
+	s := ProcessStats{
+		Delivered:     pc.delivered.Load(),
+		Accepted:      pc.accepted.Load(),
+		Released:      pc.released.Load(),
+		Rejected:      pc.rejected.Load(),
+		RenewRequests: pc.renewRequests.Load(),
+		Renewed:       pc.renewed.Load(),
+		RenewFailures: pc.renewFailures.Load(),
+		Redeliveries:  pc.redeliveries.Load(),
+		Panics:        pc.panics.Load(),
+		Held:          held,
+		LocksLostBy:   make(map[LockLostReason]uint64),
+	}
+	for _, r := range LockLostReasons {
+		if n := pc.locksLost[r].Load(); n > 0 {
+			s.LocksLostBy[r] = n
+			s.LocksLost += n
+		}
+	}
+	for i := range pc.handlerCounts {
+		s.HandlerTime.Counts[i] = pc.handlerCounts[i].Load()
+	}
+	s.HandlerTime.Count = pc.handlerCount.Load()
+	s.HandlerTime.Sum = time.Duration(pc.handlerSum.Load())
+	return s
+}
