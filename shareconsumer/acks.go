@@ -223,8 +223,16 @@ func (p *ackPart) allOffsets() []int64 {
 	return p.offsets
 }
 
-// takeAcksLocked takes every acknowledgement waiting for n, by partition in name order.
-func (c *Consumer) takeAcksLocked(n *node) []*ackPart {
+// takeAcksLocked takes every acknowledgement waiting for n, by partition in name order. The
+// acknowledgements of Process among them are counted in j, which will carry them (nil when
+// they fail unsent).
+func (c *Consumer) takeAcksLocked(n *node, j *ackJob) []*ackPart {
+	if j != nil {
+		j.poolAcks += n.poolPending
+	} else {
+		c.poolOut = max(0, c.poolOut-n.poolPending)
+	}
+	n.poolPending = 0
 	if len(n.pending) == 0 {
 		return nil
 	}
@@ -277,6 +285,7 @@ type ackJob struct {
 	// lockTimeout is the AcquisitionLockTimeoutMs of the answer, for the renews; 0 for none.
 	lockTimeout int32
 	renewFetch  bool      // a ShareFetch with IsRenewAck
+	poolAcks    int       // acknowledgements of Process it carries (Consumer.poolOut)
 	sent        time.Time // when a request with renews was sent
 	// For jobSync and a jobPiggyback adopted by CommitSync, each part finishes one unit of
 	// commit; for jobClose the job as a whole does.
@@ -342,7 +351,9 @@ func (c *Consumer) enqueueLocked(n *node, j *ackJob) {
 // flushLocked queues n's waiting acknowledgements in a ShareAcknowledge.
 func (c *Consumer) flushLocked(n *node) {
 	if len(n.pending) > 0 {
-		c.enqueueLocked(n, &ackJob{kind: jobAsync, parts: c.takeAcksLocked(n)})
+		j := &ackJob{kind: jobAsync}
+		j.parts = c.takeAcksLocked(n, j)
+		c.enqueueLocked(n, j)
 	}
 }
 
@@ -416,6 +427,13 @@ func (c *Consumer) failPartsLocked(j *ackJob, parts []*ackPart, code int16, msg 
 	}
 }
 
+// answeredLocked counts j's acknowledgements of Process as no longer outstanding: the broker
+// answered them, or they failed.
+func (c *Consumer) answeredLocked(j *ackJob) {
+	c.poolOut = max(0, c.poolOut-j.poolAcks)
+	j.poolAcks = 0
+}
+
 // finishJobLocked ends a close job.
 func (c *Consumer) finishJobLocked(j *ackJob) {
 	if j.kind == jobClose && j.commit != nil {
@@ -432,7 +450,7 @@ func (c *Consumer) failAllLocked() {
 			c.finishJobLocked(j)
 		}
 		n.jobs = nil
-		parts := c.takeAcksLocked(n)
+		parts := c.takeAcksLocked(n, nil)
 		c.failPartsLocked(&ackJob{kind: jobAsync}, parts, kerr.NetworkException.Code, msgClosing)
 	}
 }

@@ -35,6 +35,7 @@ func (c *Consumer) startProcess(p *pool) error {
 	c.moveAckedLocked()
 	c.releaseRenewedLocked()
 	c.pool = p
+	c.poolOut = 0
 	c.flushAllLocked()
 	return nil
 }
@@ -156,6 +157,8 @@ func (c *Consumer) ackHeld(h *heldRecord, t acktype.Type) {
 		return
 	}
 	c.pendingLocked(h.node, h.tp, h.id).Add(h.rec.Offset, t)
+	c.nodeLocked(h.node).poolPending++
+	c.poolOut++
 }
 
 // flushHeldAcks sends the acknowledgements no ShareFetch carried yet in a ShareAcknowledge per
@@ -197,8 +200,11 @@ func (c *Consumer) renewHeld(byNode map[int32][]*heldRecord) {
 	c.kickLocked()
 }
 
-// poolGrantLocked is how many records the next ShareFetch of Process may ask a leader for.
-func (c *Consumer) poolGrantLocked() int {
+// poolGrantLocked is how many records the next ShareFetch of Process may ask a leader for,
+// when it carries carried of Process's acknowledgements. Records whose acknowledgement has not
+// been answered are still locked at their broker: they count as held until the answer, except
+// those the fetch carries, which the broker applies before it acquires.
+func (c *Consumer) poolGrantLocked(carried int) int {
 	reserved, idle := 0, 0
 	for _, l := range c.assignedLeadersLocked() {
 		if n := c.nodes[l]; n != nil && n.grant > 0 {
@@ -207,14 +213,14 @@ func (c *Consumer) poolGrantLocked() int {
 			idle++
 		}
 	}
-	free := c.pool.admit.free(int(c.pool.held.Load()), c.bufRecords, reserved)
+	free := c.pool.admit.free(int(c.pool.held.Load())+c.poolOut-carried, c.bufRecords, reserved)
 	return c.pool.admit.grant(free, idle)
 }
 
 // poolFetchLocked sizes n's ShareFetch for Process: the records its grant allows, exactly where
 // the leader takes the record-limit acquire mode, and a wait short enough for renews to pass.
-func (c *Consumer) poolFetchLocked(n *node, req *kmsg.ShareFetchRequest) {
-	grant := c.poolGrantLocked()
+func (c *Consumer) poolFetchLocked(n *node, req *kmsg.ShareFetchRequest, carried int) {
+	grant := c.poolGrantLocked(carried)
 	n.grant = max(grant, 1)
 	req.MaxRecords, req.BatchSize = int32(n.grant), int32(n.grant)
 	if v, ok := c.versions.Get(n.id); ok && v.SupportsRecordLimitAcquire() {

@@ -61,10 +61,10 @@ type Consumer struct {
 	hbDone   chan struct{} // closed when the heartbeat loop returned
 
 	polling    atomic.Bool
-	processing atomic.Bool // Process runs
-	wakeup  chan struct{} // one token per Wakeup not yet seen by Poll
-	notify  chan struct{} // wakes a waiting Poll
-	hbWake  chan struct{} // wakes the heartbeat loop (subscription changed)
+	processing atomic.Bool   // Process runs
+	wakeup     chan struct{} // one token per Wakeup not yet seen by Poll
+	notify     chan struct{} // wakes a waiting Poll
+	hbWake     chan struct{} // wakes the heartbeat loop (subscription changed)
 
 	// cbMu is held by the goroutine draining completions into the callback. Others that find
 	// it held leave the draining to it (TryLock), so that a consumer method called from inside
@@ -117,6 +117,9 @@ type Consumer struct {
 	// every Process did.
 	pool      *pool
 	procStats processCounters
+	// poolOut counts Process's acknowledgements not answered yet: their records are still
+	// locked at the broker, and admission counts them.
+	poolOut int
 }
 
 // lockReport is a lock duration a broker reported, numbered in the order the answers came.
@@ -630,7 +633,9 @@ func (c *Consumer) commitSync(ctx context.Context) map[TopicPartition]error {
 			}
 		}
 		if len(n.pending) > 0 {
-			c.enqueueLocked(n, &ackJob{kind: jobSync, parts: c.takeAcksLocked(n), commit: w})
+			j := &ackJob{kind: jobSync, commit: w}
+			j.parts = c.takeAcksLocked(n, j)
+			c.enqueueLocked(n, j)
 		}
 	}
 	c.kickLocked()

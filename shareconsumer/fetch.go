@@ -46,6 +46,7 @@ func (c *Consumer) buildFetchLocked(n *node) func() {
 		defer c.mu.Unlock()
 		n.piggyback = nil
 		n.grant = 0
+		c.answeredLocked(job)
 		c.applyFetchLocked(n, job, names, resp, err, decoded)
 		c.kickLocked()
 	}
@@ -78,10 +79,6 @@ func (c *Consumer) fetchRequestLocked(n *node) (*kmsg.ShareFetchRequest, *ackJob
 	if c.cfg.recordLimit {
 		req.ShareAcquireMode = 1
 	}
-	if c.pool != nil {
-		c.poolFetchLocked(n, req)
-	}
-
 	job := &ackJob{kind: jobPiggyback}
 	names := make(map[[16]byte]string)
 	topicIndex := make(map[[16]byte]int)
@@ -114,14 +111,14 @@ func (c *Consumer) fetchRequestLocked(n *node) (*kmsg.ShareFetchRequest, *ackJob
 		names[ap.id] = ap.tp.Topic
 	}
 	if n.epoch == 0 {
-		if parts := c.takeAcksLocked(n); len(parts) > 0 {
+		if parts := c.takeAcksLocked(n, nil); len(parts) > 0 {
 			c.failPartsLocked(job, parts, kerr.NetworkException.Code, msgEpochZero)
 		}
 		for _, ap := range want {
 			add(ap.id, ap.tp.Topic, ap.tp.Partition)
 		}
 	} else {
-		job.parts = c.stripUnsupportedRenewsLocked(n, job, c.screenLocked(n, job, c.takeAcksLocked(n)))
+		job.parts = c.stripUnsupportedRenewsLocked(n, job, c.screenLocked(n, job, c.takeAcksLocked(n, job)))
 		forgotten := make(map[[16]byte][]int32)
 		if anyRenew(job.parts) {
 			req.IsRenewAck, job.renewFetch = true, true
@@ -158,6 +155,9 @@ func (c *Consumer) fetchRequestLocked(n *node) (*kmsg.ShareFetchRequest, *ackJob
 		}
 	}
 	n.sessParts = wantSet
+	if c.pool != nil && !job.renewFetch {
+		c.poolFetchLocked(n, req, job.poolAcks)
+	}
 	slices.SortFunc(req.ForgottenTopicsData, func(a, b kmsg.ShareFetchRequestForgottenTopicsData) int {
 		return bytes.Compare(a.TopicID[:], b.TopicID[:])
 	})

@@ -334,7 +334,6 @@ func (p *pool) handle(ctx context.Context, h *heldRecord) {
 		p.loseLocked(h, LockDeadlinePassed, nil)
 	}
 	lost, stopped, renews := h.lost, h.stopped, h.renews
-	p.removeLocked(h)
 	out := RecordOutcome{Record: h.rec, Err: err, HandlerTime: took, Renews: renews}
 	if lost != nil {
 		out.Err = lost
@@ -349,9 +348,13 @@ func (p *pool) handle(ctx context.Context, h *heldRecord) {
 	}
 	p.mu.Unlock()
 	if out.Ack != 0 {
+		// Acknowledged before it leaves the ledger, so that admission counts it all along.
 		p.c.ackHeld(h, out.Ack)
 		p.stats.countAck(out.Ack)
 	}
+	p.mu.Lock()
+	p.removeLocked(h)
+	p.mu.Unlock()
 	h.cancel(nil)
 	p.kickLease()
 	p.signalFreed()

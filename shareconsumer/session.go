@@ -38,6 +38,7 @@ type node struct {
 	fetchedAhead uint64
 	unsupported  error                           // RecordLimitAcquire and the broker lacks ShareFetch v2
 	grant        int                             // Process: the records the ShareFetch in flight may bring
+	poolPending  int                             // Process: its acknowledgements among pending
 	spare        map[TopicPartition]*pendingPart // taken, kept for their memory
 	// queuedRenews counts the renews among pending, not sent yet.
 	queuedRenews int
@@ -182,7 +183,11 @@ func (c *Consumer) wantFetchLocked(n *node) bool {
 	}
 	switch {
 	case c.pool != nil:
-		if !c.pollWaiting || len(c.buffer) > 0 || n.grant > 0 || c.poolGrantLocked() == 0 {
+		carried := 0
+		if n.epoch != 0 {
+			carried = n.poolPending
+		}
+		if !c.pollWaiting || len(c.buffer) > 0 || n.grant > 0 || c.poolGrantLocked(carried) == 0 {
 			return false
 		}
 	case c.pollWaiting && len(c.buffer) == 0:
@@ -269,6 +274,7 @@ func (c *Consumer) nextWorkLocked(n *node) func() {
 		if c.stopped {
 			for _, j := range n.jobs {
 				c.failPartsLocked(j, j.parts, kerr.NetworkException.Code, msgClosing)
+				c.answeredLocked(j)
 				c.finishJobLocked(j)
 			}
 			n.jobs = nil
@@ -287,6 +293,7 @@ func (c *Consumer) nextWorkLocked(n *node) func() {
 			if work := c.buildAckLocked(n, j); work != nil {
 				return work
 			}
+			c.answeredLocked(j) // nothing was left to send
 			continue
 		}
 		if !c.wantFetchLocked(n) {
@@ -368,7 +375,7 @@ func (c *Consumer) screenLocked(n *node, j *ackJob, parts []*ackPart) []*ackPart
 // buildAckLocked makes j's ShareAcknowledge, or returns nil when nothing is left to send.
 func (c *Consumer) buildAckLocked(n *node, j *ackJob) func() {
 	if j.kind == jobClose {
-		j.parts = c.takeAcksLocked(n)
+		j.parts = c.takeAcksLocked(n, j)
 		if n.epoch == 0 {
 			c.failPartsLocked(j, j.parts, kerr.NetworkException.Code, "no share session was open with the leader")
 			c.finishJobLocked(j)
@@ -438,6 +445,7 @@ func retriableAck(code int16) bool {
 // applyAckLocked processes the answer to a ShareAcknowledge.
 func (c *Consumer) applyAckLocked(n *node, j *ackJob, parts []*ackPart, req *kmsg.ShareAcknowledgeRequest, resp *kmsg.ShareAcknowledgeResponse, err error) {
 	defer c.finishJobLocked(j)
+	c.answeredLocked(j)
 	closing := req.ShareSessionEpoch == -1
 	var retry []*ackPart
 	switch {
@@ -516,7 +524,7 @@ func (c *Consumer) mayRetryLocked(j *ackJob, code int16) bool {
 // nothing to close: its acknowledgements fail.
 func (c *Consumer) closeSessionLocked(n *node, w *commitWait) {
 	if n.epoch == 0 && !n.busy {
-		parts := c.takeAcksLocked(n)
+		parts := c.takeAcksLocked(n, nil)
 		c.failPartsLocked(&ackJob{kind: jobAsync}, parts, kerr.NetworkException.Code, "no share session was open with the leader")
 		return
 	}
