@@ -1,7 +1,9 @@
 package testbroker
 
 import (
+	"context"
 	"errors"
+	"net"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/kshare/kshare/testbroker/internal/clock"
 	"github.com/kshare/kshare/testbroker/internal/fault"
+	"github.com/kshare/kshare/testbroker/internal/memnet"
 	"github.com/kshare/kshare/testbroker/internal/server"
 )
 
@@ -17,6 +20,7 @@ import (
 type Cluster struct {
 	s      *server.Cluster
 	manual *ManualClock
+	mem    *memnet.Network // nil on TCP
 }
 
 // Clock is the cluster clock: every timer of the cluster runs on it.
@@ -37,11 +41,16 @@ func Start(opts ...Opt) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	var mem *memnet.Network
+	if c.inMemory {
+		mem = new(memnet.Network)
+		sc.Listen = func(addr string) (net.Listener, error) { return mem.Listen(addr) }
+	}
 	s, err := server.Start(sc)
 	if err != nil {
 		return nil, err
 	}
-	return &Cluster{s: s, manual: manual}, nil
+	return &Cluster{s: s, manual: manual, mem: mem}, nil
 }
 
 // StartT starts a cluster for a test and closes it when the test ends; it fails the test if the
@@ -67,6 +76,22 @@ func MustStart(opts ...Opt) *Cluster {
 
 // Addrs returns the brokers' host:port addresses, by node id; pass them to kgo.SeedBrokers.
 func (c *Cluster) Addrs() []string { return c.s.Addrs() }
+
+// DialContext connects to address, with the signature of net.Dialer.DialContext, so that
+// kgo.Dialer(c.DialContext) makes a client reach the cluster whichever network it runs on. On
+// an InMemoryNetwork cluster it connects on that network, without waiting (ctx matters only if
+// it is done already), and accepts only network "tcp", "tcp4" or "tcp6"; a dial to an address
+// where no broker of the cluster listens, and every dial after Close, is refused with a
+// *net.OpError wrapping syscall.ECONNREFUSED, as TCP refuses it (errors.Is works); a connection
+// made while Close runs is closed by it. On a TCP cluster it dials any address with a zero
+// net.Dialer, and the refusals are the operating system's.
+func (c *Cluster) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	if c.mem != nil {
+		return c.mem.DialContext(ctx, network, address)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, address)
+}
 
 // Close closes every listener and connection and waits until every goroutine of the cluster
 // has returned. It is safe to call more than once.

@@ -11,6 +11,17 @@
 // default; WithManualClock gives tests a clock that moves only when they advance it, so that a
 // long-poll wait, and later an acquisition lock, ends exactly when the test says.
 //
+// InMemoryNetwork runs the brokers on an in-memory network instead of loopback TCP; clients
+// reach it with kgo.Dialer(c.DialContext). Started inside a testing/synctest bubble, such a
+// cluster and its clients all run on the bubble's fake clock, with no manual clock:
+//
+//	synctest.Test(t, func(t *testing.T) {
+//		c := testbroker.StartT(t, testbroker.InMemoryNetwork(), testbroker.Topic("orders", 1))
+//		cl, _ := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.Dialer(c.DialContext))
+//		defer cl.Close()
+//		// time.Sleep(30 * time.Second) here takes no real time and expires a lock
+//	})
+//
 // Version caps (MaxVersion) make the cluster play an older Kafka: ApiVersions advertises the cap
 // and requests above it are answered with UNSUPPORTED_VERSION. Faults (Cluster.InjectFault)
 // answer matching requests with an error code, hold them, or drop the connection. The

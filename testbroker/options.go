@@ -22,7 +22,8 @@ func (o opt) apply(c *cfg) { o(c) }
 
 type cfg struct {
 	brokers       int
-	addr          string
+	addr          string // "" until ListenAddr: the default depends on the network
+	inMemory      bool
 	manualStart   *time.Time
 	maxFrameBytes int32
 	maxVersions   map[int16]int16
@@ -35,7 +36,6 @@ type cfg struct {
 func defaultCfg() cfg {
 	return cfg{
 		brokers:       1,
-		addr:          "127.0.0.1:0",
 		maxVersions:   map[int16]int16{},
 		brokerConfigs: map[string]string{},
 	}
@@ -47,6 +47,16 @@ func NumBrokers(n int) Opt { return opt(func(c *cfg) { c.brokers = n }) }
 // ListenAddr sets where the brokers listen, as host:port: broker i listens on port+i. A port of
 // 0 (the default, "127.0.0.1:0") gives every broker a free port of its own.
 func ListenAddr(hostport string) Opt { return opt(func(c *cfg) { c.addr = hostport }) }
+
+// InMemoryNetwork runs the brokers on an in-memory network of the cluster's own instead of TCP:
+// no socket is opened, and only Cluster.DialContext reaches them (kgo.Dialer(c.DialContext)).
+// Broker i listens on and advertises "broker-<i>.testbroker.invalid:9092", a name no resolver
+// knows. A goroutine waiting on such a connection is durably blocked in the sense of
+// testing/synctest, so a cluster started inside a synctest bubble, with its clients, runs on the
+// bubble's fake clock: time.Sleep in the test moves every timer of the cluster (long polls,
+// acquisition locks, session timeouts) and of the clients, and no WithManualClock is needed.
+// Start the cluster inside the bubble that uses it. It cannot be combined with ListenAddr.
+func InMemoryNetwork() Opt { return opt(func(c *cfg) { c.inMemory = true }) }
 
 // WithManualClock runs the cluster on a manual clock that starts at start and moves only when
 // the test advances it (Cluster.ManualClock). Without it the cluster uses the real clock.
@@ -96,13 +106,9 @@ func (c *cfg) validate() (server.Config, *clock.Manual, error) {
 	if c.brokers < 1 {
 		return server.Config{}, nil, fmt.Errorf("testbroker: NumBrokers(%d): need at least one broker", c.brokers)
 	}
-	host, portStr, err := net.SplitHostPort(c.addr)
+	addrs, err := c.listenAddrs()
 	if err != nil {
-		return server.Config{}, nil, fmt.Errorf("testbroker: ListenAddr(%q): want host:port: %w", c.addr, err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil || port < 0 || port+c.brokers-1 > 65535 {
-		return server.Config{}, nil, fmt.Errorf("testbroker: ListenAddr(%q): port must be 0, or leave room for %d brokers below 65536", c.addr, c.brokers)
+		return server.Config{}, nil, err
 	}
 	if c.maxFrameBytes < 0 {
 		return server.Config{}, nil, fmt.Errorf("testbroker: MaxRequestBytes(%d): must be positive", c.maxFrameBytes)
@@ -111,14 +117,6 @@ func (c *cfg) validate() (server.Config, *clock.Manual, error) {
 		if kmsg.RequestForKey(key) == nil {
 			return server.Config{}, nil, fmt.Errorf("testbroker: MaxVersion(%d, %d): unknown API key", key, v)
 		}
-	}
-	addrs := make([]string, c.brokers)
-	for i := range addrs {
-		p := 0
-		if port != 0 {
-			p = port + i
-		}
-		addrs[i] = net.JoinHostPort(host, strconv.Itoa(p))
 	}
 	sc := server.Config{
 		Brokers:       c.brokers,
@@ -136,4 +134,38 @@ func (c *cfg) validate() (server.Config, *clock.Manual, error) {
 		sc.Clock = manual
 	}
 	return sc, manual, nil
+}
+
+// listenAddrs returns each broker's listen address, by node id.
+func (c *cfg) listenAddrs() ([]string, error) {
+	addrs := make([]string, c.brokers)
+	if c.inMemory {
+		if c.addr != "" {
+			return nil, fmt.Errorf("testbroker: ListenAddr(%q) with InMemoryNetwork: in-memory brokers have fixed addresses; drop one of the two", c.addr)
+		}
+		for i := range addrs {
+			addrs[i] = "broker-" + strconv.Itoa(i) + ".testbroker.invalid:9092"
+		}
+		return addrs, nil
+	}
+	addr := c.addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("testbroker: ListenAddr(%q): want host:port: %w", addr, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port+c.brokers-1 > 65535 {
+		return nil, fmt.Errorf("testbroker: ListenAddr(%q): port must be 0, or leave room for %d brokers below 65536", addr, c.brokers)
+	}
+	for i := range addrs {
+		p := 0
+		if port != 0 {
+			p = port + i
+		}
+		addrs[i] = net.JoinHostPort(host, strconv.Itoa(p))
+	}
+	return addrs, nil
 }

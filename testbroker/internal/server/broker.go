@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -26,17 +27,27 @@ type Broker struct {
 	wg     sync.WaitGroup
 }
 
-func newBroker(c *Cluster, id int32, ln net.Listener) *Broker {
-	addr := ln.Addr().(*net.TCPAddr)
+// newBroker makes broker id of c on ln, advertising ln's address: a TCP listener's, or any other
+// whose Addr().String() is a host:port.
+func newBroker(c *Cluster, id int32, ln net.Listener) (*Broker, error) {
+	addr := ln.Addr().String()
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("listener address %q: %w", addr, err)
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil {
+		return nil, fmt.Errorf("listener address %q: bad port: %w", addr, err)
+	}
 	return &Broker{
 		c:     c,
 		id:    id,
 		ln:    ln,
-		addr:  ln.Addr().String(),
-		host:  addr.IP.String(),
-		port:  int32(addr.Port),
+		addr:  addr,
+		host:  host,
+		port:  int32(port),
 		conns: make(map[*conn]struct{}),
-	}
+	}, nil
 }
 
 // ID returns the broker's node id.

@@ -21,6 +21,9 @@ type Config struct {
 	Brokers int
 	// ListenAddrs has one address per broker; "127.0.0.1:0" picks a free port.
 	ListenAddrs []string
+	// Listen opens a broker's listener on one of ListenAddrs; nil means TCP (net.Listen). The
+	// listener's Addr().String() is the host:port the broker advertises.
+	Listen func(addr string) (net.Listener, error)
 	// Clock runs every timer of the cluster; nil means the real clock.
 	Clock clock.Clock
 	// MaxFrameBytes is the largest request accepted; larger frames close the connection.
@@ -77,6 +80,9 @@ func Start(cfg Config) (*Cluster, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
+	if cfg.Listen == nil {
+		cfg.Listen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+	}
 	if cfg.MaxFrameBytes <= 0 {
 		cfg.MaxFrameBytes = wire.DefaultMaxFrameBytes
 	}
@@ -112,12 +118,17 @@ func Start(cfg Config) (*Cluster, error) {
 		}
 	}
 	for i, addr := range cfg.ListenAddrs {
-		ln, err := net.Listen("tcp", addr)
+		ln, err := cfg.Listen(addr)
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("server: broker %d: %w", i, err)
 		}
-		b := newBroker(c, int32(i), ln)
+		b, err := newBroker(c, int32(i), ln)
+		if err != nil {
+			ln.Close()
+			c.Close()
+			return nil, fmt.Errorf("server: broker %d: %w", i, err)
+		}
 		c.brokers = append(c.brokers, b)
 	}
 	for _, b := range c.brokers {

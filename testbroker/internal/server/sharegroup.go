@@ -104,10 +104,14 @@ func (b *Broker) handleShareGroupHeartbeat(cn *conn, req *kmsg.ShareGroupHeartbe
 }
 
 // clientHost formats a client address as Kafka's RequestContext.clientAddress prints it: an
-// InetAddress without a resolved host name, "/" and the IP.
+// InetAddress without a resolved host name, "/" and the IP (on an in-memory network, the
+// dialer's host name).
 func clientHost(addr net.Addr) string {
 	if tcp, ok := addr.(*net.TCPAddr); ok {
 		return "/" + tcp.IP.String()
+	}
+	if host, _, err := net.SplitHostPort(addr.String()); err == nil {
+		return "/" + host
 	}
 	return "/" + addr.String()
 }
