@@ -626,6 +626,9 @@ func (c *Consumer) commitSync(ctx context.Context) map[TopicPartition]error {
 		if j := n.piggyback; j != nil && j.commit == nil {
 			c.adoptLocked(j, w)
 		}
+		if j := n.sending; j != nil && j.commit == nil && j.kind == jobAsync {
+			c.adoptLocked(j, w)
+		}
 		for _, j := range n.jobs {
 			if j.kind == jobAsync {
 				j.kind = jobSync

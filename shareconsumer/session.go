@@ -29,6 +29,7 @@ type node struct {
 
 	busy        bool
 	piggyback   *ackJob       // the acknowledgements on the ShareFetch in flight, if any
+	sending     *ackJob       // the ShareAcknowledge in flight, if any
 	pause       time.Duration // wait this long before the next request (after a failure)
 	jobs        []*ackJob
 	pending     map[TopicPartition]*pendingPart
@@ -420,11 +421,14 @@ func (c *Consumer) buildAckLocked(n *node, j *ackJob) func() {
 		}
 		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, rp)
 	}
+	j.parts = parts // those sent: a CommitSync that adopts j waits for these
+	n.sending = j
 	return func() {
 		kresp, err := c.cl.Broker(int(n.id)).Request(c.ctx, req)
 		resp, _ := kresp.(*kmsg.ShareAcknowledgeResponse)
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		n.sending = nil
 		c.applyAckLocked(n, j, parts, req, resp, err)
 		c.kickLocked()
 	}

@@ -1,0 +1,254 @@
+package shareconsumer
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/errors"
+	"github.com/kshare/kshare/testbroker"
+)
+
+// These tests run the consumer, Process and a testbroker on an in-memory network inside one
+// testing/synctest bubble: every clock is the bubble's, so a handler that works for five lock
+// durations takes no real time, and time.Sleep in a handler is the work it simulates.
+
+// lockMs is the lock duration of the group these tests use.
+const lockMs = 1000
+
+// sStart starts a cluster on the bubble's in-memory network, with a group "g" that starts at
+// the earliest offset and locks records for lockMs, and produces n records to t-0.
+func sStart(t *testing.T, n int, opts ...testbroker.Opt) *testbroker.Cluster {
+	t.Helper()
+	c := tStart(t, append([]testbroker.Opt{
+		testbroker.InMemoryNetwork(),
+		testbroker.Topic("t", 1),
+		testbroker.BrokerConfig("group.share.min.record.lock.duration.ms", "1000"),
+	}, opts...)...)
+	require.NoError(t, c.SetGroupConfig("g", "share.auto.offset.reset", "earliest"))
+	require.NoError(t, c.SetGroupConfig("g", "share.record.lock.duration.ms", strconv.Itoa(lockMs)))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.Dialer(c.DialContext), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer cl.Close()
+	for i := range n {
+		require.NoError(t, cl.ProduceSync(context.Background(), &kgo.Record{Topic: "t", Value: []byte(strconv.Itoa(i))}).FirstErr())
+	}
+	return c
+}
+
+// sNew creates a consumer of "g" on c, subscribed to t, closed when the test ends. Its
+// ShareFetches do not wait at the broker, so that a renew never queues behind one and the
+// renew times below are exact (a fetch that waited would delay a renew by up to its wait, which
+// the margin covers).
+func sNew(t *testing.T, c *testbroker.Cluster, opts ...Opt) *Consumer {
+	t.Helper()
+	cons, err := New(append([]Opt{
+		ClientOpts(kgo.SeedBrokers(c.Addrs()...), kgo.Dialer(c.DialContext)),
+		Group("g"), Topics("t"), FetchMaxWait(0),
+	}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cons.Close(context.Background()) })
+	return cons
+}
+
+// runUntil runs Process until done returns true after a record finished, then stops it and
+// returns what it returned.
+func runUntil(t *testing.T, cons *Consumer, h Handler, done func(RecordOutcome) bool, opts ...ProcessOpt) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opts = append(opts, OnRecordDone(func(o RecordOutcome) {
+		if done(o) {
+			cancel()
+		}
+	}))
+	return cons.Process(ctx, h, opts...)
+}
+
+func TestProcessRenewsWhileAHandlerWorksFiveLockDurations(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := sStart(t, 1)
+		cons := sNew(t, c)
+		var deliveries []int16
+		var out RecordOutcome
+		err := runUntil(t, cons, func(ctx context.Context, r *Record) error {
+			deliveries = append(deliveries, r.DeliveryCount)
+			time.Sleep(5 * lockMs * time.Millisecond)
+			return ctx.Err()
+		}, func(o RecordOutcome) bool { out = o; return true })
+		require.NoError(t, err)
+		assert.Equal(t, []int16{1}, deliveries, "handed out once")
+		assert.NoError(t, out.Err)
+		s := cons.ProcessStats()
+		// The margin is a fifth of the lock (200ms; round trips take no bubble time): renews
+		// at 0.8s, 1.6s, ... 4.8s, each up to 10ms later (the pause between empty fetches).
+		assert.Equal(t, 6, out.Renews)
+		assert.Equal(t, uint64(6), s.Renewed)
+		assert.Equal(t, uint64(6), s.RenewRequests, "one record, one request per renew")
+		assert.Equal(t, uint64(1), s.Delivered)
+		assert.Equal(t, uint64(1), s.Accepted)
+		assert.Equal(t, uint64(0), s.Redeliveries)
+		assert.Equal(t, uint64(0), s.LocksLost)
+		start, _, _ := c.SharePartitionOffsets("g", "t", 0)
+		assert.Equal(t, int64(1), start, "accepted once")
+	})
+}
+
+func TestProcessRenewsEveryRecordOfALeaderInOneRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := sStart(t, 20)
+		cons := sNew(t, c)
+		var done atomic.Int32
+		err := runUntil(t, cons, func(ctx context.Context, r *Record) error {
+			time.Sleep(3 * lockMs * time.Millisecond)
+			return nil
+		}, func(RecordOutcome) bool { return done.Add(1) == 20 }, Workers(20), QueueSize(0))
+		require.NoError(t, err)
+		s := cons.ProcessStats()
+		assert.Equal(t, uint64(20), s.Accepted)
+		assert.Equal(t, uint64(0), s.Redeliveries)
+		assert.Equal(t, uint64(3*20), s.Renewed, "renews at 0.8s, 1.6s and 2.4s")
+		assert.Equal(t, uint64(3), s.RenewRequests, "one request per renew interval for the leader")
+	})
+}
+
+// lostCause runs one record whose handler waits for its context to end, with setup applied once
+// the handler runs, and returns the context's cause and the stats.
+func lostCause(t *testing.T, c *testbroker.Cluster, cons *Consumer, setup func(), opts ...ProcessOpt) (error, ProcessStats) {
+	t.Helper()
+	var cause error
+	err := runUntil(t, cons, func(ctx context.Context, r *Record) error {
+		setup()
+		<-ctx.Done()
+		cause = context.Cause(ctx)
+		return nil // ignored: the lock is gone
+	}, func(RecordOutcome) bool { return true }, opts...)
+	require.NoError(t, err)
+	return cause, cons.ProcessStats()
+}
+
+func requireLost(t *testing.T, cause error, reason LockLostReason) *LockLostError {
+	t.Helper()
+	var lle *LockLostError
+	require.ErrorAs(t, cause, &lle)
+	assert.ErrorIs(t, cause, errors.ErrLockLost)
+	assert.Equal(t, reason, lle.Reason, "%v", cause)
+	assert.Equal(t, "t", lle.Topic)
+	return lle
+}
+
+func TestProcessLostLockCancelsTheHandler(t *testing.T) {
+	t.Run("renewing disabled for the group", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := sStart(t, 1)
+			cons := sNew(t, c)
+			cause, s := lostCause(t, c, cons, func() {
+				require.NoError(t, c.SetGroupConfig("g", "share.renew.acknowledge.enable", "false"))
+			})
+			requireLost(t, cause, LockInvalidRecordState)
+			assert.ErrorIs(t, cause, kerr.InvalidRecordState)
+			assert.ErrorContains(t, cause, "Renewing acquisition locks is not enabled for the group.")
+			assert.Equal(t, uint64(1), s.LocksLostBy[LockInvalidRecordState])
+			assert.Equal(t, uint64(1), s.RenewFailures)
+			assert.Equal(t, uint64(0), s.Accepted+s.Released+s.Rejected, "nothing acknowledged")
+			start, _, _ := c.SharePartitionOffsets("g", "t", 0)
+			assert.Equal(t, int64(0), start)
+		})
+	})
+	t.Run("a fault refuses the renew", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := sStart(t, 1)
+			cons := sNew(t, c)
+			cause, s := lostCause(t, c, cons, func() {
+				_, err := c.InjectFault(testbroker.Fault{APIs: []kmsg.Key{kmsg.ShareAcknowledge}, Err: kerr.GroupAuthorizationFailed})
+				require.NoError(t, err)
+			})
+			requireLost(t, cause, LockRenewRefused)
+			assert.ErrorIs(t, cause, kerr.GroupAuthorizationFailed)
+			assert.Equal(t, uint64(0), s.Accepted+s.Released+s.Rejected)
+		})
+	})
+	t.Run("the connection drops", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := sStart(t, 1)
+			cons := sNew(t, c)
+			cause, _ := lostCause(t, c, cons, func() {
+				_, err := c.InjectFault(testbroker.Fault{APIs: []kmsg.Key{kmsg.ShareAcknowledge}, DropConnection: true, Times: 1})
+				require.NoError(t, err)
+			})
+			requireLost(t, cause, LockSessionReset)
+		})
+	})
+	t.Run("the renew comes too late", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := sStart(t, 1)
+			cons := sNew(t, c)
+			cause, s := lostCause(t, c, cons, func() {
+				_, err := c.InjectFault(testbroker.Fault{APIs: []kmsg.Key{kmsg.ShareAcknowledge}, Delay: 5 * lockMs * time.Millisecond})
+				require.NoError(t, err)
+			})
+			requireLost(t, cause, LockDeadlinePassed)
+			assert.Equal(t, uint64(0), s.Accepted+s.Released+s.Rejected)
+		})
+	})
+	t.Run("the leader moves", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := sStart(t, 1, testbroker.NumBrokers(2))
+			cons := sNew(t, c)
+			cause, _ := lostCause(t, c, cons, func() {
+				p, ok := c.Partition("t", 0)
+				require.True(t, ok)
+				require.NoError(t, c.MoveLeader("t", 0, 1-p.Leader%2))
+			})
+			requireLost(t, cause, LockLeaderMoved)
+		})
+	})
+}
+
+func TestProcessMaxHoldLetsTheLockGo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := sStart(t, 1)
+		cons := sNew(t, c)
+		began := time.Now()
+		var held time.Duration
+		cause, s := lostCause(t, c, cons, func() { began = time.Now() }, MaxHold(2500*time.Millisecond))
+		held = time.Since(began)
+		requireLost(t, cause, LockMaxHoldReached)
+		assert.Equal(t, 2500*time.Millisecond, held.Round(100*time.Millisecond))
+		assert.Equal(t, uint64(3), s.Renewed, "renewed at 0.8s, 1.6s and 2.4s, not after")
+	})
+}
+
+func TestProcessOnKafka41NeverRenews(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := sStart(t, 1, testbroker.Kafka41())
+		cons := sNew(t, c)
+		var cause error
+		var deadline, lockDeadline time.Time
+		var hasDeadline bool
+		err := runUntil(t, cons, func(ctx context.Context, r *Record) error {
+			deadline, hasDeadline = ctx.Deadline()
+			lockDeadline = r.LockDeadline
+			<-ctx.Done()
+			cause = context.Cause(ctx)
+			return nil
+		}, func(RecordOutcome) bool { return true })
+		require.NoError(t, err)
+		requireLost(t, cause, LockDeadlinePassed)
+		require.True(t, hasDeadline, "the handler's context carries the lock deadline")
+		assert.Equal(t, lockDeadline, deadline)
+		s := cons.ProcessStats()
+		assert.Equal(t, uint64(0), s.RenewRequests)
+		assert.Equal(t, uint64(0), s.Renewed)
+		assert.Equal(t, uint64(0), s.Accepted+s.Released+s.Rejected)
+	})
+}
