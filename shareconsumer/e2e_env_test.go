@@ -36,6 +36,9 @@ type e2eSetup struct {
 	// group config).
 	deliveryLimit int
 	manualClock   bool // testbroker only
+	// lockMs sets the lock duration when non-zero: the group config
+	// share.record.lock.duration.ms on testbroker (by prepareGroup), the broker default on kfake.
+	lockMs int
 	// shareV1 caps the brokers at ShareFetch and ShareAcknowledge v1, as Kafka 4.1 has them
 	// (testbroker.Kafka41, kfake.MaxVersions).
 	shareV1 bool
@@ -129,6 +132,9 @@ func startKfake(t *testing.T, s e2eSetup) *e2eEnv {
 	if s.deliveryLimit != 0 {
 		configs["group.share.delivery.count.limit"] = fmt.Sprint(s.deliveryLimit)
 	}
+	if s.lockMs != 0 {
+		configs["group.share.record.lock.duration.ms"] = fmt.Sprint(s.lockMs)
+	}
 	opts := []kfake.Opt{
 		kfake.NumBrokers(s.brokers),
 		kfake.SeedTopics(s.partitions, e2eTopic),
@@ -189,6 +195,9 @@ func (e *e2eEnv) prepareGroup(t *testing.T, group string) {
 	e.setGroupConfig(t, group, "share.auto.offset.reset", "earliest")
 	if e.tb != nil && e.setup.deliveryLimit != 0 {
 		e.setGroupConfig(t, group, "share.delivery.count.limit", fmt.Sprint(e.setup.deliveryLimit))
+	}
+	if e.tb != nil && e.setup.lockMs != 0 {
+		e.setGroupConfig(t, group, "share.record.lock.duration.ms", fmt.Sprint(e.setup.lockMs))
 	}
 }
 
