@@ -230,8 +230,9 @@ func (c *Consumer) poolFetchLocked(n *node, req *kmsg.ShareFetchRequest, carried
 	req.MaxWaitMillis = int32(c.pool.fetchWait(lock) / time.Millisecond)
 }
 
-// sessionResetLocked makes the next request to n open a new share session; the records Process
-// holds from n are lost, since the broker releases them with the old session.
+// sessionResetLocked makes the next request to n open a new share session; Process gives up
+// the records it holds from n (LockSessionReset), whose renews and acknowledgements cannot
+// travel on the opening request.
 func (c *Consumer) sessionResetLocked(n *node) {
 	n.resetSessionLocked()
 	if c.pool != nil {

@@ -69,6 +69,16 @@
 // Partition leaders that move are followed; acknowledgements for records of the old leader
 // fail with NOT_LEADER_OR_FOLLOWER, since the locks went with the leadership.
 //
+// # Worker pools
+//
+// Process runs the poll loop itself with a pool of workers, one record per handler call, and
+// acknowledges each record from the handler's answer (nil accepts, an error releases, Reject
+// rejects, a panic releases). While a handler works, Process renews the record's lock before it
+// runs out, all due renews of a leader in one ShareAcknowledge, and cancels the handler's
+// context, with a *LockLostError as its cause, the moment the lock is lost. It never holds more
+// acquired records than its workers and queue can take, and on shutdown it releases what it
+// has not started, waits for running handlers and commits. See docs/guide.md.
+//
 // # Differences from Kafka's Java client
 //
 //   - Poll takes a context and returns ctx.Err() when it ends before records arrive, where Java

@@ -19,7 +19,10 @@ const (
 	// (share.renew.acknowledge.enable=false, Kafka 4.3).
 	LockInvalidRecordState
 	// LockSessionReset: the share session with the leader was lost (the connection dropped,
-	// or the broker no longer knew the session); the broker releases the records it locked.
+	// or the broker no longer knew the session). Renews and acknowledgements cannot travel
+	// until a new session is open, and those queued for the old one fail, so Process gives
+	// the records of that leader up at once rather than let their handlers finish work whose
+	// acknowledgement would fail.
 	LockSessionReset
 	// LockLeaderMoved: the partition's leadership moved; the lock stayed with the old leader.
 	LockLeaderMoved

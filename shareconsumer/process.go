@@ -335,6 +335,7 @@ func (p *pool) handle(ctx context.Context, h *heldRecord) {
 	}
 	lost, stopped, renews := h.lost, h.stopped, h.renews
 	out := RecordOutcome{Record: h.rec, Err: err, HandlerTime: took, Renews: renews}
+	armFlush := false
 	if lost != nil {
 		out.Err = lost
 	} else {
@@ -344,6 +345,7 @@ func (p *pool) handle(ctx context.Context, h *heldRecord) {
 		}
 		if p.flushDue.IsZero() {
 			p.flushDue = time.Now().Add(ackFlushInterval)
+			armFlush = true
 		}
 	}
 	p.mu.Unlock()
@@ -356,7 +358,9 @@ func (p *pool) handle(ctx context.Context, h *heldRecord) {
 	p.removeLocked(h)
 	p.mu.Unlock()
 	h.cancel(nil)
-	p.kickLease()
+	if armFlush {
+		p.kickLease() // a record leaving changes no renew time; a flush to arm does
+	}
 	p.signalFreed()
 	if p.cfg.onRecordDone != nil {
 		p.cfg.onRecordDone(out)
