@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kshare/kshare/testbroker"
+)
+
+// TestScenariosProduceRows runs every scenario with tiny counts against an embedded testbroker
+// and checks that every client finished each with every record accepted once, and that the
+// report has a row for each. The slow scenario's handler stays under the lock here, so that
+// nothing depends on when a lock runs out.
+func TestScenariosProduceRows(t *testing.T) {
+	t.Parallel()
+	const lock = time.Second
+	cl := testbroker.StartT(t, testbroker.BrokerConfig("group.share.min.record.lock.duration.ms", "1000"))
+	c := defaultConfig()
+	c.partitions = 2
+	c.recordsEmpty, c.workersEmpty = 300, 4
+	c.recordsSleep, c.workersSleep = 200, 20
+	c.recordsSlow, c.workersSlow, c.lock, c.slowFactor, c.slowTimeout = 20, 20, lock, 0.2, 20*time.Second
+	require.NoError(t, c.validate())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	results, err := runScenarios(ctx, c, target{broker: "testbroker", seeds: cl.Addrs()})
+	require.NoError(t, err)
+
+	type key struct{ scenario, client string }
+	got := map[key]result{}
+	for _, r := range results {
+		got[key{r.scenario.name, r.client}] = r
+	}
+	want := []key{
+		{scenarioEmpty, clientKshare}, {scenarioEmpty, clientFranz},
+		{scenarioSleep, clientKshare}, {scenarioSleep, clientFranz}, {scenarioSleep, clientBaseline},
+		{scenarioSlow, clientKshare}, {scenarioSlow, clientFranz},
+	}
+	require.Len(t, results, len(want))
+	for _, k := range want {
+		r, ok := got[k]
+		require.True(t, ok, "no result for %v", k)
+		assert.True(t, r.finished, "%v did not finish", k)
+		assert.EqualValues(t, r.scenario.records, r.accepted, "%v: records accepted", k)
+		assert.Zero(t, r.acceptedTwice, "%v: records accepted twice", k)
+		assert.Zero(t, r.ackErrors, "%v: ack errors: %s", k, r.firstAckErr)
+		assert.Zero(t, r.lagLeft, "%v: records left unacknowledged", k)
+		assert.Positive(t, r.elapsed, "%v: elapsed", k)
+	}
+	if s := got[key{scenarioSlow, clientKshare}].stats; assert.NotNil(t, s) {
+		assert.EqualValues(t, 20, s.Accepted)
+		assert.Zero(t, s.LocksLost)
+	}
+	assert.NotNil(t, got[key{scenarioSlow, clientFranz}].taps, "the slow scenario counts requests")
+
+	var out bytes.Buffer
+	printReport(&out, c, results)
+	report := out.String()
+	for _, s := range []string{
+		"### (a) Empty handler", "### (b) Handler of time.Sleep(1ms)", "### (c) Handlers of 200ms",
+		"| testbroker | kshare | 4 | 300 |", "| testbroker | franz-go | 4 | 300 |",
+		"| testbroker | kshare | 20 | 200 |", "| testbroker | franz-go | 20 | 200 |", "| testbroker | Go pool, no Kafka | 20 | 200 |",
+		"| testbroker | kshare | 20 | 20 | yes |", "| testbroker | franz-go | 20 | 20 | yes |",
+	} {
+		assert.Contains(t, report, s)
+	}
+}

@@ -1,0 +1,223 @@
+// Command benchpool compares kshare's worker pool, shareconsumer's Process, with a worker pool
+// written by hand over franz-go's own share consumer (kgo.ShareGroup), in one run, against the
+// same broker process, and prints Markdown tables with both side by side.
+//
+// # What it measures
+//
+// For every broker program (-brokers-to-run: testbroker, then franz-go's kfake run as a
+// program), it builds and starts the broker as its own process (-brokers brokers), then runs
+// three scenarios, each on a topic of its own (-partitions partitions, default 3) holding
+// records of 16 B spread evenly over the partitions in record batches of up to 16 KiB (about
+// 600 records), produced before the clients run. The clients run in this process, one after
+// the other, each with a share group of its own that starts at the earliest offset, and accept
+// every record once its handler returned:
+//
+//   - empty (a): the handler does nothing; -records-empty records (default 200,000),
+//     -workers-empty workers (default 10, Process's default). Records/s from the first record
+//     handed to a handler until every acceptance was answered by the broker; client CPU per
+//     record from getrusage (this process, every thread) and allocations per record from
+//     runtime.MemStats, over the span from creating the client to that end, which only the
+//     client uses; broker CPU per record from the broker process's CPU clock over the same
+//     span. Goal: kshare at least twice the records/s of franz-go's pool.
+//   - sleep (b): the handler is time.Sleep(-sleep), default 1 ms, with -workers-sleep workers
+//     (default 100), for -records-sleep records (default 100,000): records/s against the ideal,
+//     workers divided by the handler time (100,000/s), and against what the measured handler
+//     time allows. A third row runs the same handler in as many goroutines fed by a channel,
+//     without Kafka: the most any pool gets on the machine. Goal: 90% of the ideal.
+//   - slow (c): the group's lock is -lock (default 1 s), and the handler waits -slow-factor
+//     times the lock (default 3 s), or until its context ends, for each of -records-slow
+//     records (default 1000) with -workers-slow workers (default 1000). A client runs until the
+//     broker has every record acknowledged or archived (the lag DescribeShareGroupOffsets v1
+//     reports is 0, asked every 50 ms) or -slow-timeout (default 20 s) passes. Reported: handler
+//     runs, deliveries with a delivery count above 1, records accepted more than once (a
+//     handler finished and its acceptance was sent twice), acknowledgements reported failed,
+//     locks lost (kshare), records left unacknowledged and, for renewals, the requests with
+//     IsRenewAck every connection wrote (decoded off the wire with internal/wiretap), per
+//     broker per second, and the median time between two of them at one broker, against the
+//     renew interval Process aims at: the lock minus a margin of a fifth to a half of it.
+//
+// testbroker starts with group.share.min.record.lock.duration.ms lowered to -lock and takes the
+// lock as the group's share.record.lock.duration.ms; kfake only has a broker-wide lock
+// (group.share.record.lock.duration.ms), which is then -lock in every scenario, and its sweep for
+// expired locks (share.record.lock.sweep.interval.ms) runs every tenth of the lock instead of
+// every 5 s.
+//
+// kshare runs shareconsumer.Process with Workers(n) and the default queue (n records; -queue
+// sets QueueSize), in the default (implicit) acknowledgement mode. The franz-go pool is what an
+// application writes with kgo: one poll loop goroutine hands the records of each PollFetches
+// (everything buffered; -franz-poll n: PollRecords with at most n) to n worker goroutines over
+// a channel; a worker calls the handler, then Record.Ack(kgo.AckAccept). The poll loop polls
+// again only once every record of the last poll was acknowledged: franz-go's next poll accepts
+// every record the last one returned that is still unacknowledged, so polling earlier would
+// accept records before their handlers ran. franz-go has no automatic lock renewal
+// (Record.Ack(kgo.AckRenew) is left to the application), and the pool does not renew.
+//
+// # How to run it
+//
+// From the module root (about 80 s on 2 cores with the defaults):
+//
+//	go run ./internal/benchpool
+//	go run ./internal/benchpool -brokers-to-run testbroker -records-empty 50000 -records-sleep 20000   # quick
+//	go run ./internal/benchpool -scenarios empty -count-requests -queue 1000
+//	go run ./internal/benchpool -scenarios slow -brokers 3
+//	go run ./internal/benchpool -scenarios empty -cpuprofile-dir /tmp/prof
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "benchpool:", err)
+		os.Exit(1)
+	}
+}
+
+// Scenario and client names, as the flags and the tables spell them.
+const (
+	scenarioEmpty = "empty"
+	scenarioSleep = "sleep"
+	scenarioSlow  = "slow"
+
+	clientKshare = "kshare"
+	clientFranz  = "franz-go"
+)
+
+var (
+	allScenarios = []string{scenarioEmpty, scenarioSleep, scenarioSlow}
+	allClients   = []string{clientKshare, clientFranz}
+)
+
+// config is the command line.
+type config struct {
+	programs   []string // broker programs
+	brokers    int      // brokers per cluster
+	partitions int
+	scenarios  []string
+	clients    []string
+
+	recordsEmpty, workersEmpty int
+	recordsSleep, workersSleep int
+	sleep                      time.Duration
+	recordsSlow, workersSlow   int
+	lock                       time.Duration
+	slowFactor                 float64
+	slowTimeout                time.Duration
+
+	queue      int // kshare's QueueSize; below 0 leaves Process's default (as many as the workers)
+	franzPoll  int // the franz-go pool's PollRecords limit; 0 polls everything buffered
+	countReqs  bool
+	profileDir string
+	verbose    bool
+}
+
+// defaultConfig is the configuration without flags.
+func defaultConfig() config {
+	return config{
+		programs: []string{"testbroker", "kfake"}, brokers: 1, partitions: 3,
+		scenarios: allScenarios, clients: allClients,
+		recordsEmpty: 200_000, workersEmpty: 10,
+		recordsSleep: 100_000, workersSleep: 100, sleep: time.Millisecond,
+		recordsSlow: 1000, workersSlow: 1000, lock: time.Second, slowFactor: 3, slowTimeout: 20 * time.Second,
+		queue: -1,
+	}
+}
+
+func run() error {
+	c := defaultConfig()
+	fs := flag.NewFlagSet("benchpool", flag.ExitOnError)
+	programs := fs.String("brokers-to-run", strings.Join(c.programs, ","), "broker programs to run, separated by commas (testbroker, kfake)")
+	scenarios := fs.String("scenarios", strings.Join(c.scenarios, ","), "scenarios to run, separated by commas (empty, sleep, slow)")
+	clients := fs.String("clients", strings.Join(c.clients, ","), "clients to run, separated by commas (kshare, franz-go)")
+	fs.IntVar(&c.brokers, "brokers", c.brokers, "brokers per cluster")
+	fs.IntVar(&c.partitions, "partitions", c.partitions, "partitions of every topic")
+	fs.IntVar(&c.recordsEmpty, "records-empty", c.recordsEmpty, "records of the empty-handler scenario")
+	fs.IntVar(&c.workersEmpty, "workers-empty", c.workersEmpty, "workers of the empty-handler scenario")
+	fs.IntVar(&c.recordsSleep, "records-sleep", c.recordsSleep, "records of the sleeping-handler scenario")
+	fs.IntVar(&c.workersSleep, "workers-sleep", c.workersSleep, "workers of the sleeping-handler scenario")
+	fs.DurationVar(&c.sleep, "sleep", c.sleep, "what the handler of the sleeping-handler scenario sleeps")
+	fs.IntVar(&c.recordsSlow, "records-slow", c.recordsSlow, "records of the slow-handler scenario")
+	fs.IntVar(&c.workersSlow, "workers-slow", c.workersSlow, "workers of the slow-handler scenario")
+	fs.DurationVar(&c.lock, "lock", c.lock, "the slow-handler scenario's group lock duration (share.record.lock.duration.ms; at least 1s on testbroker)")
+	fs.Float64Var(&c.slowFactor, "slow-factor", c.slowFactor, "the slow handler takes this many lock durations")
+	fs.DurationVar(&c.slowTimeout, "slow-timeout", c.slowTimeout, "give a client of the slow-handler scenario this long to get every record acknowledged")
+	fs.IntVar(&c.queue, "queue", c.queue, "kshare's QueueSize in every scenario (below 0: Process's default, as many as the workers)")
+	fs.IntVar(&c.franzPoll, "franz-poll", c.franzPoll, "records per PollRecords of the franz-go pool (0: PollFetches, everything buffered)")
+	fs.BoolVar(&c.countReqs, "count-requests", false, "decode the share requests of every scenario, not only of the slow one, to count them (costs client CPU)")
+	fs.StringVar(&c.profileDir, "cpuprofile-dir", "", "write a CPU profile of every client run into this directory")
+	fs.BoolVar(&c.verbose, "v", false, "show the brokers' output on stderr")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	c.programs = strings.Split(*programs, ",")
+	c.scenarios = strings.Split(*scenarios, ",")
+	c.clients = strings.Split(*clients, ",")
+	if err := c.validate(); err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	results, err := runAll(ctx, c)
+	printReport(os.Stdout, c, results)
+	return err
+}
+
+// validate checks the configuration, every rule in one place.
+func (c *config) validate() error {
+	for _, p := range c.programs {
+		if _, ok := brokerPackages[p]; !ok {
+			return fmt.Errorf("-brokers-to-run: unknown broker %q (testbroker, kfake)", p)
+		}
+	}
+	for _, s := range c.scenarios {
+		if !slices.Contains(allScenarios, s) {
+			return fmt.Errorf("-scenarios: unknown scenario %q (empty, sleep, slow)", s)
+		}
+	}
+	for _, cl := range c.clients {
+		if !slices.Contains(allClients, cl) {
+			return fmt.Errorf("-clients: unknown client %q (kshare, franz-go)", cl)
+		}
+	}
+	switch {
+	case c.brokers < 1:
+		return fmt.Errorf("-brokers must be at least 1")
+	case c.partitions < 1:
+		return fmt.Errorf("-partitions must be at least 1")
+	case c.recordsEmpty < 1 || c.recordsSleep < 1 || c.recordsSlow < 1:
+		return fmt.Errorf("-records-empty, -records-sleep and -records-slow must be at least 1")
+	case c.workersEmpty < 1 || c.workersSleep < 1 || c.workersSlow < 1:
+		return fmt.Errorf("-workers-empty, -workers-sleep and -workers-slow must be at least 1")
+	case c.sleep <= 0:
+		return fmt.Errorf("-sleep must be above 0")
+	case c.lock < time.Millisecond || c.lock%time.Millisecond != 0:
+		return fmt.Errorf("-lock must be whole milliseconds, at least 1ms")
+	case c.lock < time.Second && slices.Contains(c.programs, "testbroker"):
+		return fmt.Errorf("-lock must be at least 1s on testbroker (its group.share.min.record.lock.duration.ms bound)")
+	case c.slowFactor <= 0:
+		return fmt.Errorf("-slow-factor must be above 0")
+	case c.slowTimeout <= 0:
+		return fmt.Errorf("-slow-timeout must be above 0")
+	case c.franzPoll < 0:
+		return fmt.Errorf("-franz-poll must be at least 0")
+	}
+	return nil
+}
+
+// slowHandler is what the slow scenario's handler takes.
+func (c *config) slowHandler() time.Duration {
+	return time.Duration(float64(c.lock) * c.slowFactor)
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/kshare/kshare/internal/benchcmd"
+)
+
+// printReport writes the command, the machine and a table per scenario.
+func printReport(out io.Writer, c config, results []result) {
+	p := func(format string, args ...any) { fmt.Fprintf(out, format, args...) }
+	p("\n## Worker pool (Process) vs a franz-go worker pool\n\n")
+	p("- Command: `%s`\n", strings.Join(append([]string{"go run ./internal/benchpool"}, os.Args[1:]...), " "))
+	p("- Go: %s, %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	p("- CPU: %s, %d logical CPUs, GOMAXPROCS %d\n", benchcmd.CPUModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	p("- Each broker its own process on loopback, %d broker(s), %d partitions per topic, %d B records in batches of up to %d KiB; both clients in this process, one after the other\n", c.brokers, c.partitions, valueSize, batchBytes>>10)
+	franzPoll := "PollFetches (everything buffered)"
+	if c.franzPoll > 0 {
+		franzPoll = fmt.Sprintf("PollRecords(ctx, %d)", c.franzPoll)
+	}
+	p("- kshare: `Process(ctx, h, Workers(n))`, default queue (n); franz-go: one poll loop (%s) feeding n worker goroutines over a channel, `Record.Ack(kgo.AckAccept)` after the handler, next poll once the last poll's records are all acknowledged\n", franzPoll)
+
+	byScenario := func(name string) []result {
+		var rs []result
+		for _, r := range results {
+			if r.scenario.name == name {
+				rs = append(rs, r)
+			}
+		}
+		return rs
+	}
+	if rs := byScenario(scenarioEmpty); len(rs) > 0 {
+		printEmpty(p, rs)
+	}
+	if rs := byScenario(scenarioSleep); len(rs) > 0 {
+		printSleep(p, rs)
+	}
+	if rs := byScenario(scenarioSlow); len(rs) > 0 {
+		printSlow(p, rs)
+	}
+}
+
+type printer func(format string, args ...any)
+
+// pairs calls fn for every kshare result with the franz-go result of the same broker.
+func pairs(rs []result, fn func(k, f result)) {
+	for _, k := range rs {
+		if k.client != clientKshare {
+			continue
+		}
+		for _, f := range rs {
+			if f.client == clientFranz && f.broker == k.broker {
+				fn(k, f)
+			}
+		}
+	}
+}
+
+func printEmpty(p printer, rs []result) {
+	p("\n### (a) Empty handler\n\n")
+	p("Records/s from the first record handed to a handler until every acceptance was answered; client CPU (getrusage of this process, all threads), allocations and broker CPU (the broker process's CPU clock) from creating the client to that end, per record. ShareFetch requests are counted only with -count-requests, which decodes every request the client writes and so costs client CPU.\n\n")
+	p("| broker | client | workers | records | records/s | CPU µs/rec | allocs/rec | broker CPU µs/rec | ShareFetch requests | records per ShareFetch | ack errors | left unacked |\n")
+	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rs {
+		fetches, perFetch := r.fetchCounts()
+		p("| %s | %s | %d | %d | %s | %.2f | %.1f | %s | %s | %s | %d | %d |\n", r.broker, r.client, r.scenario.workers, r.accepted,
+			benchcmd.Thousands(r.rate()), r.cpuPerRecord(), float64(r.mallocs)/float64(max(1, r.accepted)), r.brokerCPUPerRecord(), fetches, perFetch, r.ackErrors, r.lagLeft)
+	}
+	var cmp []string
+	pairs(rs, func(k, f result) {
+		speed := k.rate() / f.rate()
+		cmp = append(cmp, fmt.Sprintf("| %s | %.2f | %s | %.2f |", k.broker, speed, benchcmd.YesNo(speed >= 2), k.cpuPerRecord()/f.cpuPerRecord()))
+	})
+	if len(cmp) > 0 {
+		p("\nGoal: kshare at least 2x the records/s of the franz-go pool.\n\n")
+		p("| broker | records/s kshare/franz-go | ≥ 2x | CPU/rec kshare/franz-go |\n|---|---:|---|---:|\n%s\n", strings.Join(cmp, "\n"))
+	}
+}
+
+// fetchCounts returns, as table cells, the ShareFetch requests the run wrote and the records
+// accepted per request; "-" when the requests were not counted.
+func (r result) fetchCounts() (fetches, perFetch string) {
+	if r.taps == nil {
+		return "-", "-"
+	}
+	n, _ := r.taps.requests()
+	if n == 0 {
+		return "0", "-"
+	}
+	return fmt.Sprint(n), fmt.Sprintf("%.1f", float64(r.accepted)/float64(n))
+}
+
+func printSleep(p printer, rs []result) {
+	p("\n### (b) Handler of time.Sleep(%v)\n\n", rs[0].scenario.work)
+	p("Ideal: workers / handler time. \"What the handler time allows\": workers / the mean time a handler call really took (time.Sleep oversleeps). The %q row runs the same handler in the same number of goroutines fed by a channel, without Kafka. CPU as in (a): this process, from creating the client to the end.\n\n", clientBaseline)
+	p("| broker | client | workers | records | records/s | ideal records/s | %% of ideal | mean handler time | %% of what the handler time allows | CPU µs/rec | broker CPU µs/rec | ShareFetch requests | records per ShareFetch | goal ≥ 90%% |\n")
+	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, r := range rs {
+		ideal := float64(r.scenario.workers) / r.scenario.work.Seconds()
+		allowed := ideal
+		if m := r.meanHandler(); m > 0 {
+			allowed = float64(r.scenario.workers) / m.Seconds()
+		}
+		pct := 100 * r.rate() / ideal
+		fetches, perFetch := r.fetchCounts()
+		goal := benchcmd.YesNo(pct >= 90)
+		if r.client == clientBaseline {
+			goal = "-"
+		}
+		p("| %s | %s | %d | %d | %s | %s | %.1f%% | %v | %.1f%% | %.2f | %s | %s | %s | %s |\n", r.broker, r.client, r.scenario.workers, r.accepted,
+			benchcmd.Thousands(r.rate()), benchcmd.Thousands(ideal), pct, r.meanHandler().Round(time.Microsecond),
+			100*r.rate()/allowed, r.cpuPerRecord(), r.brokerCPUPerRecord(), fetches, perFetch, goal)
+	}
+}
+
+func printSlow(p printer, rs []result) {
+	sc := rs[0].scenario
+	lo, hi := sc.lock-sc.lock/2, sc.lock-sc.lock/5
+	p("\n### (c) Handlers of %v, %.1fx the lock duration (%v)\n\n", sc.work, float64(sc.work)/float64(sc.lock), sc.lock)
+	p("A run ends once the broker has every record acknowledged or archived (DescribeShareGroupOffsets lag 0). Redelivered: handler calls for deliveries with a delivery count above 1. Accepted twice: records whose handler finished and whose acceptance was sent more than once. Ack errors: acknowledgement results reported failed (franz-go: per partition and request). Renew requests: ShareFetch/ShareAcknowledge requests with IsRenewAck, decoded off the client's connections; Process aims at one per partition leader per renew interval, the lock minus a margin of a fifth to a half of it (%v-%v here); the rate is per broker that got renews, over the run's time.\n\n", lo, hi)
+	p("| broker | client | workers | records | done | time s | handler runs | redelivered | accepted twice | ack errors | locks lost | left unacked | renew requests | brokers renewed at | renewed offsets | renew requests per broker per s | p50 between renews at a broker |\n")
+	p("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rs {
+		lost := "-"
+		if r.stats != nil {
+			lost = fmt.Sprint(r.stats.LocksLost)
+		}
+		var rs renewStats
+		if r.taps != nil {
+			rs = r.taps.stats()
+		}
+		perBroker := 0.0
+		if r.elapsed > 0 {
+			perBroker = float64(rs.requests) / r.elapsed.Seconds() / float64(max(1, rs.brokers))
+		}
+		interval := "-"
+		if len(rs.interval) > 0 {
+			interval = median(rs.interval).Round(time.Millisecond).String()
+		}
+		p("| %s | %s | %d | %d | %s | %.2f | %d | %d | %d | %d | %s | %d | %d | %d | %d | %.2f | %s |\n", r.broker, r.client, r.scenario.workers, r.scenario.records,
+			benchcmd.YesNo(r.finished), r.elapsed.Seconds(), r.handlerRuns, r.redelivered, r.acceptedTwice, r.ackErrors, lost, r.lagLeft,
+			rs.requests, rs.brokers, rs.renewed, perBroker, interval)
+	}
+}

@@ -1,0 +1,301 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/internal/brokerproc"
+	"github.com/kshare/kshare/internal/groupconfig"
+)
+
+const (
+	valueSize  = 16
+	batchBytes = 16 << 10
+
+	// lagEvery is how often the slow scenario asks the broker whether every record is done.
+	lagEvery = 50 * time.Millisecond
+)
+
+// brokerPackages are the broker programs, by name.
+var brokerPackages = map[string]string{
+	"testbroker": brokerproc.TestbrokerPkg,
+	"kfake":      brokerproc.KfakePkg,
+}
+
+// brokerConfigs are the configs a broker program starts with, so that the slow scenario's
+// group may have a lock of lock. testbroker keeps Kafka's lower bound
+// (group.share.min.record.lock.duration.ms), which comes down to lock, and takes the group's
+// share.record.lock.duration.ms. kfake reads only its broker-wide
+// group.share.record.lock.duration.ms, which is set to lock for every scenario, and finds
+// expired locks only every share.record.lock.sweep.interval.ms (5 s by default), which comes
+// down to a tenth of the lock so that an expired record is offered again about when Kafka
+// would.
+func brokerConfigs(program string, lock time.Duration) []string {
+	ms := lock.Milliseconds()
+	if program == "kfake" {
+		return []string{
+			"group.share.record.lock.duration.ms=" + strconv.FormatInt(ms, 10),
+			"share.record.lock.sweep.interval.ms=" + strconv.FormatInt(max(1, ms/10), 10),
+		}
+	}
+	return []string{"group.share.min.record.lock.duration.ms=" + strconv.FormatInt(min(ms, 15000), 10)}
+}
+
+// target is a running cluster the scenarios run against.
+type target struct {
+	broker string // the broker program's name
+	seeds  []string
+	pid    int // the broker process, whose CPU time is read; 0 when it runs in this process
+}
+
+// runAll builds and starts every broker program in turn and runs the scenarios against it,
+// returning what it measured until the first failure.
+func runAll(ctx context.Context, c config) ([]result, error) {
+	root, err := brokerproc.ModuleRoot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("run benchpool inside the kshare module: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "benchpool")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	var results []result
+	for _, prog := range c.programs {
+		fmt.Fprintf(os.Stderr, "building %s\n", prog)
+		bin, err := brokerproc.Build(ctx, root, dir, prog, brokerPackages[prog])
+		if err != nil {
+			return results, err
+		}
+		rs, err := runProgram(ctx, c, prog, bin)
+		results = append(results, rs...)
+		if err != nil {
+			return results, fmt.Errorf("%s: %w", prog, err)
+		}
+	}
+	return results, nil
+}
+
+// runProgram starts one broker process and runs every scenario against it.
+func runProgram(ctx context.Context, c config, prog, bin string) (results []result, err error) {
+	o := brokerproc.Options{
+		Name: prog, Bin: bin, Brokers: c.brokers,
+		Topic: topicOf(c.scenarios[0]), Partitions: c.partitions,
+		Configs: brokerConfigs(prog, c.lock),
+	}
+	if c.verbose {
+		o.Echo = os.Stderr
+	}
+	bp, err := brokerproc.Start(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if _, _, stopErr := bp.Stop(10 * time.Second); err == nil && stopErr != nil {
+			err = fmt.Errorf("stopping: %w", stopErr)
+		}
+	}()
+	return runScenarios(ctx, c, target{broker: prog, seeds: bp.Seeds, pid: bp.Pid()})
+}
+
+func topicOf(scenario string) string { return "pool-" + scenario }
+
+// runScenarios runs every scenario of c, every client of c in each, against t.
+func runScenarios(ctx context.Context, c config, t target) ([]result, error) {
+	adm, err := newAdmin(t.seeds)
+	if err != nil {
+		return nil, err
+	}
+	defer adm.close()
+	var results []result
+	for _, name := range c.scenarios {
+		sc := c.scenario(name)
+		if err := adm.createTopic(ctx, sc.topic, c.partitions); err != nil {
+			return results, err
+		}
+		fmt.Fprintf(os.Stderr, "%s: %s: producing %d records of %d B to %d partitions\n", t.broker, sc.name, sc.records, valueSize, c.partitions)
+		if err := adm.produce(ctx, sc.topic, c.partitions, sc.records); err != nil {
+			return results, err
+		}
+		for _, client := range c.clients {
+			group := client + "-" + sc.name
+			kv := []string{"share.auto.offset.reset", "earliest"}
+			if sc.lock > 0 {
+				kv = append(kv, "share.record.lock.duration.ms", strconv.FormatInt(sc.lock.Milliseconds(), 10))
+			}
+			if err := groupconfig.Set(ctx, adm.cl, group, kv...); err != nil {
+				return results, err
+			}
+			cr := clientRun{sc: sc, client: client, group: group, seeds: t.seeds, partitions: c.partitions, franzPoll: c.franzPoll, queue: c.queue, countRequests: c.countReqs, adm: adm, brokerPid: t.pid}
+			if c.profileDir != "" {
+				cr.profile = filepath.Join(c.profileDir, fmt.Sprintf("%s-%s-%s.pprof", t.broker, sc.name, client))
+			}
+			fmt.Fprintf(os.Stderr, "%s: %s: %s, %d workers\n", t.broker, sc.name, client, sc.workers)
+			r, err := cr.run(ctx)
+			r.broker = t.broker
+			if err != nil {
+				return results, fmt.Errorf("%s, %s: %w", sc.name, client, err)
+			}
+			fmt.Fprintf(os.Stderr, "  %s\n", r.summary())
+			results = append(results, r)
+		}
+		if sc.name == scenarioSleep {
+			r, err := runBaseline(sc, c.partitions)
+			r.broker = t.broker
+			if err != nil {
+				return results, fmt.Errorf("%s, %s: %w", sc.name, r.client, err)
+			}
+			fmt.Fprintf(os.Stderr, "%s: %s: %s, %d workers\n  %s\n", t.broker, sc.name, r.client, sc.workers, r.summary())
+			results = append(results, r)
+		}
+	}
+	return results, nil
+}
+
+// admin is a plain client for topics, producing, group configs and the groups' lag.
+type admin struct {
+	cl *kgo.Client
+}
+
+func newAdmin(seeds []string) (*admin, error) {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(seeds...),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerBatchMaxBytes(batchBytes),
+		kgo.MaxBufferedRecords(100_000),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return &admin{cl: cl}, nil
+}
+
+func (a *admin) close() { a.cl.Close() }
+
+// createTopic creates topic, unless it exists, and waits until each partition has a leader.
+func (a *admin) createTopic(ctx context.Context, topic string, parts int) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(a.cl)
+	resp, err := adm.CreateTopic(ctx, int32(parts), 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("creating topic %s: %w", topic, err)
+	}
+	for {
+		md, err := adm.Metadata(ctx, topic)
+		if err == nil {
+			td := md.Topics[topic]
+			ready := td.Err == nil && len(td.Partitions) == parts
+			for _, p := range td.Partitions {
+				ready = ready && p.Leader >= 0 && p.Err == nil
+			}
+			if ready {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topic %s has no leader for every partition: %w", topic, errors.Join(err, ctx.Err()))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// produce writes n records of valueSize bytes to topic, record i to partition i%parts.
+func (a *admin) produce(ctx context.Context, topic string, parts, n int) error {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	value := bytes.Repeat([]byte("v"), valueSize)
+	wg.Add(n)
+	for i := range n {
+		r := &kgo.Record{Topic: topic, Partition: int32(i % parts), Value: value}
+		a.cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return fmt.Errorf("producing to %s: %w", topic, firstErr)
+	}
+	return nil
+}
+
+// lag returns how many records of topic's parts partitions group has not done with yet
+// (acknowledged or archived), from DescribeShareGroupOffsets v1, asked of the group's
+// coordinator. A partition the group has no share state for counts as all its records.
+func (a *admin) lag(ctx context.Context, group, topic string, parts int, records int) (int64, error) {
+	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	rg.GroupID = group
+	rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
+	rt.Topic = topic
+	for p := range parts {
+		rt.Partitions = append(rt.Partitions, int32(p))
+	}
+	rg.Topics = append(rg.Topics, rt)
+	req.Groups = append(req.Groups, rg)
+	resp, err := req.RequestWith(ctx, a.cl)
+	if err != nil {
+		return 0, err
+	}
+	var lag int64
+	seen := 0
+	for _, g := range resp.Groups {
+		if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+			return 0, fmt.Errorf("describing the offsets of %s: %w", group, err)
+		}
+		for _, t := range g.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					return 0, fmt.Errorf("describing the offsets of %s, %s/%d: %w", group, topic, p.Partition, err)
+				}
+				seen++
+				if p.StartOffset < 0 || p.Lag < 0 {
+					lag += int64(recordsOf(records, parts, p.Partition))
+					continue
+				}
+				lag += p.Lag
+			}
+		}
+	}
+	if seen != parts {
+		return 0, fmt.Errorf("describing the offsets of %s: %d partitions answered, want %d", group, seen, parts)
+	}
+	return lag, nil
+}
+
+// recordsOf is how many of n records spread as produce spreads them partition p holds.
+func recordsOf(n, parts int, p int32) int {
+	k := n / parts
+	if int(p) < n%parts {
+		k++
+	}
+	return k
+}
