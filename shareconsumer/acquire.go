@@ -22,6 +22,8 @@ func (c *Consumer) startProcess(p *pool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
+	case c.stopped || c.closed.Load():
+		return errors.ErrClosed
 	case c.fatal != nil:
 		return c.fatal
 	case len(c.subscription) == 0:
@@ -34,6 +36,8 @@ func (c *Consumer) startProcess(p *pool) error {
 	}
 	c.moveAckedLocked()
 	c.releaseRenewedLocked()
+	// Records a Poll's fetch left behind would go past the pool's bound: they go back.
+	c.releaseBufferLocked()
 	c.pool = p
 	c.poolOut = 0
 	c.flushAllLocked()
@@ -174,7 +178,16 @@ func (c *Consumer) flushHeldAcks() {
 func (c *Consumer) renewHeld(byNode map[int32][]*heldRecord) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.pool == nil {
+		return
+	}
 	for node, hs := range byNode {
+		// A record answered since the lease planned its renew is not renewed: the
+		// acknowledgement is queued behind this, and a renew after it would fail.
+		hs = c.pool.unanswered(hs)
+		if len(hs) == 0 {
+			continue
+		}
 		slices.SortFunc(hs, func(a, b *heldRecord) int {
 			if d := compareTP(a.tp, b.tp); d != 0 {
 				return d

@@ -746,7 +746,7 @@ func (c *Consumer) Close(ctx context.Context) error {
 		// Process shuts down first, as when its context ends, so that its acknowledgements
 		// travel on the requests that close the sessions.
 		p.cancelIntake()
-		wait(p.done)
+		wait(p.shut)
 	}
 
 	c.mu.Lock()

@@ -8,7 +8,8 @@ import "time"
 // A record's renew is due at its lock deadline minus a margin. The margin covers the renew's
 // trip: the longest renew round trip measured lately, four times over, plus the longest a
 // renew may queue at its leader behind a ShareFetch waiting for records (fetchWait); at least a
-// fifth of the lock duration, at most half of it. When any record held from a leader is due,
+// fifth of the lock duration, at most half of it. (Process keeps a ShareFetch's wait to a
+// quarter of the lock, so fetchWait counts at most that.) When any record held from a leader is due,
 // every record held from that leader is renewed in the same request, so that a leader gets at
 // most one renew per renew interval however many records it locks for the consumer.
 type lease struct {
@@ -23,7 +24,7 @@ func (l *lease) margin(lock time.Duration) time.Duration {
 	if l.fixedMargin > 0 {
 		return min(l.fixedMargin, lock*9/10)
 	}
-	m := max(lock/5, 4*l.rtt+l.fetchWait)
+	m := max(lock/5, 4*l.rtt+min(l.fetchWait, lock/4))
 	return min(m, lock/2)
 }
 
@@ -62,7 +63,7 @@ func (l *lease) plan(now time.Time, held []*heldRecord) leasePlan {
 	dueNodes := map[int32]bool{}
 	live := held[:0:0]
 	for _, h := range held {
-		if h.lost != nil {
+		if h.lost != nil || h.answered {
 			continue
 		}
 		if l.maxHold > 0 {

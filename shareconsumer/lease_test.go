@@ -19,6 +19,8 @@ func TestLeaseMarginIsDerivedFromTheLockAndTheRoundTrips(t *testing.T) {
 	t.Parallel()
 	l := lease{fetchWait: 500 * time.Millisecond}
 	assert.Equal(t, 6*time.Second, l.margin(30*time.Second), "a fifth of the lock")
+	assert.Equal(t, 250*time.Millisecond, l.margin(time.Second), "the fetch wait, at most a quarter of the lock")
+	l.observeRTT(200 * time.Millisecond)
 	assert.Equal(t, 500*time.Millisecond, l.margin(time.Second), "at most half the lock")
 	l.observeRTT(2 * time.Second)
 	assert.Equal(t, 8500*time.Millisecond, l.margin(30*time.Second), "four round trips and the fetch wait")

@@ -24,10 +24,11 @@ type heldRecord struct {
 	// renewable: its leader takes RENEW (ShareAcknowledge v2) and renewing is on.
 	renewable bool
 
-	started bool                    // a worker took it
-	cancel  context.CancelCauseFunc // the handler's context, once started
-	lost    *LockLostError          // set once its lock is lost: no acknowledgement is sent
-	stopped bool                    // shutdown cancelled its handler after the grace period
+	started  bool                    // a worker took it
+	cancel   context.CancelCauseFunc // the handler's context, once started
+	lost     *LockLostError          // set once its lock is lost: no acknowledgement is sent
+	stopped  bool                    // shutdown cancelled its handler after the grace period
+	answered bool                    // its final acknowledgement is recorded: no more renews
 }
 
 func (h *heldRecord) key() renewbuffer.Key { return renewKey(h.tp, h.rec.Offset) }

@@ -52,7 +52,8 @@ type Handler func(ctx context.Context, r *Record) error
 //
 // Process returns early with the consumer's *errors.FatalError once the coordinator refused the
 // member for good, ErrNotSubscribed when the consumer is (or becomes) unsubscribed, ErrClosed
-// when Close was called (Close waits for Process to shut down first), and at once, doing
+// when Close was called (Close waits for Process to shut down first, so call it from a
+// goroutine other than Process's handlers and hooks, or end Process's context instead), and at once, doing
 // nothing, with ErrProcessRunning when Process already runs, ErrConcurrentPoll while Poll runs,
 // or an error for a nil handler or a bad option. Errors Poll would return once (a
 // *PartitionError, a *BrokerError, a *CorruptBatchError, whose records are rejected) are logged
@@ -121,6 +122,7 @@ type pool struct {
 	intakeCtx    context.Context
 	cancelIntake context.CancelFunc
 	done         chan struct{} // closed when Process returns
+	shut         chan struct{} // closed when shutdown is complete, before the callbacks stop
 
 	mu       sync.Mutex
 	ledger   ledger
@@ -147,6 +149,7 @@ func newPool(c *Consumer, cfg processCfg, h Handler, ctx context.Context) *pool 
 		admit:     admission{capacity: capacity},
 		base:      context.WithoutCancel(ctx),
 		done:      make(chan struct{}),
+		shut:      make(chan struct{}),
 		ledger:    newLedger(),
 		warned:    make(map[int32]bool),
 		jobs:      make(chan *heldRecord, capacity),
@@ -158,6 +161,7 @@ func newPool(c *Consumer, cfg processCfg, h Handler, ctx context.Context) *pool 
 	}
 	p.intakeCtx, p.cancelIntake = context.WithCancel(ctx)
 	p.lease = lease{fixedMargin: cfg.renewMargin, maxHold: cfg.maxHold, fetchWait: c.cfg.fetchMaxWait}
+	// The lease's margin caps the fetch wait at a quarter of the lock, as fetchWait does.
 	return p
 }
 
@@ -177,16 +181,39 @@ func (p *pool) run() error {
 		go p.worker()
 	}
 	go p.leaseLoop()
+	callbacksDone := make(chan struct{})
+	go p.callbackLoop(callbacksDone)
 	err := p.intake()
 	p.shutdown()
+	close(p.shut)
+	<-callbacksDone
 	return err
+}
+
+// callbackLoop gives acknowledgement outcomes to the OnAcknowledgementCommit callback while
+// Process runs, every ackFlushInterval, on a goroutine of its own so that a slow callback holds
+// up neither intake nor renewal.
+func (p *pool) callbackLoop(done chan<- struct{}) {
+	defer close(done)
+	if p.c.cfg.onCommit == nil {
+		return
+	}
+	t := time.NewTicker(ackFlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			p.c.runCallbacks()
+		case <-p.shut:
+			return
+		}
+	}
 }
 
 // intake acquires records while workers and the queue have room, until the intake context ends.
 func (p *pool) intake() error {
 	ctx := p.intakeCtx
 	for {
-		p.c.runCallbacks()
 		free := p.waitFree(ctx)
 		if free == 0 {
 			return p.endErr(nil)
@@ -238,6 +265,7 @@ func (p *pool) admitRecords(recs []*heldRecord) {
 	if len(recs) == 0 {
 		return
 	}
+	var warn []int32
 	p.mu.Lock()
 	for _, h := range recs {
 		if old := p.ledger.add(h); old != nil {
@@ -246,7 +274,7 @@ func (p *pool) admitRecords(recs []*heldRecord) {
 		}
 		if !h.renewable && !p.cfg.noRenew && !p.warned[h.node] {
 			p.warned[h.node] = true
-			p.c.log(kgo.LogLevelWarn, "the partition leader does not support RENEW (Kafka 4.1: ShareAcknowledge v1); Process cannot renew locks there, and gives each handler its record's lock deadline", "broker", h.node)
+			warn = append(warn, h.node)
 		}
 		p.stats.delivered.Add(1)
 		if h.rec.DeliveryCount > 1 {
@@ -255,9 +283,29 @@ func (p *pool) admitRecords(recs []*heldRecord) {
 	}
 	p.held.Store(int64(p.ledger.len()))
 	p.mu.Unlock()
+	for _, node := range warn {
+		p.c.log(kgo.LogLevelWarn, "the partition leader does not support RENEW (Kafka 4.1: ShareAcknowledge v1); Process cannot renew locks there, and gives each handler its record's lock deadline", "broker", node)
+	}
 	p.kickLease()
-	for _, h := range recs {
-		p.jobs <- h
+	for i, h := range recs {
+		select {
+		case p.jobs <- h:
+		case <-p.intakeCtx.Done():
+			// Shutting down while the queue is full of records lost meanwhile: what is
+			// left goes back.
+			for _, h := range recs[i:] {
+				p.mu.Lock()
+				queued := p.ledger.holds(h) && h.lost == nil
+				if queued {
+					p.removeLocked(h)
+				}
+				p.mu.Unlock()
+				if queued {
+					p.release(h)
+				}
+			}
+			return
+		}
 	}
 }
 
@@ -339,6 +387,9 @@ func (p *pool) handle(ctx context.Context, h *heldRecord) {
 	if lost != nil {
 		out.Err = lost
 	} else {
+		// No renew may follow its acknowledgement: the broker would refuse it, and with it
+		// the other acknowledgements of the partition in the same request.
+		h.answered = true
 		out.Ack = ackFor(err)
 		if stopped {
 			out.Ack = acktype.Release
@@ -423,6 +474,20 @@ func (p *pool) loseLocked(h *heldRecord, reason LockLostReason, err error) {
 			p.cfg.onRecordDone(out)
 		}()
 	}
+}
+
+// unanswered returns the records of hs whose final acknowledgement is not recorded yet. The
+// consumer calls it under its lock.
+func (p *pool) unanswered(hs []*heldRecord) []*heldRecord {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	keep := hs[:0]
+	for _, h := range hs {
+		if !h.answered && h.lost == nil {
+			keep = append(keep, h)
+		}
+	}
+	return keep
 }
 
 // loseWhere marks the locks of the held records match selects lost. The consumer calls it,

@@ -92,9 +92,10 @@ func OnPanic(fn func(r *Record, value any, stack []byte)) ProcessOpt {
 	return processOpt(func(c *processCfg) { c.onPanic = fn })
 }
 
-// OnRecordDone sets a function called, on the worker's goroutine, once for every record a
-// handler finished or whose lock was lost: a hook to feed metrics or traces. It must not block
-// for long; the worker waits for it.
+// OnRecordDone sets a function called once for every record a handler finished or whose lock
+// was lost: a hook to feed metrics or traces. It runs on the worker's goroutine, and for a
+// record lost while it waited in the queue on a goroutine of its own, so calls may overlap. It
+// must not block for long; the worker waits for it.
 func OnRecordDone(fn func(RecordOutcome)) ProcessOpt {
 	return processOpt(func(c *processCfg) { c.onRecordDone = fn })
 }

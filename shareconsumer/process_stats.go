@@ -11,8 +11,8 @@ import (
 	"github.com/kshare/kshare/acktype"
 )
 
-// RecordOutcome is what became of one record Process handed to a handler, as OnRecordDone
-// receives it.
+// RecordOutcome is what became of one record Process acquired, as OnRecordDone receives it:
+// handled, or lost before or while a handler had it.
 type RecordOutcome struct {
 	Record *Record
 	// Ack is what was acknowledged: acktype.Accept, Release or Reject; 0 when nothing was,
@@ -38,13 +38,13 @@ func (e *PanicError) Error() string { return fmt.Sprint("shareconsumer: handler 
 // ProcessStats is a snapshot of what Process did on a consumer, counted from its creation over
 // every Process call.
 type ProcessStats struct {
-	Delivered     uint64 // records handed to a handler
+	Delivered     uint64 // records Process acquired (handed to a handler, or released from the queue at shutdown)
 	Accepted      uint64
 	Released      uint64 // handler errors and panics, and records released at shutdown
 	Rejected      uint64
 	RenewRequests uint64 // ShareAcknowledge requests that renewed locks
 	Renewed       uint64 // locks the brokers renewed
-	RenewFailures uint64 // renews a broker refused or that got no answer
+	RenewFailures uint64 // renews a broker refused (a lock lost to a session reset or a late answer counts in LocksLostBy only)
 	LocksLost     uint64 // records whose lock was lost; LocksLostBy splits them by reason
 	LocksLostBy   map[LockLostReason]uint64
 	Redeliveries  uint64 // records delivered with DeliveryCount above 1
