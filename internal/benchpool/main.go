@@ -42,7 +42,7 @@
 // expired locks (share.record.lock.sweep.interval.ms) runs every tenth of the lock instead of
 // every 5 s.
 //
-// kshare runs shareconsumer.Process with Workers(n) and the default queue (n records; -queue
+// kshare runs shareconsumer.Process with Workers(n) and the default queue (max(n, 100) records; -queue
 // sets QueueSize), in the default (implicit) acknowledgement mode. The franz-go pool is what an
 // application writes with kgo: one poll loop goroutine hands the records of each PollFetches
 // (everything buffered; -franz-poll n: PollRecords with at most n) to n worker goroutines over

@@ -23,7 +23,7 @@ func printReport(out io.Writer, c config, results []result) {
 	if c.franzPoll > 0 {
 		franzPoll = fmt.Sprintf("PollRecords(ctx, %d)", c.franzPoll)
 	}
-	p("- kshare: `Process(ctx, h, Workers(n))`, default queue (n); franz-go: one poll loop (%s) feeding n worker goroutines over a channel, `Record.Ack(kgo.AckAccept)` after the handler, next poll once the last poll's records are all acknowledged\n", franzPoll)
+	p("- kshare: `Process(ctx, h, Workers(n))`, default queue (max(n, 100)); franz-go: one poll loop (%s) feeding n worker goroutines over a channel, `Record.Ack(kgo.AckAccept)` after the handler, next poll once the last poll's records are all acknowledged\n", franzPoll)
 
 	byScenario := func(name string) []result {
 		var rs []result
