@@ -154,15 +154,28 @@ func (c *Consumer) drainHeldLocked(p *pool, max int) ([]*heldRecord, error) {
 
 // ackHeld records Process's final acknowledgement of h, to go on the next ShareFetch to h's
 // leader or in the pool's time-bounded flush.
-func (c *Consumer) ackHeld(h *heldRecord, t acktype.Type) {
+//
+// It reports false, recording nothing, when h's lock was lost meanwhile. The losses the
+// consumer learns of (a session reset, a leader move, a refused renew) are marked under its
+// lock, so none of those slips in between this check and the recording.
+func (c *Consumer) ackHeld(h *heldRecord, t acktype.Type) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
-		return
+		return false
+	}
+	if p := c.pool; p != nil {
+		p.mu.Lock()
+		lost := h.lost != nil
+		p.mu.Unlock()
+		if lost {
+			return false
+		}
 	}
 	c.pendingLocked(h.node, h.tp, h.id).Add(h.rec.Offset, t)
 	c.nodeLocked(h.node).poolPending++
 	c.poolOut++
+	return true
 }
 
 // flushHeldAcks sends the acknowledgements no ShareFetch carried yet in a ShareAcknowledge per

@@ -747,6 +747,10 @@ func (c *Consumer) Close(ctx context.Context) error {
 		// travel on the requests that close the sessions.
 		p.cancelIntake()
 		wait(p.shut)
+		if ctxErr != nil {
+			// Close cannot wait for the grace period: running handlers are stopped now.
+			p.hurryOnce.Do(func() { close(p.hurry) })
+		}
 	}
 
 	c.mu.Lock()

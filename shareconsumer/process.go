@@ -53,7 +53,9 @@ type Handler func(ctx context.Context, r *Record) error
 // Process returns early with the consumer's *errors.FatalError once the coordinator refused the
 // member for good, ErrNotSubscribed when the consumer is (or becomes) unsubscribed, ErrClosed
 // when Close was called (Close waits for Process to shut down first, so call it from a
-// goroutine other than Process's handlers and hooks, or end Process's context instead), and at once, doing
+// goroutine other than Process's handlers and hooks, or end Process's context instead; when
+// Close's context ends first, running handlers are cancelled at once with
+// errors.ErrProcessStopped), and at once, doing
 // nothing, with ErrProcessRunning when Process already runs, ErrConcurrentPoll while Poll runs,
 // or an error for a nil handler or a bad option. Errors Poll would return once (a
 // *PartitionError, a *BrokerError, a *CorruptBatchError, whose records are rejected) are logged
@@ -123,6 +125,8 @@ type pool struct {
 	cancelIntake context.CancelFunc
 	done         chan struct{} // closed when Process returns
 	shut         chan struct{} // closed when shutdown is complete, before the callbacks stop
+	hurry        chan struct{} // closed by a Close whose context ended: the grace period ends now
+	hurryOnce    sync.Once
 
 	mu       sync.Mutex
 	ledger   ledger
@@ -150,6 +154,7 @@ func newPool(c *Consumer, cfg processCfg, h Handler, ctx context.Context) *pool 
 		base:      context.WithoutCancel(ctx),
 		done:      make(chan struct{}),
 		shut:      make(chan struct{}),
+		hurry:     make(chan struct{}),
 		ledger:    newLedger(),
 		warned:    make(map[int32]bool),
 		jobs:      make(chan *heldRecord, capacity),
@@ -402,8 +407,13 @@ func (p *pool) handle(ctx context.Context, h *heldRecord) {
 	p.mu.Unlock()
 	if out.Ack != 0 {
 		// Acknowledged before it leaves the ledger, so that admission counts it all along.
-		p.c.ackHeld(h, out.Ack)
-		p.stats.countAck(out.Ack)
+		if p.c.ackHeld(h, out.Ack) {
+			p.stats.countAck(out.Ack)
+		} else {
+			p.mu.Lock()
+			out.Ack, out.Err = 0, h.lost
+			p.mu.Unlock()
+		}
 	}
 	p.mu.Lock()
 	p.removeLocked(h)
@@ -594,6 +604,17 @@ func (p *pool) leaseLoop() {
 	}
 }
 
+// stopHandlers cancels the contexts of the running handlers with ErrProcessStopped; what they
+// leave is released.
+func (p *pool) stopHandlers() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, h := range p.ledger.where(func(h *heldRecord) bool { return h.started && h.lost == nil }) {
+		h.stopped = true
+		h.cancel(errors.ErrProcessStopped)
+	}
+}
+
 // shutdown ends Process as its doc says.
 func (p *pool) shutdown() {
 	p.cancelIntake()
@@ -625,12 +646,10 @@ func (p *pool) shutdown() {
 	select {
 	case <-workersDone:
 	case <-grace.C:
-		p.mu.Lock()
-		for _, h := range p.ledger.where(func(h *heldRecord) bool { return h.started && h.lost == nil }) {
-			h.stopped = true
-			h.cancel(errors.ErrProcessStopped)
-		}
-		p.mu.Unlock()
+		p.stopHandlers()
+		<-workersDone
+	case <-p.hurry:
+		p.stopHandlers()
 		<-workersDone
 	}
 	grace.Stop()

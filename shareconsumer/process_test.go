@@ -295,3 +295,25 @@ func TestCloseStopsProcess(t *testing.T) {
 	require.NoError(t, <-closed)
 	assert.Equal(t, int64(len(offs)), spso(c, "g"), "the acknowledgement went with the session's close")
 }
+
+func TestCloseThatCannotWaitStopsRunningHandlers(t *testing.T) {
+	t.Parallel()
+	c := tStart(t, testbroker.Topic("t", 1))
+	tEarliest(t, c, "g")
+	tProduce(t, c, "t", 0, []string{"a"})
+	cons := tNew(t, c, "g", Topics("t"))
+	started := make(chan struct{})
+	var cause error
+	done := processAsync(context.Background(), cons, func(ctx context.Context, r *Record) error {
+		close(started)
+		<-ctx.Done()
+		cause = context.Cause(ctx)
+		return nil
+	}) // the default grace period is 30 s
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, cons.Close(ctx), context.DeadlineExceeded)
+	assert.ErrorIs(t, waitProcess(t, done), errors.ErrClosed)
+	assert.ErrorIs(t, cause, errors.ErrProcessStopped, "stopped at once, not after the grace period")
+}
