@@ -39,7 +39,6 @@ func (c *Consumer) startProcess(p *pool) error {
 	// Records a Poll's fetch left behind would go past the pool's bound: they go back.
 	c.releaseBufferLocked()
 	c.pool = p
-	c.poolOut = 0
 	c.flushAllLocked()
 	return nil
 }
