@@ -20,10 +20,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/acktype"
 	kshareerrors "github.com/kshare/kshare/errors"
+	"github.com/kshare/kshare/internal/groupconfig"
 	"github.com/kshare/kshare/shareconsumer"
 	"github.com/kshare/kshare/testbroker"
 )
@@ -71,7 +71,7 @@ func run(ctx context.Context, w io.Writer, brokers, topic string, n int) error {
 	}
 	// A share group starts at the end of the log unless told otherwise; this one reads what is
 	// produced before it first fetches.
-	if err := setGroupConfig(ctx, cl, group, "share.auto.offset.reset", "earliest"); err != nil {
+	if err := groupconfig.Set(ctx, cl, group, "share.auto.offset.reset", "earliest"); err != nil {
 		return err
 	}
 
@@ -151,31 +151,5 @@ func run(ctx context.Context, w io.Writer, brokers, topic string, n int) error {
 		return err
 	}
 	fmt.Fprintln(w, "acknowledged every record and left the group")
-	return nil
-}
-
-// setGroupConfig sets a group config with IncrementalAlterConfigs on the GROUP resource, as
-// kafka-configs.sh --entity-type groups does.
-func setGroupConfig(ctx context.Context, cl *kgo.Client, group, key, value string) error {
-	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	cfg.Name, cfg.Op, cfg.Value = key, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(value)
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	res.Configs = append(res.Configs, cfg)
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	req.Resources = append(req.Resources, res)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return fmt.Errorf("setting %s on group %s: %w", key, group, err)
-	}
-	for _, r := range resp.Resources {
-		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
-			msg := ""
-			if r.ErrorMessage != nil {
-				msg = ": " + *r.ErrorMessage
-			}
-			return fmt.Errorf("setting %s on group %s: %w%s", key, group, err, msg)
-		}
-	}
 	return nil
 }

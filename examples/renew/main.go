@@ -28,9 +28,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/acktype"
+	"github.com/kshare/kshare/internal/groupconfig"
 	"github.com/kshare/kshare/shareconsumer"
 	"github.com/kshare/kshare/testbroker"
 )
@@ -90,10 +90,9 @@ func run(ctx context.Context, w io.Writer, cfg config) error {
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("creating topic %s: %w", cfg.topic, err)
 	}
-	if err := setGroupConfig(ctx, cl, group, "share.auto.offset.reset", "earliest"); err != nil {
-		return err
-	}
-	if err := setGroupConfig(ctx, cl, group, "share.record.lock.duration.ms", strconv.Itoa(cfg.lockMs)); err != nil {
+	if err := groupconfig.Set(ctx, cl, group,
+		"share.auto.offset.reset", "earliest",
+		"share.record.lock.duration.ms", strconv.Itoa(cfg.lockMs)); err != nil {
 		return err
 	}
 
@@ -220,32 +219,6 @@ func waitForWork(ctx context.Context, recs []*shareconsumer.Record, jobs map[*sh
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
-		}
-	}
-	return nil
-}
-
-// setGroupConfig sets a group config with IncrementalAlterConfigs on the GROUP resource, as
-// kafka-configs.sh --entity-type groups does; Kafka takes it before the group exists.
-func setGroupConfig(ctx context.Context, cl *kgo.Client, group, key, value string) error {
-	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	cfg.Name, cfg.Op, cfg.Value = key, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(value)
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	res.Configs = append(res.Configs, cfg)
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	req.Resources = append(req.Resources, res)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return fmt.Errorf("setting %s on group %s: %w", key, group, err)
-	}
-	for _, r := range resp.Resources {
-		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
-			msg := ""
-			if r.ErrorMessage != nil {
-				msg = ": " + *r.ErrorMessage
-			}
-			return fmt.Errorf("setting %s on group %s: %w%s", key, group, err, msg)
 		}
 	}
 	return nil

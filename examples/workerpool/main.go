@@ -38,8 +38,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/internal/groupconfig"
 	"github.com/kshare/kshare/shareconsumer"
 	"github.com/kshare/kshare/testbroker"
 )
@@ -132,14 +132,11 @@ func run(ctx context.Context, w io.Writer, cfg config) error {
 	}
 	// Each run reads every record through a group of its own, set up before it exists.
 	for _, p := range passes {
-		for _, kv := range [][2]string{
-			{"share.auto.offset.reset", "earliest"},
-			{"share.record.lock.duration.ms", strconv.Itoa(cfg.lockMs)},
-			{"share.delivery.count.limit", strconv.Itoa(cfg.deliveryLimit)},
-		} {
-			if err := setGroupConfig(ctx, cl, p.group, kv[0], kv[1]); err != nil {
-				return err
-			}
+		if err := groupconfig.Set(ctx, cl, p.group,
+			"share.auto.offset.reset", "earliest",
+			"share.record.lock.duration.ms", strconv.Itoa(cfg.lockMs),
+			"share.delivery.count.limit", strconv.Itoa(cfg.deliveryLimit)); err != nil {
+			return err
 		}
 	}
 
@@ -253,32 +250,6 @@ func runPool(ctx context.Context, w io.Writer, cfg config, seeds []string, group
 	fmt.Fprintln(w, stats.String())
 	if len(settled) < cfg.records {
 		return fmt.Errorf("stopped with %d of %d records settled: %w", len(settled), cfg.records, ctx.Err())
-	}
-	return nil
-}
-
-// setGroupConfig sets a group config with IncrementalAlterConfigs on the GROUP resource, as
-// kafka-configs.sh --entity-type groups does; Kafka takes it before the group exists.
-func setGroupConfig(ctx context.Context, cl *kgo.Client, group, key, value string) error {
-	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	cfg.Name, cfg.Op, cfg.Value = key, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(value)
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	res.Configs = append(res.Configs, cfg)
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	req.Resources = append(req.Resources, res)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return fmt.Errorf("setting %s on group %s: %w", key, group, err)
-	}
-	for _, r := range resp.Resources {
-		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
-			msg := ""
-			if r.ErrorMessage != nil {
-				msg = ": " + *r.ErrorMessage
-			}
-			return fmt.Errorf("setting %s on group %s: %w%s", key, group, err, msg)
-		}
 	}
 	return nil
 }
