@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/acktype"
@@ -91,64 +90,34 @@ func (c *Consumer) acquire(ctx context.Context, p *pool, max int) ([]*heldRecord
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		c.kickLocked()
-		c.mu.Unlock()
-		select {
-		case <-c.notify:
-		case <-ctx.Done():
-		case <-c.closing:
+		if err := c.awaitRecordsLocked(ctx, nil); err != nil {
+			return nil, err // Process does not take Wakeup's tokens: they are Poll's
 		}
-		c.mu.Lock()
 	}
 }
 
-// drainHeldLocked takes up to max records from the buffer for p. A corrupt batch is rejected,
-// as Poll's default is, and returned as the error after the records before it. Records whose
-// lock ran out by the local estimate are dropped.
+// drainHeldLocked takes up to max records from the buffer for p (drainBufferLocked). A corrupt
+// batch is rejected, as Poll's default is, and returned as the error after the records before
+// it.
 func (c *Consumer) drainHeldLocked(p *pool, max int) ([]*heldRecord, error) {
 	var out []*heldRecord
 	now := time.Now()
-	dropped := 0
-	for len(c.buffer) > 0 && len(out) < max {
-		it := &c.buffer[0]
-		if it.corrupt != nil {
-			if len(out) > 0 {
-				break
-			}
-			acc := c.pendingLocked(it.node, it.tp, it.id)
-			for _, o := range it.corrupt.Offsets {
-				acc.Add(o, acktype.Reject)
-			}
-			ce := it.corrupt
-			c.popBufferLocked()
-			return nil, ce
-		}
+	err := c.drainBufferLocked(max, false, func(it *bufItem, r *Record) {
 		v, known := c.versions.Get(it.node)
-		renewable := known && v.SupportsRenew() && !p.cfg.noRenew
 		lock := time.Duration(it.lock.ms) * time.Millisecond
-		take := min(len(it.recs), max-len(out))
-		for _, r := range it.recs[:take] {
-			if !r.LockDeadline.IsZero() && !now.Before(r.LockDeadline) {
-				dropped++
-				continue
-			}
-			h := &heldRecord{rec: r, tp: it.tp, id: it.id, node: it.node, lock: lock, deadline: r.LockDeadline, acquired: now, renewable: renewable}
-			if !r.LockDeadline.IsZero() {
-				h.acquired = r.LockDeadline.Add(-lock)
-			}
-			out = append(out, h)
+		h := &heldRecord{rec: r, tp: it.tp, id: it.id, node: it.node, lock: lock, deadline: r.LockDeadline, acquired: now,
+			renewable: known && v.SupportsRenew() && !p.cfg.noRenew}
+		if !r.LockDeadline.IsZero() {
+			h.acquired = r.LockDeadline.Add(-lock)
 		}
-		c.showLockLocked(it.lock)
-		c.bufRecords -= take
-		it.recs = it.recs[take:]
-		if len(it.recs) == 0 {
-			c.popBufferLocked()
+		out = append(out, h)
+	}, func(it *bufItem) {
+		acc := c.pendingLocked(it.node, it.tp, it.id)
+		for _, o := range it.corrupt.Offsets {
+			acc.Add(o, acktype.Reject)
 		}
-	}
-	if dropped > 0 {
-		c.log(kgo.LogLevelInfo, "dropped acquired records whose acquisition lock ran out before a worker was free", "records", dropped)
-	}
-	return out, nil
+	})
+	return out, err
 }
 
 // ackHeld records Process's final acknowledgement of h, to go on the next ShareFetch to h's

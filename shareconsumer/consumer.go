@@ -478,23 +478,29 @@ func (c *Consumer) poll(ctx context.Context) ([]*Record, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err // no fetch for a Poll that cannot wait for it
 		}
-		c.kickLocked()
-		c.mu.Unlock()
-		var err2 error
-		select {
-		case <-c.notify:
-		case <-ctx.Done():
-			err2 = ctx.Err()
-		case <-c.wakeup:
-			err2 = errors.ErrWokenUp
-		case <-c.closing:
-			err2 = errors.ErrClosed
-		}
-		c.mu.Lock()
-		if err2 != nil {
+		if err := c.awaitRecordsLocked(ctx, c.wakeup); err != nil {
 			// Records that arrived meanwhile are not lost: they wait for the next Poll.
-			return nil, err2
+			return nil, err
 		}
+	}
+}
+
+// awaitRecordsLocked sends the fetches wanted and waits, without the lock, until something a
+// waiting Poll or Process cares about happened (records, errors), or ctx ends (ctx.Err()),
+// wakeup fires (ErrWokenUp; nil never fires) or Close starts (ErrClosed).
+func (c *Consumer) awaitRecordsLocked(ctx context.Context, wakeup <-chan struct{}) error {
+	c.kickLocked()
+	c.mu.Unlock()
+	defer c.mu.Lock()
+	select {
+	case <-c.notify:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-wakeup:
+		return errors.ErrWokenUp
+	case <-c.closing:
+		return errors.ErrClosed
 	}
 }
 

@@ -350,50 +350,65 @@ func (c *Consumer) setLeaderLocked(tm *topicMeta, partition int32, li leaderInfo
 }
 
 // drainLocked takes up to MaxPollRecords records for Poll, renewed records first, then from the
-// buffer, stopping before a
-// corrupt batch, which is reported on its own (its offsets enter the in-flight set,
-// acknowledged as Reject until the application says otherwise). Records whose lock has run out by the local estimate are dropped.
+// buffer (drainBufferLocked). A corrupt batch is reported on its own: its offsets enter the
+// in-flight set, acknowledged as Reject until the application says otherwise.
 func (c *Consumer) drainLocked() ([]*Record, error) {
 	max := c.cfg.maxPollRecords
 	out := c.takeRenewedLocked(max, nil)
-	now := time.Now()
-	dropped := 0
-	for len(c.buffer) > 0 && len(out) < max {
-		it := &c.buffer[0]
-		if it.corrupt != nil {
-			if len(out) > 0 {
-				break
-			}
-			ce := it.corrupt
-			for _, o := range ce.Offsets {
-				c.inflight.add(it.tp, it.id, it.node, o, nil, true, acktype.Reject)
-			}
-			c.popBufferLocked()
-			return nil, ce
-		}
-		take := min(len(it.recs), max-len(out))
+	err := c.drainBufferLocked(max-len(out), len(out) > 0, func(it *bufItem, r *Record) {
 		if out == nil {
 			out = make([]*Record, 0, min(c.bufRecords, max))
 		}
-		for _, r := range it.recs[:take] {
+		c.inflight.add(it.tp, it.id, it.node, r.Offset, r, false, 0)
+		out = append(out, r)
+	}, func(it *bufItem) {
+		for _, o := range it.corrupt.Offsets {
+			c.inflight.add(it.tp, it.id, it.node, o, nil, true, acktype.Reject)
+		}
+	})
+	return out, err
+}
+
+// drainBufferLocked takes up to max records from the buffer, in arrival order, giving each to
+// take, and dropping those whose lock has run out by the local estimate. It stops before a
+// corrupt batch when records were taken (taken says whether the caller already has some);
+// otherwise it gives the batch to corrupt, removes it and returns its error.
+func (c *Consumer) drainBufferLocked(max int, taken bool, take func(it *bufItem, r *Record), corrupt func(it *bufItem)) error {
+	now := time.Now()
+	dropped, n := 0, 0
+	defer func() {
+		if dropped > 0 {
+			c.log(kgo.LogLevelInfo, "dropped held records whose acquisition lock ran out before they could be handed out", "records", dropped)
+		}
+	}()
+	for len(c.buffer) > 0 && n < max {
+		it := &c.buffer[0]
+		if it.corrupt != nil {
+			if taken || n > 0 {
+				break
+			}
+			corrupt(it)
+			ce := it.corrupt
+			c.popBufferLocked()
+			return ce
+		}
+		k := min(len(it.recs), max-n)
+		for _, r := range it.recs[:k] {
 			if !r.LockDeadline.IsZero() && !now.Before(r.LockDeadline) {
 				dropped++
 				continue
 			}
-			c.inflight.add(it.tp, it.id, it.node, r.Offset, r, false, 0)
-			out = append(out, r)
+			take(it, r)
+			n++
 		}
 		c.showLockLocked(it.lock)
-		c.bufRecords -= take
-		it.recs = it.recs[take:]
+		c.bufRecords -= k
+		it.recs = it.recs[k:]
 		if len(it.recs) == 0 {
 			c.popBufferLocked()
 		}
 	}
-	if dropped > 0 {
-		c.log(kgo.LogLevelInfo, "dropped held records whose acquisition lock ran out before a Poll could return them", "records", dropped)
-	}
-	return out, nil
+	return nil
 }
 
 func (c *Consumer) popBufferLocked() {
