@@ -6,7 +6,7 @@
 // heartbeat may change the member's subscription; the group epoch is bumped when a member
 // joins, leaves, is fenced or changes its subscription, and when the subscribed topics'
 // metadata (ids, partition counts) changes. The target assignment is recomputed (by the
-// "simple" assignor, see Assign) whenever the group epoch moves past the assignment epoch.
+// "simple" assignor, see AssignShare) whenever the group epoch moves past the assignment epoch.
 // There is no revocation phase: a heartbeating member jumps straight to its target assignment
 // and epoch; other members catch up on their own next heartbeat.
 //

@@ -49,20 +49,29 @@ func ParseType(s string) (t Type, ok bool) {
 	return 0, false
 }
 
-// Group is one group of the cluster. Its type-specific state is in the field for its type.
+// Group is one group of the cluster: its id, its type and the state of that type. One group
+// id names one group of one type, whichever protocol touches it.
 type Group struct {
-	id    string
-	typ   Type
-	share *shareGroup // set for TypeShare
+	id   string
+	typ  Type
+	kind kind
+	// share is kind as a share group, set for TypeShare.
+	share *shareGroup
 }
 
-// state returns the group's state as Kafka names it ("Empty", "Stable"). Only share groups
-// have members here so far; a group of another type reports "Empty".
-func (g *Group) state() string {
-	if g.share != nil {
-		return g.share.state()
-	}
-	return "Empty"
+// kind is what every group type implements for the operations common to all groups
+// (ListGroups, DeleteGroups, the offset RPCs, closing the coordinator).
+type kind interface {
+	// state is the group's state as ListGroups and the describe RPCs name it ("Empty",
+	// "Stable", "PreparingRebalance", ...).
+	state() string
+	// protocolType is ListGroups' ProtocolType: "consumer" or "share", or a classic group's
+	// own protocol type ("" for a group that only commits offsets).
+	protocolType() string
+	// memberCount is the number of members; DeleteGroups refuses a group that has any.
+	memberCount() int
+	// stop stops the group's timers, for Close and DeleteGroups.
+	stop()
 }
 
 // notTypeError is Kafka's answer to an RPC of one group type on a group of another:
@@ -131,11 +140,7 @@ func (c *Coordinator) Close() {
 	defer c.mu.Unlock()
 	c.closed = true
 	for _, g := range c.groups {
-		if g.share != nil {
-			for _, m := range g.share.members {
-				m.stopSession()
-			}
-		}
+		g.kind.stop()
 	}
 }
 
@@ -144,6 +149,8 @@ type Listing struct {
 	ID    string
 	Type  Type
 	State string
+	// ProtocolType is "consumer", "share", or a classic group's protocol type.
+	ProtocolType string
 }
 
 // Groups returns every group, sorted by id.
@@ -152,7 +159,7 @@ func (c *Coordinator) Groups() []Listing {
 	defer c.mu.Unlock()
 	out := make([]Listing, 0, len(c.groups))
 	for _, g := range c.groups {
-		out = append(out, Listing{ID: g.id, Type: g.typ, State: g.state()})
+		out = append(out, Listing{ID: g.id, Type: g.typ, State: g.kind.state(), ProtocolType: g.kind.protocolType()})
 	}
 	slices.SortFunc(out, func(a, b Listing) int { return strings.Compare(a.ID, b.ID) })
 	return out

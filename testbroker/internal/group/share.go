@@ -35,6 +35,16 @@ func (s *shareGroup) state() string {
 	return "Stable"
 }
 
+func (s *shareGroup) protocolType() string { return "share" }
+
+func (s *shareGroup) memberCount() int { return len(s.members) }
+
+func (s *shareGroup) stop() {
+	for _, m := range s.members {
+		m.stopSession()
+	}
+}
+
 // subscribedTopics is the union of the members' subscriptions, sorted.
 func (s *shareGroup) subscribedTopics() []string {
 	var names []string
@@ -58,7 +68,7 @@ func (c *Coordinator) topicMetadata(names []string) []TopicMeta {
 
 // refreshEpoch recomputes the subscribed topics' metadata and bumps the group epoch if it
 // changed or if force is set (a member joined, left or changed its subscription).
-func (c *Coordinator) refreshEpoch(s *shareGroup, force bool) {
+func (c *Coordinator) refreshShareEpoch(s *shareGroup, force bool) {
 	meta := c.topicMetadata(s.subscribedTopics())
 	if !force && slices.Equal(meta, s.metadata) {
 		return
@@ -72,21 +82,21 @@ func (s *shareGroup) updateTarget() {
 	if s.epoch <= s.assignmentEpoch {
 		return
 	}
-	subs := make([]Subscription, 0, len(s.members))
+	subs := make([]ShareSubscription, 0, len(s.members))
 	for _, m := range s.members {
-		subs = append(subs, Subscription{MemberID: m.id, Topics: m.topics})
+		subs = append(subs, ShareSubscription{MemberID: m.id, Topics: m.topics})
 	}
-	s.target = Assign(subs, s.metadata)
+	s.target = AssignShare(subs, s.metadata)
 	s.assignmentEpoch = s.epoch
 }
 
 // removeMember takes a member out of the group (leave or session expiry): its session timer
 // is stopped and the group epoch bumped. The target assignment of the others is recomputed at
 // the next heartbeat.
-func (c *Coordinator) removeMember(s *shareGroup, m *shareMember) {
+func (c *Coordinator) removeShareMember(s *shareGroup, m *shareMember) {
 	m.stopSession()
 	delete(s.members, m.id)
-	c.refreshEpoch(s, true)
+	c.refreshShareEpoch(s, true)
 }
 
 // shareGroupLocked returns the share group with this id. A missing group is GROUP_ID_NOT_FOUND

@@ -11,74 +11,85 @@ import (
 	"github.com/kshare/kshare/testbroker/internal/wire"
 )
 
-// api is one Kafka API the cluster implements: the versions it accepts and its handler.
+// api is one Kafka API the cluster implements: the versions it accepts, its handler, the
+// response that fails a request as a whole (an injected error code, an unsupported version)
+// and the topics and groups a request names (what fault rules match on).
 type api struct {
 	min, max int16
 	handle   func(b *Broker, cn *conn, req kmsg.Request) kmsg.Response
+	// fail returns the response to req with code in every error field; nil means the request
+	// takes no response (acks=0 produce) and the connection is closed instead.
+	fail func(req kmsg.Request, code int16) kmsg.Response
+	// scope returns the topics and groups req names.
+	scope func(c *Cluster, req kmsg.Request) (topics, groups []string)
 }
 
-// apis lists every implemented API. Versions are those current franz-go and Kafka 4.2 clients
-// send; ApiVersions advertises them, capped by Config.MaxVersions. It is filled in init because
-// the ApiVersions handler reads it.
-var apis map[int16]api
+// apis lists every implemented API, by key. Each API registers itself, from the file that
+// holds its handler, with register. Versions are those current franz-go and Kafka 4.2
+// clients send; ApiVersions advertises them, capped by Config.MaxVersions.
+var apis = map[int16]api{}
+
+// register adds the API key, accepting versions min..max. fail and scope may be nil: the
+// generic failure response (errorResponse) and no scope then apply.
+func register[R kmsg.Request](key, min, max int16,
+	handle func(b *Broker, cn *conn, req R) kmsg.Response,
+	fail func(req R, code int16) kmsg.Response,
+	scope func(c *Cluster, req R) (topics, groups []string),
+) {
+	if _, dup := apis[key]; dup {
+		panic("server: API " + kmsg.NameForKey(key) + " registered twice")
+	}
+	a := api{min: min, max: max, handle: func(b *Broker, cn *conn, req kmsg.Request) kmsg.Response {
+		return handle(b, cn, req.(R))
+	}}
+	a.fail = func(req kmsg.Request, code int16) kmsg.Response { return errorResponse(req, code) }
+	if fail != nil {
+		a.fail = func(req kmsg.Request, code int16) kmsg.Response { return fail(req.(R), code) }
+	}
+	a.scope = func(c *Cluster, req kmsg.Request) ([]string, []string) { return c.requestScope(req) }
+	if scope != nil {
+		a.scope = func(c *Cluster, req kmsg.Request) ([]string, []string) { return scope(c, req.(R)) }
+	}
+	apis[key] = a
+}
 
 func init() {
-	apis = map[int16]api{
-		0: {3, 13, func(b *Broker, cn *conn, r kmsg.Request) kmsg.Response {
-			return b.handleProduce(cn, r.(*kmsg.ProduceRequest))
-		}},
-		1: {4, 18, func(b *Broker, cn *conn, r kmsg.Request) kmsg.Response {
-			return b.handleFetch(cn, r.(*kmsg.FetchRequest))
-		}},
-		2: {1, 10, func(b *Broker, cn *conn, r kmsg.Request) kmsg.Response {
-			return b.handleListOffsets(r.(*kmsg.ListOffsetsRequest))
-		}},
-		3: {0, 13, func(b *Broker, cn *conn, r kmsg.Request) kmsg.Response {
-			return b.handleMetadata(r.(*kmsg.MetadataRequest))
-		}},
-		10: {0, 6, func(b *Broker, cn *conn, r kmsg.Request) kmsg.Response {
-			return b.handleFindCoordinator(r.(*kmsg.FindCoordinatorRequest))
-		}},
-		18: {0, 4, func(b *Broker, cn *conn, r kmsg.Request) kmsg.Response {
-			return b.handleApiVersions(r.(*kmsg.ApiVersionsRequest))
-		}},
-		19: {2, 7, func(b *Broker, cn *conn, r kmsg.Request) kmsg.Response {
-			return b.handleCreateTopics(r.(*kmsg.CreateTopicsRequest))
-		}},
-		20: {1, 6, func(b *Broker, cn *conn, r kmsg.Request) kmsg.Response {
-			return b.handleDeleteTopics(r.(*kmsg.DeleteTopicsRequest))
-		}},
-		22: {0, 5, func(b *Broker, cn *conn, r kmsg.Request) kmsg.Response {
-			return b.handleInitProducerID(r.(*kmsg.InitProducerIDRequest))
-		}},
-		32: {1, 4, func(b *Broker, cn *conn, r kmsg.Request) kmsg.Response {
-			return b.handleDescribeConfigs(r.(*kmsg.DescribeConfigsRequest))
-		}},
-		37: {0, 3, func(b *Broker, cn *conn, r kmsg.Request) kmsg.Response {
-			return b.handleCreatePartitions(r.(*kmsg.CreatePartitionsRequest))
-		}},
-		44: {0, 1, func(b *Broker, cn *conn, r kmsg.Request) kmsg.Response {
-			return b.handleIncrementalAlterConfigs(r.(*kmsg.IncrementalAlterConfigsRequest))
-		}},
-		60: {0, 2, func(b *Broker, cn *conn, r kmsg.Request) kmsg.Response {
-			return b.handleDescribeCluster(r.(*kmsg.DescribeClusterRequest))
-		}},
-		76: {1, 1, func(b *Broker, cn *conn, r kmsg.Request) kmsg.Response {
-			return b.handleShareGroupHeartbeat(cn, r.(*kmsg.ShareGroupHeartbeatRequest))
-		}},
-		77: {1, 1, func(b *Broker, cn *conn, r kmsg.Request) kmsg.Response {
-			return b.handleShareGroupDescribe(r.(*kmsg.ShareGroupDescribeRequest))
-		}},
-		78: {1, 2, func(b *Broker, cn *conn, r kmsg.Request) kmsg.Response {
-			return b.handleShareFetch(cn, r.(*kmsg.ShareFetchRequest))
-		}},
-		79: {1, 2, func(b *Broker, cn *conn, r kmsg.Request) kmsg.Response {
-			return b.handleShareAcknowledge(r.(*kmsg.ShareAcknowledgeRequest))
-		}},
-		90: {0, 1, func(b *Broker, cn *conn, r kmsg.Request) kmsg.Response {
-			return b.handleDescribeShareGroupOffsets(r.(*kmsg.DescribeShareGroupOffsetsRequest))
-		}},
-	}
+	register(0, 3, 13, (*Broker).handleProduce, nil, nil)
+	register(1, 4, 18, (*Broker).handleFetch, nil, nil)
+	register(2, 1, 10, func(b *Broker, _ *conn, r *kmsg.ListOffsetsRequest) kmsg.Response { return b.handleListOffsets(r) }, nil, nil)
+	register(3, 0, 13, func(b *Broker, _ *conn, r *kmsg.MetadataRequest) kmsg.Response { return b.handleMetadata(r) }, nil, nil)
+	register(10, 0, 6, func(b *Broker, _ *conn, r *kmsg.FindCoordinatorRequest) kmsg.Response {
+		return b.handleFindCoordinator(r)
+	}, nil, nil)
+	register(18, 0, 4, func(b *Broker, _ *conn, r *kmsg.ApiVersionsRequest) kmsg.Response { return b.handleApiVersions(r) }, nil, nil)
+	register(19, 2, 7, func(b *Broker, _ *conn, r *kmsg.CreateTopicsRequest) kmsg.Response { return b.handleCreateTopics(r) }, nil, nil)
+	register(20, 1, 6, func(b *Broker, _ *conn, r *kmsg.DeleteTopicsRequest) kmsg.Response { return b.handleDeleteTopics(r) }, nil, nil)
+	register(22, 0, 5, func(b *Broker, _ *conn, r *kmsg.InitProducerIDRequest) kmsg.Response {
+		return b.handleInitProducerID(r)
+	}, nil, nil)
+	register(32, 1, 4, func(b *Broker, _ *conn, r *kmsg.DescribeConfigsRequest) kmsg.Response {
+		return b.handleDescribeConfigs(r)
+	}, nil, nil)
+	register(37, 0, 3, func(b *Broker, _ *conn, r *kmsg.CreatePartitionsRequest) kmsg.Response {
+		return b.handleCreatePartitions(r)
+	}, nil, nil)
+	register(44, 0, 1, func(b *Broker, _ *conn, r *kmsg.IncrementalAlterConfigsRequest) kmsg.Response {
+		return b.handleIncrementalAlterConfigs(r)
+	}, nil, nil)
+	register(60, 0, 2, func(b *Broker, _ *conn, r *kmsg.DescribeClusterRequest) kmsg.Response {
+		return b.handleDescribeCluster(r)
+	}, nil, nil)
+	register(76, 1, 1, (*Broker).handleShareGroupHeartbeat, nil, nil)
+	register(77, 1, 1, func(b *Broker, _ *conn, r *kmsg.ShareGroupDescribeRequest) kmsg.Response {
+		return b.handleShareGroupDescribe(r)
+	}, nil, nil)
+	register(78, 1, 2, (*Broker).handleShareFetch, nil, nil)
+	register(79, 1, 2, func(b *Broker, _ *conn, r *kmsg.ShareAcknowledgeRequest) kmsg.Response {
+		return b.handleShareAcknowledge(r)
+	}, nil, nil)
+	register(90, 0, 1, func(b *Broker, _ *conn, r *kmsg.DescribeShareGroupOffsetsRequest) kmsg.Response {
+		return b.handleDescribeShareGroupOffsets(r)
+	}, nil, nil)
 }
 
 // versionRange returns the versions the cluster accepts for key after caps; ok is false for an
@@ -151,7 +162,7 @@ func (b *Broker) handle(cn *conn, req *wire.Request) (resp kmsg.Response, keep b
 // errorReply answers req with code in every error field. A request that takes no response
 // (acks=0 produce) closes the connection instead, as Kafka does, so that the client notices.
 func (b *Broker) errorReply(cn *conn, req *wire.Request, code int16) (kmsg.Response, bool) {
-	resp := errorResponse(req.Body, code)
+	resp := apis[req.Key].fail(req.Body, code)
 	if resp == nil {
 		name := strconv.Itoa(int(code))
 		if ke, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
@@ -166,7 +177,7 @@ func (b *Broker) errorReply(cn *conn, req *wire.Request, code int16) (kmsg.Respo
 
 // faultRequest describes a request for fault matching.
 func (b *Broker) faultRequest(req *wire.Request) fault.Request {
-	topics, groups := b.c.requestScope(req.Body)
+	topics, groups := apis[req.Key].scope(b.c, req.Body)
 	return fault.Request{Key: req.Key, Broker: b.id, Topics: topics, Groups: groups}
 }
 

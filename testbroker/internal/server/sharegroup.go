@@ -148,7 +148,7 @@ func (b *Broker) handleShareGroupDescribe(req *kmsg.ShareGroupDescribeRequest) k
 		dg.GroupState = info.State
 		dg.GroupEpoch = info.GroupEpoch
 		dg.AssignmentEpoch = info.AssignmentEpoch
-		dg.Assignor = group.AssignorName
+		dg.Assignor = group.ShareAssignorName
 		if req.IncludeAuthorizedOperations {
 			dg.AuthorizedOperations = groupAuthorizedOperations
 		}

@@ -220,7 +220,7 @@ func TestShareHeartbeatErrors(t *testing.T) {
 	f.heartbeat(t, "a", 0, "t")
 	f.heartbeat(t, "b", 0, "t")
 	f.c.mu.Lock()
-	f.c.groups["classic"] = &Group{id: "classic", typ: TypeClassic}
+	f.c.groups["classic"] = &Group{id: "classic", typ: TypeClassic, kind: emptyKind{}}
 	f.c.mu.Unlock()
 
 	blank, empty := " \t", ""
@@ -318,7 +318,7 @@ func TestShareGroupInfo(t *testing.T) {
 			Assignment:           []TopicPartitions{{TopicID: topicID(1), Topic: "t", Partitions: []int32{0}}},
 		}},
 	}, f.group(t))
-	assert.Equal(t, []Listing{{ID: "g", Type: TypeShare, State: "Stable"}}, f.c.Groups())
+	assert.Equal(t, []Listing{{ID: "g", Type: TypeShare, State: "Stable", ProtocolType: "share"}}, f.c.Groups())
 }
 
 func TestParseType(t *testing.T) {
@@ -334,3 +334,11 @@ func TestParseType(t *testing.T) {
 	}
 	assert.Equal(t, "share", TypeShare.String())
 }
+
+// emptyKind stands for a group of another type with no members.
+type emptyKind struct{}
+
+func (emptyKind) state() string        { return "Empty" }
+func (emptyKind) protocolType() string { return "consumer" }
+func (emptyKind) memberCount() int     { return 0 }
+func (emptyKind) stop()                {}

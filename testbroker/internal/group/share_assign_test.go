@@ -54,11 +54,11 @@ func TestAssignBalanced(t *testing.T) {
 						{Name: "b", ID: topicID(2), Partitions: partitions - 3},
 					}
 				}
-				var subs []Subscription
+				var subs []ShareSubscription
 				for i := range members {
-					subs = append(subs, Subscription{MemberID: fmt.Sprintf("m%d", i), Topics: []string{"a", "b"}})
+					subs = append(subs, ShareSubscription{MemberID: fmt.Sprintf("m%d", i), Topics: []string{"a", "b"}})
 				}
-				got := Assign(subs, topics)
+				got := AssignShare(subs, topics)
 				require.Len(t, got, members)
 
 				byPartition := owners(got)
@@ -82,7 +82,7 @@ func TestAssignBalanced(t *testing.T) {
 
 				slices.Reverse(subs)
 				slices.Reverse(topics)
-				assert.Equal(t, got, Assign(subs, topics), "the input order does not matter")
+				assert.Equal(t, got, AssignShare(subs, topics), "the input order does not matter")
 			})
 		}
 	}
@@ -98,13 +98,13 @@ func TestAssignExamples(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		subs   []Subscription
+		subs   []ShareSubscription
 		topics []TopicMeta
 		want   map[string][]TopicPartitions
 	}{
 		{
 			name:   "round robin across topics",
-			subs:   []Subscription{{"y", []string{"a", "b"}}, {"x", []string{"a", "b"}}},
+			subs:   []ShareSubscription{{"y", []string{"a", "b"}}, {"x", []string{"a", "b"}}},
 			topics: []TopicMeta{b, a},
 			want: map[string][]TopicPartitions{
 				"x": {tp(a, 0, 2), tp(b, 1)},
@@ -113,7 +113,7 @@ func TestAssignExamples(t *testing.T) {
 		},
 		{
 			name:   "more members than partitions share round robin",
-			subs:   []Subscription{{"m1", []string{"b"}}, {"m2", []string{"b"}}, {"m3", []string{"b"}}, {"m4", []string{"b"}}, {"m5", []string{"b"}}},
+			subs:   []ShareSubscription{{"m1", []string{"b"}}, {"m2", []string{"b"}}, {"m3", []string{"b"}}, {"m4", []string{"b"}}, {"m5", []string{"b"}}},
 			topics: []TopicMeta{b},
 			want: map[string][]TopicPartitions{
 				"m1": {tp(b, 0)}, "m2": {tp(b, 1)}, "m3": {tp(b, 0)}, "m4": {tp(b, 1)}, "m5": {tp(b, 0)},
@@ -121,7 +121,7 @@ func TestAssignExamples(t *testing.T) {
 		},
 		{
 			name:   "members get only their topics",
-			subs:   []Subscription{{"m1", []string{"a"}}, {"m2", []string{"a", "b"}}, {"m3", []string{"missing"}}},
+			subs:   []ShareSubscription{{"m1", []string{"a"}}, {"m2", []string{"a", "b"}}, {"m3", []string{"missing"}}},
 			topics: []TopicMeta{a, b, c},
 			want: map[string][]TopicPartitions{
 				"m1": {tp(a, 0, 2)},
@@ -137,7 +137,7 @@ func TestAssignExamples(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, Assign(tt.subs, tt.topics))
+			assert.Equal(t, tt.want, AssignShare(tt.subs, tt.topics))
 		})
 	}
 }

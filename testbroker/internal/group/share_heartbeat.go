@@ -107,7 +107,7 @@ func (c *Coordinator) ShareHeartbeat(req ShareHeartbeat) (ShareHeartbeatResult, 
 		return ShareHeartbeatResult{}, kerr.CoordinatorNotAvailable
 	}
 	if req.MemberEpoch == LeaveEpoch {
-		return c.leaveLocked(req)
+		return c.shareLeaveLocked(req)
 	}
 	cfg := c.cfg.ShareConfig(req.GroupID)
 	g := c.groups[req.GroupID]
@@ -116,7 +116,8 @@ func (c *Coordinator) ShareHeartbeat(req ShareHeartbeat) (ShareHeartbeatResult, 
 		return ShareHeartbeatResult{}, errorf(kerr.GroupIDNotFound, "Share group %s not found.", req.GroupID)
 	case g == nil:
 		// A new group can refuse nothing below, so it is registered at once.
-		g = &Group{id: strings.Clone(req.GroupID), typ: TypeShare, share: newShareGroup()}
+		s := newShareGroup()
+		g = &Group{id: strings.Clone(req.GroupID), typ: TypeShare, kind: s, share: s}
 		c.groups[g.id] = g
 	case g.typ != TypeShare:
 		return ShareHeartbeatResult{}, notTypeError(req.GroupID, TypeShare)
@@ -132,7 +133,7 @@ func (c *Coordinator) ShareHeartbeat(req ShareHeartbeat) (ShareHeartbeatResult, 
 			return ShareHeartbeatResult{}, errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, req.GroupID)
 		}
 		m = &shareMember{id: strings.Clone(req.MemberID)}
-	} else if err := checkMemberEpoch(m, req.MemberEpoch); err != nil {
+	} else if err := checkShareMemberEpoch(m, req.MemberEpoch); err != nil {
 		return ShareHeartbeatResult{}, err
 	}
 
@@ -157,14 +158,14 @@ func (c *Coordinator) ShareHeartbeat(req ShareHeartbeat) (ShareHeartbeatResult, 
 	if joined {
 		s.members[m.id] = m
 	}
-	c.refreshEpoch(s, subscriptionChanged)
+	c.refreshShareEpoch(s, subscriptionChanged)
 	s.updateTarget()
 	before := m.assigned
 	if m.epoch != s.assignmentEpoch {
 		m.prevEpoch, m.epoch = m.epoch, s.assignmentEpoch
 		m.assigned = s.target[m.id]
 	}
-	c.restartSession(g.id, m, cfg.SessionTimeout)
+	c.restartShareSession(g.id, m, cfg.SessionTimeout)
 
 	res := ShareHeartbeatResult{MemberID: m.id, MemberEpoch: m.epoch, HeartbeatInterval: cfg.HeartbeatInterval}
 	if req.MemberEpoch == 0 || req.SubscribedTopicNames != nil || !equalAssignment(before, m.assigned) {
@@ -175,7 +176,7 @@ func (c *Coordinator) ShareHeartbeat(req ShareHeartbeat) (ShareHeartbeatResult, 
 }
 
 // checkMemberEpoch applies Kafka's share group epoch rules to a known member's heartbeat.
-func checkMemberEpoch(m *shareMember, received int32) error {
+func checkShareMemberEpoch(m *shareMember, received int32) error {
 	switch {
 	case received == 0:
 		return nil
@@ -187,7 +188,7 @@ func checkMemberEpoch(m *shareMember, received int32) error {
 	return nil
 }
 
-func (c *Coordinator) leaveLocked(req ShareHeartbeat) (ShareHeartbeatResult, error) {
+func (c *Coordinator) shareLeaveLocked(req ShareHeartbeat) (ShareHeartbeatResult, error) {
 	s, err := c.shareGroupLocked(req.GroupID)
 	if err != nil {
 		return ShareHeartbeatResult{}, err
@@ -196,22 +197,22 @@ func (c *Coordinator) leaveLocked(req ShareHeartbeat) (ShareHeartbeatResult, err
 	if m == nil {
 		return ShareHeartbeatResult{}, errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, req.GroupID)
 	}
-	c.removeMember(s, m)
+	c.removeShareMember(s, m)
 	return ShareHeartbeatResult{MemberID: req.MemberID, MemberEpoch: LeaveEpoch}, nil
 }
 
 // restartSession (re)arms the member's session timeout on the cluster clock.
-func (c *Coordinator) restartSession(groupID string, m *shareMember, timeout time.Duration) {
+func (c *Coordinator) restartShareSession(groupID string, m *shareMember, timeout time.Duration) {
 	m.stopSession()
 	st := &sessionTimer{}
 	memberID := m.id
-	st.t = c.cfg.Clock.AfterFunc(timeout, func() { c.expireSession(groupID, memberID, st) })
+	st.t = c.cfg.Clock.AfterFunc(timeout, func() { c.expireShareSession(groupID, memberID, st) })
 	m.session = st
 }
 
 // expireSession removes a member whose session timer st fired, unless a heartbeat replaced
 // the timer meanwhile or the member already left.
-func (c *Coordinator) expireSession(groupID, memberID string, st *sessionTimer) {
+func (c *Coordinator) expireShareSession(groupID, memberID string, st *sessionTimer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -226,5 +227,5 @@ func (c *Coordinator) expireSession(groupID, memberID string, st *sessionTimer) 
 		return
 	}
 	m.session = nil
-	c.removeMember(g.share, m)
+	c.removeShareMember(g.share, m)
 }

@@ -5,11 +5,11 @@ import (
 	"strings"
 )
 
-// AssignorName is the name ShareGroupDescribe reports for the share group assignor.
-const AssignorName = "simple"
+// ShareAssignorName is the name ShareGroupDescribe reports for the share group assignor.
+const ShareAssignorName = "simple"
 
-// Subscription is one member's subscription, as the assignor sees it.
-type Subscription struct {
+// ShareSubscription is one member's subscription, as the assignor sees it.
+type ShareSubscription struct {
 	MemberID string
 	Topics   []string
 }
@@ -21,7 +21,7 @@ type TopicPartitions struct {
 	Partitions []int32 // ascending
 }
 
-// Assign computes the target assignment of a share group: for every member, the partitions it
+// AssignShare computes the target assignment of a share group: for every member, the partitions it
 // is assigned, by topic name. Only partitions of topics in topics that some member subscribes
 // to are assigned, and a member only gets partitions of topics it subscribes to.
 //
@@ -34,9 +34,9 @@ type TopicPartitions struct {
 // fewest members (the first in order on a tie): with more members than partitions, partitions
 // are shared, spread evenly. The result depends only on the inputs, not on a previous
 // assignment.
-func Assign(members []Subscription, topics []TopicMeta) map[string][]TopicPartitions {
+func AssignShare(members []ShareSubscription, topics []TopicMeta) map[string][]TopicPartitions {
 	members = slices.Clone(members)
-	slices.SortFunc(members, func(a, b Subscription) int { return strings.Compare(a.MemberID, b.MemberID) })
+	slices.SortFunc(members, func(a, b ShareSubscription) int { return strings.Compare(a.MemberID, b.MemberID) })
 	topics = slices.Clone(topics)
 	slices.SortFunc(topics, func(a, b TopicMeta) int { return strings.Compare(a.Name, b.Name) })
 
