@@ -21,8 +21,9 @@
 //	go run ./internal/benchbroker                                                  # full run
 //	go run ./internal/benchbroker -brokers-to-run kfake -records16 200000 -records1k 50000
 //
-// -workloads picks what runs: plain (the above), share and lockexpiry. share produces
-// -records-share records of 16 B the same way, sets the group's share.auto.offset.reset to
+// -workloads picks what runs: plain (the above), share, lockexpiry and group (see group.go:
+// franz-go's classic consumer group, broker CPU per record and the time a joining member takes to
+// consume). share produces -records-share records of 16 B the same way, sets the group's share.auto.offset.reset to
 // earliest, and measures only the consume phase: one franz-go share consumer accepting every
 // record with Record.Ack(AckAccept) until all are accepted and the acks flushed. lockexpiry
 // measures how late after its deadline an expired acquisition lock's record is offered again on
@@ -30,6 +31,7 @@
 //
 //	go run ./internal/benchbroker -workloads share,lockexpiry                      # the share issue's figures
 //	go run ./internal/benchbroker -workloads share,lockexpiry -records-share 100000 -partitions 1 -lock-samples 10 -lock-samples-kfake 2
+//	go run ./internal/benchbroker -workloads group                                 # the group issue's figures
 //
 // A broker that does not build or fails a workload is reported on stderr and under the table; the
 // other broker still runs. Linux only.
@@ -74,14 +76,16 @@ type config struct {
 	client         clientOpts
 	verbose        bool
 
-	plain, share, lockExpiry bool // which workloads -workloads selects
-	recordsShare             int
-	shareMaxRecords          int  // kgo.ShareMaxRecords; 0 keeps kgo's default
-	shareStrict              bool // kgo.ShareMaxRecordsStrict: record-limit acquisition
-	lockSamples              int  // lock-expiry samples for testbroker
-	lockSamplesKfake         int  // and for kfake, whose sweep makes each take seconds
-	lockDuration             time.Duration
-	lockWait                 time.Duration // a lock-expiry sample fails when not offered again this long after its deadline
+	plain, share, lockExpiry, group bool // which workloads -workloads selects
+	recordsGroup                    int
+	groupHeartbeat                  time.Duration
+	recordsShare                    int
+	shareMaxRecords                 int  // kgo.ShareMaxRecords; 0 keeps kgo's default
+	shareStrict                     bool // kgo.ShareMaxRecordsStrict: record-limit acquisition
+	lockSamples                     int  // lock-expiry samples for testbroker
+	lockSamplesKfake                int  // and for kfake, whose sweep makes each take seconds
+	lockDuration                    time.Duration
+	lockWait                        time.Duration // a lock-expiry sample fails when not offered again this long after its deadline
 }
 
 func parseFlags() (*config, error) {
@@ -92,7 +96,7 @@ func parseFlags() (*config, error) {
 		kfake       = flag.String("kfake", brokerproc.KfakePkg, "package of the kfake program, relative to the module root")
 		partitions  = flag.String("partitions", "1,3", "comma-separated partition counts of the topic")
 		compression = flag.String("compression", "none", "producer compression: none, snappy, lz4, zstd or gzip (values are random bytes)")
-		workloads   = flag.String("workloads", "plain", "comma-separated workloads: plain (produce, then consume without a group), share (franz-go share consumer), lockexpiry (lateness of an expired lock's redelivery)")
+		workloads   = flag.String("workloads", "plain", "comma-separated workloads: plain (produce, then consume without a group), share (franz-go share consumer), lockexpiry (lateness of an expired lock's redelivery), group (franz-go classic consumer group: consume, then a member joining)")
 	)
 	flag.IntVar(&c.records16, "records16", 1_000_000, "records of 16 B per workload (0 skips them)")
 	flag.IntVar(&c.records1k, "records1k", 200_000, "records of 1 KiB per workload (0 skips them)")
@@ -112,6 +116,8 @@ func parseFlags() (*config, error) {
 	flag.IntVar(&c.recordsShare, "records-share", 1_000_000, "share workload: records of 16 B per partition count")
 	flag.IntVar(&c.shareMaxRecords, "share-max-records", 0, "share workload: kgo.ShareMaxRecords (0: kgo's default, 500)")
 	flag.BoolVar(&c.shareStrict, "share-strict", false, "share workload: kgo.ShareMaxRecordsStrict (the broker acquires at most ShareMaxRecords per fetch, splitting batches)")
+	flag.IntVar(&c.recordsGroup, "records-group", 1_000_000, "group workload: records of 16 B per partition count")
+	flag.DurationVar(&c.groupHeartbeat, "group-heartbeat", 100*time.Millisecond, "group workload: kgo.HeartbeatInterval of both members")
 	flag.IntVar(&c.lockSamples, "lock-samples", 20, "lockexpiry workload: samples against testbroker")
 	flag.IntVar(&c.lockSamplesKfake, "lock-samples-kfake", 3, "lockexpiry workload: samples against kfake (each waits for its lock sweep, 5 s by default)")
 	flag.DurationVar(&c.lockDuration, "lock-duration", time.Second, "lockexpiry workload: record lock duration (at least 1s, testbroker's lowest bound)")
@@ -158,8 +164,10 @@ func parseFlags() (*config, error) {
 			c.share = true
 		case "lockexpiry":
 			c.lockExpiry = true
+		case "group":
+			c.group = true
 		default:
-			return nil, fmt.Errorf("-workloads: unknown workload %q: use plain, share and/or lockexpiry", wl)
+			return nil, fmt.Errorf("-workloads: unknown workload %q: use plain, share, lockexpiry and/or group", wl)
 		}
 	}
 	switch {
@@ -167,6 +175,8 @@ func parseFlags() (*config, error) {
 		return nil, errors.New("-records16 and -records1k must not be negative")
 	case c.plain && c.records16 == 0 && c.records1k == 0:
 		return nil, errors.New("nothing to do: -records16 and -records1k are both 0")
+	case c.group && (c.recordsGroup < 1 || c.groupHeartbeat <= 0):
+		return nil, errors.New("-records-group and -group-heartbeat must be positive")
 	case c.share && c.recordsShare < 1:
 		return nil, errors.New("-records-share must be positive")
 	case c.shareMaxRecords < 0:
@@ -261,11 +271,21 @@ func run() error {
 		lockResults, failures = rs, append(failures, fs...)
 	}
 
+	var groupResults []groupResult
+	if c.group {
+		rs, fs, err := runGroup(ctx, c, programs)
+		if err != nil {
+			return err
+		}
+		groupResults, failures = rs, append(failures, fs...)
+	}
+
 	printReport(os.Stdout, c, method, results)
 	printShareReport(os.Stdout, c, shareResults)
 	printLockReport(os.Stdout, c, lockResults)
+	printGroupReport(os.Stdout, c, groupResults)
 	printFailures(os.Stdout, failures)
-	if len(results) == 0 && len(shareResults) == 0 && len(lockResults) == 0 {
+	if len(results) == 0 && len(shareResults) == 0 && len(lockResults) == 0 && len(groupResults) == 0 {
 		return errors.New("no broker was measured")
 	}
 	return nil
