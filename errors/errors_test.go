@@ -168,3 +168,25 @@ func TestSentinelsAreDistinct(t *testing.T) {
 	assert.Equal(t, "The record cannot be acknowledged.", errors.ErrCannotAcknowledge.Error())
 	assert.Equal(t, "Consumer is not subscribed to any topics.", errors.ErrNotSubscribed.Error())
 }
+
+func TestInconsistentGroupType(t *testing.T) {
+	t.Parallel()
+	notFound := kerr.GroupIDNotFound.Code
+	assert.True(t, errors.IsInconsistentGroupType(notFound, "Group g is not a share group.", 3), "Kafka's message")
+	assert.True(t, errors.IsInconsistentGroupType(notFound, "", 0), "a join cannot find no group: it creates one")
+	assert.False(t, errors.IsInconsistentGroupType(notFound, "Share group g not found.", 3), "a missing group")
+	assert.False(t, errors.IsInconsistentGroupType(notFound, "", -1))
+	assert.False(t, errors.IsInconsistentGroupType(kerr.GroupAuthorizationFailed.Code, "Group g is not a share group.", 0))
+
+	withMessage := &errors.FatalError{Group: "g", Err: kerr.GroupIDNotFound, Message: "Group g is not a share group.", InconsistentGroupType: true}
+	assert.ErrorIs(t, withMessage, errors.ErrInconsistentGroupType)
+	assert.ErrorIs(t, withMessage, kerr.GroupIDNotFound)
+	assert.Equal(t, `share group "g": `+kerr.GroupIDNotFound.Message+": Group g is not a share group.", withMessage.Error())
+
+	silent := &errors.FatalError{Group: "g", Err: kerr.GroupIDNotFound, InconsistentGroupType: true}
+	assert.Equal(t, `share group "g": `+kerr.GroupIDNotFound.Message+": the group exists but is of another type", silent.Error())
+
+	missing := &errors.FatalError{Group: "g", Err: kerr.GroupIDNotFound, Message: "Share group g not found."}
+	assert.NotErrorIs(t, missing, errors.ErrInconsistentGroupType)
+	assert.ErrorIs(t, missing, kerr.GroupIDNotFound)
+}

@@ -46,11 +46,37 @@ type FatalError struct {
 	Group   string
 	Err     error  // a *kerr.Error; Unwrap returns it
 	Message string // Kafka's error message, when it sent one
+	// InconsistentGroupType is set when the group exists with another type (see
+	// IsInconsistentGroupType); errors.Is(e, ErrInconsistentGroupType) then holds too.
+	InconsistentGroupType bool
 }
 
 // Error returns, for example, `share group "g": GROUP_AUTHORIZATION_FAILED: <Kafka's message>`.
+// For a group of another type whose broker sent no message it says so in ErrInconsistentGroupType's
+// words.
 func (e *FatalError) Error() string {
-	return "share group " + strconv.Quote(e.Group) + ": " + cause(e.Err, e.Message)
+	msg := e.Message
+	if e.InconsistentGroupType && msg == "" {
+		msg = ErrInconsistentGroupType.Error()
+	}
+	return "share group " + strconv.Quote(e.Group) + ": " + cause(e.Err, msg)
+}
+
+// Is reports whether target is ErrInconsistentGroupType and e is about a group of another type.
+// The Kafka code matches through Unwrap.
+func (e *FatalError) Is(target error) bool {
+	return target == ErrInconsistentGroupType && e.InconsistentGroupType
+}
+
+// IsInconsistentGroupType reports whether a ShareGroupHeartbeat's error says that the group exists
+// with another type. Kafka sends GROUP_ID_NOT_FOUND with "Group <id> is not a share group." for
+// that. A joining heartbeat (epoch 0) creates a missing share group, so GROUP_ID_NOT_FOUND in
+// answer to one means the same even from a broker that sends no message (kfake).
+func IsInconsistentGroupType(code int16, message string, memberEpoch int32) bool {
+	if code != kerr.GroupIDNotFound.Code {
+		return false
+	}
+	return memberEpoch == 0 || strings.HasSuffix(message, " is not a share group.")
 }
 
 // Unwrap returns e.Err.

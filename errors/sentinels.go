@@ -45,6 +45,12 @@ var (
 	// the record is rejected (never delivered again) rather than released.
 	ErrReject = stderrors.New("record rejected by the handler")
 
+	// ErrInconsistentGroupType: the group exists but is of another type (a classic or consumer
+	// group, say), so it cannot be used as a share group. Kafka has no error code for this: it
+	// answers GROUP_ID_NOT_FOUND "Group <id> is not a share group.", and the *FatalError that
+	// matches ErrInconsistentGroupType also matches kerr.GroupIDNotFound and keeps that message.
+	ErrInconsistentGroupType = stderrors.New("the group exists but is of another type")
+
 	// ErrLockLost is what a lost acquisition lock's *LockLostError matches with errors.Is: the
 	// record is no longer this consumer's, and nothing will be acknowledged for it.
 	ErrLockLost = stderrors.New("the record's acquisition lock was lost")

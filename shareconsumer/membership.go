@@ -146,7 +146,8 @@ func (hb *heartbeater) step() time.Duration {
 		if errors.IsFatalHeartbeatCode(code) {
 			c.log(kgo.LogLevelError, "the group coordinator refused the member for good", "err", kerrMsg)
 			c.mu.Lock()
-			c.fatal = &errors.FatalError{Group: c.cfg.group, Err: kerr.ErrorForCode(code), Message: deref(resp.ErrorMessage)}
+			c.fatal = &errors.FatalError{Group: c.cfg.group, Err: kerr.ErrorForCode(code), Message: deref(resp.ErrorMessage),
+				InconsistentGroupType: errors.IsInconsistentGroupType(code, deref(resp.ErrorMessage), req.MemberEpoch)}
 			c.setAssignmentLocked(nil)
 			c.mu.Unlock()
 			c.wake()
