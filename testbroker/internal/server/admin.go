@@ -88,7 +88,7 @@ func (c *Cluster) createdTopicResult(t *Topic) kmsg.CreateTopicsResponseTopic {
 	parts := c.partitions(t)
 	rt.NumPartitions = int32(len(parts))
 	rt.ReplicationFactor = int16(len(parts[0].Replicas))
-	for _, e := range c.topicConfigEntries(c.topicConfigs(t), -1, false) {
+	for _, e := range c.configs.TopicEntries(c.topicConfigs(t), -1, false) {
 		rc := kmsg.NewCreateTopicsResponseTopicConfig()
 		rc.Name = e.Name
 		rc.Value = e.Value
@@ -131,7 +131,7 @@ func (b *Broker) handleDeleteTopics(req *kmsg.DeleteTopicsRequest) kmsg.Response
 		rt.ErrorMessage = messageOf(err)
 		resp.Topics = append(resp.Topics, rt)
 	}
-	if !c.configs.bool("delete.topic.enable") {
+	if !c.configs.Snapshot().DeleteTopicEnable {
 		err := error(kerr.TopicDeletionDisabled)
 		if req.Version < 3 {
 			err = errorf(kerr.InvalidRequest, "Topic deletion is disabled.")
@@ -383,18 +383,18 @@ func coordinatorErrorMessage(err error) *string {
 // __consumer_offsets; the leader is the one the cluster's placement gives partition p of the
 // first topic, broker p mod N. The same group always gets the same node.
 func (c *Cluster) coordinatorFor(group string) int32 {
-	return c.internalPartitionLeader(group, "offsets.topic.num.partitions")
+	return c.internalPartitionLeader(group, c.configs.Snapshot().OffsetsTopicPartitions)
 }
 
 // shareCoordinatorFor returns the node that holds a share partition's state (key
 // "groupId:topicId:partition"), picked as coordinatorFor picks a group's, over
 // share.coordinator.state.topic.num.partitions partitions of __share_group_state.
 func (c *Cluster) shareCoordinatorFor(key string) int32 {
-	return c.internalPartitionLeader(key, "share.coordinator.state.topic.num.partitions")
+	return c.internalPartitionLeader(key, c.configs.Snapshot().ShareStatePartitions)
 }
 
-func (c *Cluster) internalPartitionLeader(key, partitionsConfig string) int32 {
-	p := javaAbs(javaHashCode(key)) % int32(c.configs.int(partitionsConfig))
+func (c *Cluster) internalPartitionLeader(key string, partitions int32) int32 {
+	p := javaAbs(javaHashCode(key)) % partitions
 	return p % int32(c.NumBrokers())
 }
 

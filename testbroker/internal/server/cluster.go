@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/kshare/kshare/testbroker/internal/clock"
+	"github.com/kshare/kshare/testbroker/internal/config"
 	"github.com/kshare/kshare/testbroker/internal/fault"
 	"github.com/kshare/kshare/testbroker/internal/group"
 	"github.com/kshare/kshare/testbroker/internal/wire"
@@ -56,7 +57,7 @@ type Cluster struct {
 	clusterID string
 	brokers   []*Broker
 	faults    *fault.Set
-	configs   *brokerConfigs
+	configs   *config.Store
 
 	topicsMu   sync.RWMutex
 	topics     map[string]*Topic
@@ -90,9 +91,9 @@ func Start(cfg Config) (*Cluster, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	configs, err := newBrokerConfigs(cfg.BrokerConfigs)
+	configs, err := config.New(cfg.BrokerConfigs)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	c := &Cluster{
 		cfg:       cfg,

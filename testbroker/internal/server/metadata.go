@@ -26,14 +26,15 @@ func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) kmsg.Response {
 		}
 		return resp
 	}
-	autoCreate := (req.Version < 4 || req.AllowAutoTopicCreation) && c.configs.bool("auto.create.topics.enable")
+	cfg := c.configs.Snapshot()
+	autoCreate := (req.Version < 4 || req.AllowAutoTopicCreation) && cfg.AutoCreateTopics
 	for _, rt := range req.Topics {
 		var t *Topic
 		switch {
 		case rt.Topic != nil && *rt.Topic != "":
 			t = c.topic(*rt.Topic)
 			if t == nil && autoCreate {
-				created, err := c.createTopic(TopicSpec{Name: *rt.Topic, Partitions: int32(c.configs.int("num.partitions")), ReplicationFactor: int16(c.configs.int("default.replication.factor"))})
+				created, err := c.createTopic(TopicSpec{Name: *rt.Topic, Partitions: cfg.NumPartitions, ReplicationFactor: cfg.DefaultReplicationFactor})
 				switch {
 				case err == nil:
 					t = created

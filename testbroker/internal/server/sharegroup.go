@@ -26,11 +26,8 @@ func (c *Cluster) newGroupCoordinator() *group.Coordinator {
 		Clock:  c.clock,
 		Topics: coordinatorTopics{c},
 		ShareConfig: func(id string) group.ShareConfig {
-			return group.ShareConfig{
-				HeartbeatInterval: time.Duration(c.groupConfigInt(id, "share.heartbeat.interval.ms")) * time.Millisecond,
-				SessionTimeout:    time.Duration(c.groupConfigInt(id, "share.session.timeout.ms")) * time.Millisecond,
-				MaxSize:           c.configs.int("group.share.max.size"),
-			}
+			g := &c.configs.Snapshot().Group(id).Share
+			return group.ShareConfig{HeartbeatInterval: g.HeartbeatInterval, SessionTimeout: g.SessionTimeout, MaxSize: g.MaxSize}
 		},
 	})
 }

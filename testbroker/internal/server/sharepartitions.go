@@ -2,8 +2,6 @@ package server
 
 import (
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -67,7 +65,7 @@ func (s *shareState) getOrCreate(group string, p *Partition) *share.Partition {
 	}
 	// Created outside the lock: NewPartition reads the group's configs and the log.
 	c := s.c
-	created := share.NewPartition(group, p.Log, c.clock, func() share.Settings { return c.shareSettings(group) })
+	created := share.NewPartition(group, p.Log, c.clock, func() share.Settings { return c.configs.Snapshot().Group(group).Share.Partition })
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -178,43 +176,10 @@ func (s *shareState) groupPartitions(group string) []sharePartitionKey {
 	return keys
 }
 
-// shareSettings returns a group's effective share settings, as share.Partition asks for them at
-// every acquisition, acknowledgement and lock expiry: each group config if the group sets it,
-// else the broker config that is its default, else Kafka's default. It reads them under one
-// read lock without the fmt round trips of effectiveGroupConfig, since it runs on every fetch.
-func (c *Cluster) shareSettings(group string) share.Settings {
-	b := c.configs
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	g := b.groups[group]
-	raw := func(key string) string {
-		if v, ok := g[key]; ok {
-			return strings.TrimSpace(v)
-		}
-		d := groupDefsByName[key]
-		if d.brokerKey == "" {
-			return d.def
-		}
-		v, _, _ := b.lookupLocked(-1, d.brokerKey)
-		return strings.TrimSpace(v)
-	}
-	num := func(key string) int {
-		n, _ := strconv.Atoi(raw(key))
-		return n
-	}
-	return share.Settings{
-		LockDuration:       time.Duration(num("share.record.lock.duration.ms")) * time.Millisecond,
-		DeliveryCountLimit: int16(num("share.delivery.count.limit")),
-		MaxRecordLocks:     num("share.partition.max.record.locks"),
-		RenewEnabled:       strings.EqualFold(raw("share.renew.acknowledge.enable"), "true"),
-		AutoOffsetReset:    raw("share.auto.offset.reset"),
-	}
-}
-
 // shareLockDurationMs returns a group's effective share.record.lock.duration.ms, the
 // AcquisitionLockTimeoutMs of its ShareFetch and ShareAcknowledge responses.
 func (c *Cluster) shareLockDurationMs(group string) int32 {
-	return int32(c.shareSettings(group).LockDuration / time.Millisecond)
+	return int32(c.configs.Snapshot().Group(group).Share.Partition.LockDuration / time.Millisecond)
 }
 
 // SharePartitionState returns group's share partition of a topic partition, for inspection; ok is

@@ -107,7 +107,7 @@ func (ss *shareSessions) openFetch(cn *conn, group, member string, req *kmsg.Sha
 	epoch := req.ShareSessionEpoch
 	maxSessions := 0
 	if epoch == 0 {
-		maxSessions = ss.s.c.configs.int("group.share.max.share.sessions")
+		maxSessions = ss.s.c.configs.Snapshot().MaxShareSessions
 	}
 	gen := ss.s.generation()
 
