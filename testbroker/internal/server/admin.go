@@ -173,7 +173,7 @@ func (b *Broker) handleDeleteTopics(req *kmsg.DeleteTopicsRequest) kmsg.Response
 				add(e.name, [16]byte{}, errorf(kerr.UnknownTopicOrPartition, "%s", kerr.UnknownTopicOrPartition.Description))
 				continue
 			}
-			c.shares.topicDeleted(t.ID)
+			c.shares.TopicDeleted(t.ID)
 			add(e.name, t.ID, nil)
 		default:
 			t := c.deleteTopicByID(e.id)
@@ -181,7 +181,7 @@ func (b *Broker) handleDeleteTopics(req *kmsg.DeleteTopicsRequest) kmsg.Response
 				add(nil, e.id, errorf(kerr.UnknownTopicID, "%s", kerr.UnknownTopicID.Description))
 				continue
 			}
-			c.shares.topicDeleted(t.ID)
+			c.shares.TopicDeleted(t.ID)
 			name := t.Name
 			add(&name, e.id, nil)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/kshare/kshare/testbroker/internal/config"
 	"github.com/kshare/kshare/testbroker/internal/fault"
 	"github.com/kshare/kshare/testbroker/internal/group"
+	"github.com/kshare/kshare/testbroker/internal/share"
 	"github.com/kshare/kshare/testbroker/internal/wire"
 )
 
@@ -66,7 +67,7 @@ type Cluster struct {
 
 	producerIDs producerIDs
 	groups      *group.Coordinator
-	shares      *shareState
+	shares      *share.Manager
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -107,7 +108,7 @@ func Start(cfg Config) (*Cluster, error) {
 		closed:    make(chan struct{}),
 	}
 	c.groups = c.newGroupCoordinator()
-	c.shares = newShareState(c, cfg.Brokers)
+	c.shares = c.newShareManager()
 	if c.clusterID == "" {
 		var id [16]byte
 		_, _ = rand.Read(id[:])
@@ -150,7 +151,7 @@ func (c *Cluster) Close() {
 		for _, b := range c.brokers {
 			b.close()
 		}
-		c.shares.close()
+		c.shares.Close()
 	})
 	c.wg.Wait()
 }

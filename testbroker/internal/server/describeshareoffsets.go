@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/share"
 )
 
 // handleDescribeShareGroupOffsets answers DescribeShareGroupOffsets v0-1 per group, in request
@@ -74,12 +76,12 @@ func (c *Cluster) shareOffsets(group string, topics []kmsg.DescribeShareGroupOff
 // allShareOffsets describes every partition the group has share state for.
 func (c *Cluster) allShareOffsets(group string) []kmsg.DescribeShareGroupOffsetsResponseGroupTopic {
 	out := []kmsg.DescribeShareGroupOffsetsResponseGroupTopic{}
-	for _, k := range c.shares.groupPartitions(group) {
-		t := c.topicByID(k.topic)
+	for _, k := range c.shares.GroupPartitions(group) {
+		t := c.topicByID(k.Topic)
 		if t == nil {
 			continue
 		}
-		i := slices.IndexFunc(out, func(rt kmsg.DescribeShareGroupOffsetsResponseGroupTopic) bool { return rt.TopicID == k.topic })
+		i := slices.IndexFunc(out, func(rt kmsg.DescribeShareGroupOffsetsResponseGroupTopic) bool { return rt.TopicID == k.Topic })
 		if i < 0 {
 			rt := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
 			rt.Topic, rt.TopicID = t.Name, t.ID
@@ -87,8 +89,8 @@ func (c *Cluster) allShareOffsets(group string) []kmsg.DescribeShareGroupOffsets
 			i = len(out) - 1
 		}
 		rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
-		rp.Partition, rp.StartOffset = k.partition, -1
-		c.describeSharePartition(&rp, group, t, k.partition)
+		rp.Partition, rp.StartOffset = k.Partition, -1
+		c.describeSharePartition(&rp, group, t, k.Partition)
 		out[i].Partitions = append(out[i].Partitions, rp)
 	}
 	slices.SortFunc(out, func(a, b kmsg.DescribeShareGroupOffsetsResponseGroupTopic) int {
@@ -99,7 +101,7 @@ func (c *Cluster) allShareOffsets(group string) []kmsg.DescribeShareGroupOffsets
 
 // describeSharePartition fills rp from the group's share partition of t's partition idx, if any.
 func (c *Cluster) describeSharePartition(rp *kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition, group string, t *Topic, idx int32) {
-	sp := c.shares.get(group, t.ID, idx)
+	sp := c.shares.Get(group, share.TopicPartition{Topic: t.ID, Partition: idx})
 	p := c.partition(t, idx)
 	if sp == nil || p == nil {
 		return

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/share"
 )
 
 // MoveLeader makes broker the leader of partition index of topic, as a KRaft controller's
@@ -55,7 +57,7 @@ func (c *Cluster) MoveLeader(topic string, index, broker int32) error {
 	c.topicsMu.Unlock()
 
 	close(old.moved)
-	c.shares.leaderMoved(t.ID, index, old.Leader != broker)
+	c.shares.LeaderMoved(share.TopicPartition{Topic: t.ID, Partition: index}, old.Leader != broker)
 	return nil
 }
 
