@@ -10,6 +10,10 @@ import (
 	"github.com/kshare/kshare/testbroker/internal/config"
 )
 
+func init() {
+	register(32, 1, 4, (*Broker).handleDescribeConfigs, failedDescribeConfigs, describeConfigsScope)
+}
+
 // handleDescribeConfigs describes TOPIC, BROKER and GROUP resources as Kafka's ConfigHelper
 // does, each entry with its effective value, source, read-only and sensitive flags, type (v3+)
 // and, when asked, its synonyms; documentation is never sent. ConfigNames, when not empty,
@@ -25,7 +29,7 @@ import (
 //   - GROUP: every group config, GROUP_CONFIG when set for the group, else DEFAULT_CONFIG with
 //     the broker's value. The group need not exist.
 //   - BROKER_LOGGER and CLIENT_METRICS resources are valid but hold no configs here.
-func (b *Broker) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Response {
+func (b *Broker) handleDescribeConfigs(_ *conn, req *kmsg.DescribeConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for _, r := range req.Resources {
 		res := kmsg.NewDescribeConfigsResponseResource()
@@ -92,4 +96,22 @@ func (b *Broker) describeResource(typ kmsg.ConfigResourceType, name string, syno
 		return nil, nil
 	}
 	return nil, errorf(kerr.InvalidRequest, "Unsupported resource type: %s", typ)
+}
+
+func failedDescribeConfigs(r *kmsg.DescribeConfigsRequest, code int16) kmsg.Response {
+	resp := kmsg.NewPtrDescribeConfigsResponse()
+	for _, rr := range r.Resources {
+		resp.Resources = append(resp.Resources, kmsg.DescribeConfigsResponseResource{
+			ErrorCode: code, ResourceType: rr.ResourceType, ResourceName: rr.ResourceName,
+		})
+	}
+	return resp
+}
+
+func describeConfigsScope(c *Cluster, r *kmsg.DescribeConfigsRequest) (topics, groups []string) {
+	s := scope{c: c}
+	for _, rr := range r.Resources {
+		s.configResource(rr.ResourceType, rr.ResourceName)
+	}
+	return s.result()
 }

@@ -10,6 +10,10 @@ import (
 	"github.com/kshare/kshare/testbroker/internal/config"
 )
 
+func init() {
+	register(44, 0, 1, (*Broker).handleIncrementalAlterConfigs, failedIncrementalAlterConfigs, incrementalAlterConfigsScope)
+}
+
 // handleIncrementalAlterConfigs applies SET, DELETE, APPEND and SUBTRACT operations to TOPIC,
 // BROKER and GROUP resources as Kafka does (ConfigAdminManager on the broker, then
 // ConfigurationControlManager on the controller), resource by resource, each with its own
@@ -30,7 +34,7 @@ import (
 // be set for a group that does not exist yet. ValidateOnly runs every check and changes
 // nothing. A topic's new message.timestamp.type or max.message.bytes applies to partitions
 // created afterwards: a partition's log keeps the settings it was created with.
-func (b *Broker) handleIncrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsRequest) kmsg.Response {
+func (b *Broker) handleIncrementalAlterConfigs(_ *conn, req *kmsg.IncrementalAlterConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	type resourceKey struct {
 		typ  kmsg.ConfigResourceType
@@ -136,4 +140,22 @@ func (c *Cluster) alterTopicConfigs(name string, ops []config.Op, validateOnly b
 		t.configs = validated
 	}
 	return nil
+}
+
+func failedIncrementalAlterConfigs(r *kmsg.IncrementalAlterConfigsRequest, code int16) kmsg.Response {
+	resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
+	for _, rr := range r.Resources {
+		resp.Resources = append(resp.Resources, kmsg.IncrementalAlterConfigsResponseResource{
+			ErrorCode: code, ResourceType: rr.ResourceType, ResourceName: rr.ResourceName,
+		})
+	}
+	return resp
+}
+
+func incrementalAlterConfigsScope(c *Cluster, r *kmsg.IncrementalAlterConfigsRequest) (topics, groups []string) {
+	s := scope{c: c}
+	for _, rr := range r.Resources {
+		s.configResource(rr.ResourceType, rr.ResourceName)
+	}
+	return s.result()
 }

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/testbroker/internal/share"
 )
@@ -64,17 +63,4 @@ func (c *Cluster) MoveLeader(topic string, index, broker int32) error {
 // current returns the partition in p's place now: p itself unless its leader moved since.
 func (c *Cluster) current(p *Partition) *Partition {
 	return c.partition(p.Topic, p.Index)
-}
-
-// appendShareAckNodeEndpoint adds the address of node id to a ShareAcknowledge response unless
-// it is there.
-func (c *Cluster) appendShareAckNodeEndpoint(resp *kmsg.ShareAcknowledgeResponse, id int32) {
-	for _, have := range resp.NodeEndpoints {
-		if have.NodeID == id {
-			return
-		}
-	}
-	if nb := c.broker(id); nb != nil {
-		resp.NodeEndpoints = append(resp.NodeEndpoints, kmsg.ShareAcknowledgeResponseNodeEndpoint{NodeID: id, Host: nb.host, Port: nb.port})
-	}
 }

@@ -13,6 +13,10 @@ import (
 	"github.com/kshare/kshare/testbroker/internal/share"
 )
 
+func init() {
+	register(78, 1, 2, (*Broker).handleShareFetch, failedShareFetch, shareFetchScope)
+}
+
 // noShareRecords is the Records of a partition without records: Kafka's ShareFetchResponse
 // turns null records into an empty record set. It is shared and never written.
 var noShareRecords = []byte{}
@@ -273,4 +277,36 @@ func watchDrop(cn *conn) (stop func()) {
 		<-done
 		_ = cn.nc.SetReadDeadline(time.Time{})
 	}
+}
+
+// failedShareFetch sets the fetch and acknowledgement error of every partition, with the leader
+// unknown (-1) so that a client does not mistake node 0 for the new leader.
+func failedShareFetch(r *kmsg.ShareFetchRequest, code int16) kmsg.Response {
+	resp := kmsg.NewPtrShareFetchResponse()
+	resp.ErrorCode = code
+	for _, t := range r.Topics {
+		rt := kmsg.ShareFetchResponseTopic{TopicID: t.TopicID}
+		for _, p := range t.Partitions {
+			rp := kmsg.NewShareFetchResponseTopicPartition()
+			rp.Partition, rp.ErrorCode, rp.AcknowledgeErrorCode = p.Partition, code, code
+			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func shareFetchScope(c *Cluster, r *kmsg.ShareFetchRequest) (topics, groups []string) {
+	s := scope{c: c}
+	if r.GroupID != nil {
+		s.group(*r.GroupID)
+	}
+	for _, t := range r.Topics {
+		s.topicID(t.TopicID)
+	}
+	for _, t := range r.ForgottenTopicsData {
+		s.topicID(t.TopicID)
+	}
+	return s.result()
 }

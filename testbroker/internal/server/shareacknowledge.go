@@ -7,6 +7,10 @@ import (
 	"github.com/kshare/kshare/testbroker/internal/share"
 )
 
+func init() {
+	register(79, 1, 2, (*Broker).handleShareAcknowledge, failedShareAcknowledge, shareAcknowledgeScope)
+}
+
 // Kafka's messages for malformed share requests (KafkaApis.handleShareFetchRequest and
 // handleShareAcknowledgeRequest).
 const (
@@ -112,7 +116,7 @@ func collectAcks[B ackBatch](a *ackCollector, topicID [16]byte, partition int32,
 //
 // Kafka's own top-level error responses carry no ErrorMessage (getErrorResponse keeps only the
 // code); this one sends Kafka's message text, which clients only display.
-func (b *Broker) handleShareAcknowledge(req *kmsg.ShareAcknowledgeRequest) kmsg.Response {
+func (b *Broker) handleShareAcknowledge(_ *conn, req *kmsg.ShareAcknowledgeRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	fail := func(err error) kmsg.Response {
@@ -154,4 +158,44 @@ func (b *Broker) handleShareAcknowledge(req *kmsg.ShareAcknowledgeRequest) kmsg.
 	}
 	resp.AcquisitionLockTimeoutMillis = c.shareLockDurationMs(group)
 	return resp
+}
+
+func failedShareAcknowledge(r *kmsg.ShareAcknowledgeRequest, code int16) kmsg.Response {
+	resp := kmsg.NewPtrShareAcknowledgeResponse()
+	resp.ErrorCode = code
+	for _, t := range r.Topics {
+		rt := kmsg.ShareAcknowledgeResponseTopic{TopicID: t.TopicID}
+		for _, p := range t.Partitions {
+			rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func shareAcknowledgeScope(c *Cluster, r *kmsg.ShareAcknowledgeRequest) (topics, groups []string) {
+	s := scope{c: c}
+	if r.GroupID != nil {
+		s.group(*r.GroupID)
+	}
+	for _, t := range r.Topics {
+		s.topicID(t.TopicID)
+	}
+	return s.result()
+}
+
+// appendShareAckNodeEndpoint adds the address of node id to a ShareAcknowledge response unless
+// it is there.
+func (c *Cluster) appendShareAckNodeEndpoint(resp *kmsg.ShareAcknowledgeResponse, id int32) {
+	for _, have := range resp.NodeEndpoints {
+		if have.NodeID == id {
+			return
+		}
+	}
+	if nb := c.broker(id); nb != nil {
+		resp.NodeEndpoints = append(resp.NodeEndpoints, kmsg.ShareAcknowledgeResponseNodeEndpoint{NodeID: id, Host: nb.host, Port: nb.port})
+	}
 }

@@ -10,6 +10,10 @@ import (
 	"github.com/kshare/kshare/testbroker/internal/share"
 )
 
+func init() {
+	register(90, 0, 1, (*Broker).handleDescribeShareGroupOffsets, failedDescribeShareGroupOffsets, describeShareGroupOffsetsScope)
+}
+
 // handleDescribeShareGroupOffsets answers DescribeShareGroupOffsets v0-1 per group, in request
 // order, as Kafka's group coordinator does (GroupCoordinatorService.describeShareGroupOffsets
 // and describeShareGroupAllOffsets):
@@ -29,7 +33,7 @@ import (
 //
 // A share partition's state exists from the group's first ShareFetch on it (Kafka initializes
 // it when a member is assigned the partition; this cluster does when it is first fetched).
-func (b *Broker) handleDescribeShareGroupOffsets(req *kmsg.DescribeShareGroupOffsetsRequest) kmsg.Response {
+func (b *Broker) handleDescribeShareGroupOffsets(_ *conn, req *kmsg.DescribeShareGroupOffsetsRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
 	for _, g := range req.Groups {
@@ -107,4 +111,33 @@ func (c *Cluster) describeSharePartition(rp *kmsg.DescribeShareGroupOffsetsRespo
 		return
 	}
 	rp.StartOffset, rp.LeaderEpoch, rp.Lag = sp.StartOffset(), p.LeaderEpoch, sp.Lag()
+}
+
+func failedDescribeShareGroupOffsets(r *kmsg.DescribeShareGroupOffsetsRequest, code int16) kmsg.Response {
+	resp := kmsg.NewPtrDescribeShareGroupOffsetsResponse()
+	for _, g := range r.Groups {
+		rg := kmsg.DescribeShareGroupOffsetsResponseGroup{GroupID: g.GroupID, ErrorCode: code}
+		for _, t := range g.Topics {
+			rt := kmsg.DescribeShareGroupOffsetsResponseGroupTopic{Topic: t.Topic}
+			for _, p := range t.Partitions {
+				rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
+				rp.Partition, rp.ErrorCode, rp.StartOffset, rp.LeaderEpoch = p, code, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rg.Topics = append(rg.Topics, rt)
+		}
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp
+}
+
+func describeShareGroupOffsetsScope(c *Cluster, r *kmsg.DescribeShareGroupOffsetsRequest) (topics, groups []string) {
+	s := scope{c: c}
+	for _, g := range r.Groups {
+		s.group(g.GroupID)
+		for _, t := range g.Topics {
+			s.topic(t.Topic)
+		}
+	}
+	return s.result()
 }
