@@ -10,8 +10,10 @@ import (
 	"sync"
 
 	"github.com/kshare/kshare/testbroker/internal/clock"
+	"github.com/kshare/kshare/testbroker/internal/config"
 	"github.com/kshare/kshare/testbroker/internal/fault"
 	"github.com/kshare/kshare/testbroker/internal/group"
+	"github.com/kshare/kshare/testbroker/internal/share"
 	"github.com/kshare/kshare/testbroker/internal/wire"
 )
 
@@ -56,7 +58,7 @@ type Cluster struct {
 	clusterID string
 	brokers   []*Broker
 	faults    *fault.Set
-	configs   *brokerConfigs
+	configs   *config.Store
 
 	topicsMu   sync.RWMutex
 	topics     map[string]*Topic
@@ -65,7 +67,7 @@ type Cluster struct {
 
 	producerIDs producerIDs
 	groups      *group.Coordinator
-	shares      *shareState
+	shares      *share.Manager
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -90,9 +92,9 @@ func Start(cfg Config) (*Cluster, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	configs, err := newBrokerConfigs(cfg.BrokerConfigs)
+	configs, err := config.New(cfg.BrokerConfigs)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	c := &Cluster{
 		cfg:       cfg,
@@ -106,7 +108,7 @@ func Start(cfg Config) (*Cluster, error) {
 		closed:    make(chan struct{}),
 	}
 	c.groups = c.newGroupCoordinator()
-	c.shares = newShareState(c, cfg.Brokers)
+	c.shares = c.newShareManager()
 	if c.clusterID == "" {
 		var id [16]byte
 		_, _ = rand.Read(id[:])
@@ -149,7 +151,7 @@ func (c *Cluster) Close() {
 		for _, b := range c.brokers {
 			b.close()
 		}
-		c.shares.close()
+		c.shares.Close()
 	})
 	c.wg.Wait()
 }

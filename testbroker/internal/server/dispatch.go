@@ -29,8 +29,21 @@ type api struct {
 // clients send; ApiVersions advertises them, capped by Config.MaxVersions.
 var apis = map[int16]api{}
 
-// register adds the API key, accepting versions min..max. fail and scope may be nil: the
-// generic failure response (errorResponse) and no scope then apply.
+// register adds the API key, accepting versions min..max, with its handler, its failure
+// response and its scope; none may be nil.
+//
+// fail builds the response that fails a request as a whole: every error-code field carries
+// code, and the request's topics and partitions, config resources, groups and coordinator keys
+// are echoed so that a client can match each entry to what it asked for (franz-go looks up
+// produce and fetch partitions by topic and index). Offsets, epochs and leader ids are -1, as
+// in Kafka's error responses; the response gets the request's version here. Kafka's own error
+// responses (getErrorResponse) are leaner, and only options (injected faults, version caps)
+// reach fail, so it errs on the side of telling the client everywhere: where Kafka sends only a
+// top-level code (Fetch v13+, ShareFetch, ShareAcknowledge) it also echoes every partition with
+// the code, and it leaves error messages empty where Kafka repeats the code's description.
+//
+// scope returns the topic names and group ids a request names, for fault rules; topic ids
+// resolve to names through the cluster's topics, and an unknown id names nothing.
 func register[R kmsg.Request](key, min, max int16,
 	handle func(b *Broker, cn *conn, req R) kmsg.Response,
 	fail func(req R, code int16) kmsg.Response,
@@ -39,58 +52,67 @@ func register[R kmsg.Request](key, min, max int16,
 	if _, dup := apis[key]; dup {
 		panic("server: API " + kmsg.NameForKey(key) + " registered twice")
 	}
-	a := api{min: min, max: max, handle: func(b *Broker, cn *conn, req kmsg.Request) kmsg.Response {
-		return handle(b, cn, req.(R))
-	}}
-	a.fail = func(req kmsg.Request, code int16) kmsg.Response { return errorResponse(req, code) }
-	if fail != nil {
-		a.fail = func(req kmsg.Request, code int16) kmsg.Response { return fail(req.(R), code) }
+	if handle == nil || fail == nil || scope == nil {
+		panic("server: API " + kmsg.NameForKey(key) + " registered without a handler, failure response or scope")
 	}
-	a.scope = func(c *Cluster, req kmsg.Request) ([]string, []string) { return c.requestScope(req) }
-	if scope != nil {
-		a.scope = func(c *Cluster, req kmsg.Request) ([]string, []string) { return scope(c, req.(R)) }
+	apis[key] = api{
+		min: min,
+		max: max,
+		handle: func(b *Broker, cn *conn, req kmsg.Request) kmsg.Response {
+			return handle(b, cn, req.(R))
+		},
+		fail: func(req kmsg.Request, code int16) kmsg.Response {
+			resp := fail(req.(R), code)
+			if resp != nil {
+				resp.SetVersion(req.GetVersion())
+			}
+			return resp
+		},
+		scope: func(c *Cluster, req kmsg.Request) ([]string, []string) { return scope(c, req.(R)) },
 	}
-	apis[key] = a
 }
 
-func init() {
-	register(0, 3, 13, (*Broker).handleProduce, nil, nil)
-	register(1, 4, 18, (*Broker).handleFetch, nil, nil)
-	register(2, 1, 10, func(b *Broker, _ *conn, r *kmsg.ListOffsetsRequest) kmsg.Response { return b.handleListOffsets(r) }, nil, nil)
-	register(3, 0, 13, func(b *Broker, _ *conn, r *kmsg.MetadataRequest) kmsg.Response { return b.handleMetadata(r) }, nil, nil)
-	register(10, 0, 6, func(b *Broker, _ *conn, r *kmsg.FindCoordinatorRequest) kmsg.Response {
-		return b.handleFindCoordinator(r)
-	}, nil, nil)
-	register(18, 0, 4, func(b *Broker, _ *conn, r *kmsg.ApiVersionsRequest) kmsg.Response { return b.handleApiVersions(r) }, nil, nil)
-	register(19, 2, 7, func(b *Broker, _ *conn, r *kmsg.CreateTopicsRequest) kmsg.Response { return b.handleCreateTopics(r) }, nil, nil)
-	register(20, 1, 6, func(b *Broker, _ *conn, r *kmsg.DeleteTopicsRequest) kmsg.Response { return b.handleDeleteTopics(r) }, nil, nil)
-	register(22, 0, 5, func(b *Broker, _ *conn, r *kmsg.InitProducerIDRequest) kmsg.Response {
-		return b.handleInitProducerID(r)
-	}, nil, nil)
-	register(32, 1, 4, func(b *Broker, _ *conn, r *kmsg.DescribeConfigsRequest) kmsg.Response {
-		return b.handleDescribeConfigs(r)
-	}, nil, nil)
-	register(37, 0, 3, func(b *Broker, _ *conn, r *kmsg.CreatePartitionsRequest) kmsg.Response {
-		return b.handleCreatePartitions(r)
-	}, nil, nil)
-	register(44, 0, 1, func(b *Broker, _ *conn, r *kmsg.IncrementalAlterConfigsRequest) kmsg.Response {
-		return b.handleIncrementalAlterConfigs(r)
-	}, nil, nil)
-	register(60, 0, 2, func(b *Broker, _ *conn, r *kmsg.DescribeClusterRequest) kmsg.Response {
-		return b.handleDescribeCluster(r)
-	}, nil, nil)
-	register(76, 1, 1, (*Broker).handleShareGroupHeartbeat, nil, nil)
-	register(77, 1, 1, func(b *Broker, _ *conn, r *kmsg.ShareGroupDescribeRequest) kmsg.Response {
-		return b.handleShareGroupDescribe(r)
-	}, nil, nil)
-	register(78, 1, 2, (*Broker).handleShareFetch, nil, nil)
-	register(79, 1, 2, func(b *Broker, _ *conn, r *kmsg.ShareAcknowledgeRequest) kmsg.Response {
-		return b.handleShareAcknowledge(r)
-	}, nil, nil)
-	register(90, 0, 1, func(b *Broker, _ *conn, r *kmsg.DescribeShareGroupOffsetsRequest) kmsg.Response {
-		return b.handleDescribeShareGroupOffsets(r)
-	}, nil, nil)
+// scope collects the topics and groups a request names, for an API's scope function.
+type scope struct {
+	c              *Cluster
+	topics, groups []string
 }
+
+func (s *scope) topic(name string) { s.topics = append(s.topics, name) }
+
+func (s *scope) group(id string) { s.groups = append(s.groups, id) }
+
+// topicID adds the topic with this id, if the cluster has one.
+func (s *scope) topicID(id [16]byte) {
+	if t := s.c.topicByID(id); t != nil {
+		s.topics = append(s.topics, t.Name)
+	}
+}
+
+// nameOrID adds a topic a request names by name before some version and by id after:
+// whichever is set.
+func (s *scope) nameOrID(name string, id [16]byte) {
+	if name != "" {
+		s.topic(name)
+	} else {
+		s.topicID(id)
+	}
+}
+
+// configResource adds a config resource that is a topic or a group.
+func (s *scope) configResource(typ kmsg.ConfigResourceType, name string) {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		s.topic(name)
+	case kmsg.ConfigResourceTypeGroupConfig:
+		s.group(name)
+	}
+}
+
+func (s *scope) result() (topics, groups []string) { return s.topics, s.groups }
+
+// noScope is the scope of a request that names no topic and no group.
+func noScope[R kmsg.Request](*Cluster, R) (topics, groups []string) { return nil, nil }
 
 // versionRange returns the versions the cluster accepts for key after caps; ok is false for an
 // API it does not implement or one capped below its minimum.

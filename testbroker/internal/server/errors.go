@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/config"
 )
 
 // kafkaError is an error the cluster answers with: a Kafka error code and the message Kafka
@@ -54,6 +56,10 @@ func messageOf(err error) *string {
 			return nil
 		}
 		return &kaf.message
+	}
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		return &ce.Message
 	}
 	var ke *kerr.Error
 	if errors.As(err, &ke) {

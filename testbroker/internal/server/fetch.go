@@ -11,6 +11,10 @@ import (
 	"github.com/kshare/kshare/testbroker/internal/wire"
 )
 
+func init() {
+	register(1, 4, 18, (*Broker).handleFetch, failedFetch, fetchScope)
+}
+
 // maxFetchBytes caps the records of one fetch response, as Kafka's fetch.max.bytes default
 // (55 MiB) does.
 const maxFetchBytes = 55 << 20
@@ -359,4 +363,31 @@ func (w *fetchWaiter) wait() waitResult {
 		return waitClosed
 	}
 	return waitWoken
+}
+
+func failedFetch(r *kmsg.FetchRequest, code int16) kmsg.Response {
+	resp := kmsg.NewPtrFetchResponse()
+	resp.ErrorCode = code
+	resp.SessionID = r.SessionID
+	for _, t := range r.Topics {
+		rt := kmsg.FetchResponseTopic{Topic: t.Topic, TopicID: t.TopicID}
+		for _, p := range t.Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition, rp.ErrorCode, rp.HighWatermark = p.Partition, code, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func fetchScope(c *Cluster, r *kmsg.FetchRequest) (topics, groups []string) {
+	s := scope{c: c}
+	for _, t := range r.Topics {
+		s.nameOrID(t.Topic, t.TopicID)
+	}
+	for _, t := range r.ForgottenTopics {
+		s.nameOrID(t.Topic, t.TopicID)
+	}
+	return s.result()
 }

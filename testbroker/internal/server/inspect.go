@@ -1,6 +1,10 @@
 package server
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/config"
+)
 
 // TopicState is a snapshot of a topic for tests and tools.
 type TopicState struct {
@@ -81,7 +85,7 @@ func (c *Cluster) DropConnections(broker int32) {
 // SetGroupConfig sets one group config as IncrementalAlterConfigs SET on a GROUP resource
 // would, with the same validation and errors.
 func (c *Cluster) SetGroupConfig(group, key, value string) error {
-	return c.alterGroupConfigs(group, []kmsg.IncrementalAlterConfigsRequestResourceConfig{{
+	return c.configs.AlterGroup(group, []config.Op{{
 		Name: key, Op: kmsg.IncrementalAlterConfigOpSet, Value: &value,
 	}}, false)
 }

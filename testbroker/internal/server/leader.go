@@ -5,7 +5,8 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/share"
 )
 
 // MoveLeader makes broker the leader of partition index of topic, as a KRaft controller's
@@ -55,24 +56,11 @@ func (c *Cluster) MoveLeader(topic string, index, broker int32) error {
 	c.topicsMu.Unlock()
 
 	close(old.moved)
-	c.shares.leaderMoved(t.ID, index, old.Leader != broker)
+	c.shares.LeaderMoved(share.TopicPartition{Topic: t.ID, Partition: index}, old.Leader != broker)
 	return nil
 }
 
 // current returns the partition in p's place now: p itself unless its leader moved since.
 func (c *Cluster) current(p *Partition) *Partition {
 	return c.partition(p.Topic, p.Index)
-}
-
-// appendShareAckNodeEndpoint adds the address of node id to a ShareAcknowledge response unless
-// it is there.
-func (c *Cluster) appendShareAckNodeEndpoint(resp *kmsg.ShareAcknowledgeResponse, id int32) {
-	for _, have := range resp.NodeEndpoints {
-		if have.NodeID == id {
-			return
-		}
-	}
-	if nb := c.broker(id); nb != nil {
-		resp.NodeEndpoints = append(resp.NodeEndpoints, kmsg.ShareAcknowledgeResponseNodeEndpoint{NodeID: id, Host: nb.host, Port: nb.port})
-	}
 }

@@ -5,6 +5,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+func init() {
+	register(2, 1, 10, (*Broker).handleListOffsets, failedListOffsets, listOffsetsScope)
+}
+
 // The special timestamps of ListOffsets and the first version that accepts each.
 const (
 	latestTimestamp        = -1 // the offset consumers read up to (v1+)
@@ -57,7 +61,7 @@ const (
 // answers NOT_LEADER_OR_FOLLOWER, except to the debugging replica id (-2) on a follower;
 // a CurrentLeaderEpoch (v4+) older or newer than the partition's is FENCED_LEADER_EPOCH or
 // UNKNOWN_LEADER_EPOCH.
-func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
+func (b *Broker) handleListOffsets(_ *conn, req *kmsg.ListOffsetsRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	dups := duplicatePartitions(req)
@@ -161,4 +165,26 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, t *Topic, rp *kmsg.Lis
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, ts, epoch
 		}
 	}
+}
+
+func failedListOffsets(r *kmsg.ListOffsetsRequest, code int16) kmsg.Response {
+	resp := kmsg.NewPtrListOffsetsResponse()
+	for _, t := range r.Topics {
+		rt := kmsg.ListOffsetsResponseTopic{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func listOffsetsScope(c *Cluster, r *kmsg.ListOffsetsRequest) (topics, groups []string) {
+	s := scope{c: c}
+	for _, t := range r.Topics {
+		s.topic(t.Topic)
+	}
+	return s.result()
 }

@@ -7,10 +7,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+func init() {
+	register(3, 0, 13, (*Broker).handleMetadata, failedMetadata, metadataScope)
+}
+
 // controllerID is the node reported as controller; KRaft clusters report a broker id here.
 const controllerID = 0
 
-func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) kmsg.Response {
+func (b *Broker) handleMetadata(_ *conn, req *kmsg.MetadataRequest) kmsg.Response {
 	c := b.c
 	resp := kmsg.NewPtrMetadataResponse()
 	resp.Version = req.Version
@@ -26,14 +30,15 @@ func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) kmsg.Response {
 		}
 		return resp
 	}
-	autoCreate := (req.Version < 4 || req.AllowAutoTopicCreation) && c.configs.bool("auto.create.topics.enable")
+	cfg := c.configs.Snapshot()
+	autoCreate := (req.Version < 4 || req.AllowAutoTopicCreation) && cfg.AutoCreateTopics
 	for _, rt := range req.Topics {
 		var t *Topic
 		switch {
 		case rt.Topic != nil && *rt.Topic != "":
 			t = c.topic(*rt.Topic)
 			if t == nil && autoCreate {
-				created, err := c.createTopic(TopicSpec{Name: *rt.Topic, Partitions: int32(c.configs.int("num.partitions")), ReplicationFactor: int16(c.configs.int("default.replication.factor"))})
+				created, err := c.createTopic(TopicSpec{Name: *rt.Topic, Partitions: cfg.NumPartitions, ReplicationFactor: cfg.DefaultReplicationFactor})
 				switch {
 				case err == nil:
 					t = created
@@ -81,4 +86,34 @@ func (c *Cluster) metadataTopic(t *Topic) kmsg.MetadataResponseTopic {
 		})
 	}
 	return mt
+}
+
+// failedMetadata echoes each requested topic, by name and id, with no partitions. A request for
+// every topic has nothing to echo; from v13 the top-level error code still tells the client.
+func failedMetadata(r *kmsg.MetadataRequest, code int16) kmsg.Response {
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.ErrorCode = code
+	for _, t := range r.Topics {
+		name := ""
+		if t.Topic != nil {
+			name = *t.Topic
+		}
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic, mt.TopicID, mt.ErrorCode = &name, t.TopicID, code
+		resp.Topics = append(resp.Topics, mt)
+	}
+	return resp
+}
+
+// metadataScope names the requested topics; a request for every topic names none.
+func metadataScope(c *Cluster, r *kmsg.MetadataRequest) (topics, groups []string) {
+	s := scope{c: c}
+	for _, t := range r.Topics {
+		name := ""
+		if t.Topic != nil {
+			name = *t.Topic
+		}
+		s.nameOrID(name, t.TopicID)
+	}
+	return s.result()
 }

@@ -12,6 +12,10 @@ import (
 	"github.com/kshare/kshare/testbroker/internal/log"
 )
 
+func init() {
+	register(0, 3, 13, (*Broker).handleProduce, failedProduce, produceScope)
+}
+
 // errTransactionalProduce refuses a produce request that carries a transactional id or a
 // transactional or control batch. It has the code the log package refuses transactional batches
 // with (INVALID_RECORD: the code Kafka gives clients that write control batches, final for every
@@ -194,4 +198,31 @@ func (c *Cluster) appendProduceBroker(brokers []kmsg.ProduceResponseBroker, id i
 		brokers = append(brokers, kmsg.ProduceResponseBroker{NodeID: id, Host: nb.host, Port: nb.port})
 	}
 	return brokers
+}
+
+// failedProduce answers every partition with code and BaseOffset -1. A Produce with acks=0
+// gets no response (nil): Kafka closes the connection instead.
+func failedProduce(r *kmsg.ProduceRequest, code int16) kmsg.Response {
+	if r.Acks == 0 {
+		return nil
+	}
+	resp := kmsg.NewPtrProduceResponse()
+	for _, t := range r.Topics {
+		rt := kmsg.ProduceResponseTopic{Topic: t.Topic, TopicID: t.TopicID}
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition, rp.ErrorCode, rp.BaseOffset = p.Partition, code, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func produceScope(c *Cluster, r *kmsg.ProduceRequest) (topics, groups []string) {
+	s := scope{c: c}
+	for _, t := range r.Topics {
+		s.nameOrID(t.Topic, t.TopicID)
+	}
+	return s.result()
 }

@@ -1,12 +1,9 @@
 package server
 
 import (
-	"cmp"
-	"encoding/binary"
 	"errors"
+	"iter"
 	"net"
-	"reflect"
-	"slices"
 	"strings"
 	"time"
 
@@ -16,42 +13,13 @@ import (
 	"github.com/kshare/kshare/testbroker/internal/share"
 )
 
+func init() {
+	register(78, 1, 2, (*Broker).handleShareFetch, failedShareFetch, shareFetchScope)
+}
+
 // noShareRecords is the Records of a partition without records: Kafka's ShareFetchResponse
 // turns null records into an empty record set. It is shared and never written.
 var noShareRecords = []byte{}
-
-// maxRetainedShareBuf caps the records buffer a session keeps for its next fetch.
-const maxRetainedShareBuf = 1 << 20
-
-// shareTarget is one partition of a ShareFetch: its session entry, what it resolved to, and what
-// the fetch acquired from it.
-type shareTarget struct {
-	entry *sessionPart
-	topicPartitionKey
-	p   *Partition       // nil when the topic or partition is unknown
-	sp  *share.Partition // nil on err, and until the fetch creates it
-	err *kerr.Error
-
-	ranges     []share.AcquiredRange
-	start, end int      // the records of its first acquisition, in the fetch's buffer
-	more       [][2]int // the records of later ones (a fetch waiting for MinBytes)
-}
-
-// shareFetch is one ShareFetch's acquisition in progress.
-type shareFetch struct {
-	group, member string
-	targets       []shareTarget
-	gen           uint64 // the share state's generation the targets were resolved at
-	fetchable     int    // targets without an error
-	rotate        int    // the target to start at (Kafka rotates partitions by session epoch)
-	mode          share.AcquireMode
-	batchSize     int
-	perPart       int // the bytes each acquisition may give (Kafka's uniform split of MaxBytes)
-	bytesLeft     int
-	recordsLeft   int
-	bytes         int // record bytes acquired
-	buf           []byte
-}
 
 // handleShareFetch answers ShareFetch v1-2 in Kafka's order (KafkaApis.handleShareFetchRequest):
 //
@@ -60,27 +28,18 @@ type shareFetch struct {
 //  2. Version 2 with IsRenewAck needs MaxBytes, MinBytes, MaxRecords and MaxWaitMs all 0: each
 //     that is not adds "<name> must be set to 0, " to the INVALID_REQUEST message, which ends
 //     with "if isRenewAck is true.".
-//  3. The session rules of shareSessions.openFetch; SHARE_SESSION_LIMIT_REACHED is sent only
-//     once MaxWaitMs has passed on the cluster clock, as Kafka's idle timer task does.
-//  4. Piggybacked acknowledgements, applied as applyShareAcks says; RENEW needs version 2 and
-//     IsRenewAck. Each partition's result is its AcknowledgeErrorCode and
+//  3. The session rules of share.Sessions.OpenFetch; SHARE_SESSION_LIMIT_REACHED is sent
+//     only once MaxWaitMs has passed on the cluster clock, as Kafka's idle timer task does.
+//  4. Piggybacked acknowledgements, applied as share.Manager.Acknowledge says; RENEW needs
+//     version 2 and IsRenewAck. Each partition's result is its AcknowledgeErrorCode and
 //     AcknowledgeErrorMessage, in the partition's fetch entry or in one of its own.
 //  5. The fetch, skipped for IsRenewAck (a renewed lock must not run out during a long poll)
 //     and for epoch -1. MaxRecords or MaxBytes of 0 fetch nothing at once. Otherwise each
-//     session partition this broker leads acquires records for the member (share.Partition
-//     Acquire), starting at the partition the session epoch rotates to, within MaxRecords
-//     (soft in batch-optimized mode), BatchSize, and MaxBytes split evenly between the
-//     partitions (at least one batch each); ShareAcquireMode picks batch-optimized (0) or
-//     record-limit (1), version 1 always the former, and an unknown mode fails the request with
-//     UNKNOWN_SERVER_ERROR. The group's share partition of each partition is made here, on
-//     its first fetch. While the records acquired come to less than MinBytes and MaxWaitMs is
-//     positive, the fetch waits on the cluster clock and tries again whenever a partition's
-//     log grows or records become available again (a release, an expired lock, a closed
-//     session). A single timer times the wait, stopped when MinBytes ends it early. Kafka
-//     acquires nothing until MinBytes is there; this fetch keeps what it acquired while it
-//     waits for more, so those records' locks start earlier. A partition whose leader moves
-//     meanwhile (Cluster.MoveLeader) wakes the fetch and is answered NOT_LEADER_OR_FOLLOWER,
-//     without the records acquired from it, which its new leader holds AVAILABLE.
+//     session partition this broker leads acquires records for the member, and the fetch may
+//     wait for MinBytes, as share.Fetch.Poll says; ShareAcquireMode picks batch-optimized (0)
+//     or record-limit (1), version 1 always the former, and an unknown mode fails the request
+//     with UNKNOWN_SERVER_ERROR. A partition whose leader moves meanwhile
+//     (Cluster.MoveLeader) wakes the fetch and is answered NOT_LEADER_OR_FOLLOWER.
 //  6. Epoch -1 closes the member's session after the response is built, releasing its records
 //     in the session's partitions.
 //
@@ -114,8 +73,11 @@ func (b *Broker) handleShareFetch(cn *conn, req *kmsg.ShareFetchRequest) kmsg.Re
 	}
 	group, member := *req.GroupID, *req.MemberID
 	acks, hasAcks := shareFetchAcks(req)
-	ss := c.shares.sessions[b.id]
-	fc, err := ss.openFetch(cn, group, member, req, hasAcks)
+	ss := c.shares.Sessions(b.id)
+	f, err := ss.OpenFetch(share.FetchRequest{
+		Conn: cn, Group: group, Member: member, Epoch: req.ShareSessionEpoch,
+		Partitions: shareFetchPartitions(req), Forgotten: shareFetchForgotten(req), HasAcks: hasAcks,
+	})
 	if errors.Is(err, kerr.ShareSessionLimitReached) {
 		b.idle(cn, req.MaxWaitMillis)
 		return fail(err)
@@ -123,37 +85,64 @@ func (b *Broker) handleShareFetch(cn *conn, req *kmsg.ShareFetchRequest) kmsg.Re
 	if err != nil {
 		return fail(err)
 	}
-	var outcomes []ackOutcome
+	var outcomes []share.AckOutcome
 	if hasAcks {
-		outcomes = b.applyShareAcks(group, member, acks, maxAckType(req.Version), renew)
+		outcomes = c.shares.Acknowledge(b.id, group, member, acks, maxAckType(req.Version), renew)
 	}
 
-	f := shareFetch{group: group, member: member, targets: fc.targets, gen: fc.gen}
-	fetching := !renew && !fc.final
+	fetching := !renew && !f.Final
 	if fetching && req.Version >= 2 && req.ShareAcquireMode != 0 && req.ShareAcquireMode != 1 {
 		return fail(errorf(kerr.UnknownServerError, "Unknown share acquire mode id: %d", req.ShareAcquireMode))
 	}
 	// The fetch reads nothing when asked for nothing (SharePartitionManager.processShareFetch).
 	polled := fetching && req.MaxRecords > 0 && req.MaxBytes > 0
 	if polled {
-		ownBuf := fc.sess.conn == cn
-		if ownBuf {
-			f.buf = fc.sess.buf[:0]
+		lim := share.FetchLimits{
+			MaxBytes: req.MaxBytes, MinBytes: req.MinBytes, MaxRecords: req.MaxRecords, BatchSize: req.BatchSize,
+			MaxWait: time.Duration(req.MaxWaitMillis) * time.Millisecond, Epoch: req.ShareSessionEpoch,
+			Done: cn.done, Waiting: func() func() { return watchDrop(cn) },
 		}
-		b.pollShare(cn, req, &f)
-		if ownBuf && cap(f.buf) <= maxRetainedShareBuf {
-			fc.sess.buf = f.buf
+		if req.Version >= 2 {
+			lim.Mode = share.AcquireMode(req.ShareAcquireMode)
 		}
+		f.Poll(lim)
 	}
 	if fetching {
-		b.shareFetchResponse(resp, &fc, &f, polled)
+		b.shareFetchResponse(resp, f, polled)
 	}
 	mergeAckOutcomes(resp, outcomes)
-	if fc.final {
-		ss.release(group, member)
+	if f.Final {
+		ss.Release(group, member)
 	}
 	resp.AcquisitionLockTimeoutMillis = c.shareLockDurationMs(group)
 	return resp
+}
+
+// shareFetchPartitions yields the ShareFetch's partitions, in request order.
+func shareFetchPartitions(req *kmsg.ShareFetchRequest) iter.Seq[share.TopicPartition] {
+	return func(yield func(share.TopicPartition) bool) {
+		for i := range req.Topics {
+			t := &req.Topics[i]
+			for j := range t.Partitions {
+				if !yield(share.TopicPartition{Topic: t.TopicID, Partition: t.Partitions[j].Partition}) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// shareFetchForgotten yields the partitions the ShareFetch drops from its session.
+func shareFetchForgotten(req *kmsg.ShareFetchRequest) iter.Seq[share.TopicPartition] {
+	return func(yield func(share.TopicPartition) bool) {
+		for _, ft := range req.ForgottenTopicsData {
+			for _, p := range ft.Partitions {
+				if !yield(share.TopicPartition{Topic: ft.TopicID, Partition: p}) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // renewLimitsMessage is Kafka's INVALID_REQUEST message for a renew-only ShareFetch that asks
@@ -175,215 +164,27 @@ func renewLimitsMessage(req *kmsg.ShareFetchRequest) string {
 	return sb.String()
 }
 
-// pollShare acquires records for the fetch and, while they come to less than MinBytes, waits
-// for more as handleShareFetch describes.
-func (b *Broker) pollShare(cn *conn, req *kmsg.ShareFetchRequest, f *shareFetch) {
-	c := b.c
-	for i := range f.targets {
-		t := &f.targets[i]
-		if t.err != nil {
-			continue
-		}
-		if t.sp == nil {
-			if t.sp = c.shares.getOrCreate(f.group, t.p); t.sp == nil {
-				t.err = kerr.UnknownTopicOrPartition
-				continue
-			}
-		}
-		f.fetchable++
-	}
-	b.recheckShareTargets(f)
-	if f.fetchable == 0 {
-		return
-	}
-	maxBytes := min(int(req.MaxBytes), maxFetchBytes)
-	minBytes := min(int(req.MinBytes), maxBytes)
-	f.perPart = max(maxBytes/f.fetchable, 1)
-	f.bytesLeft = maxBytes
-	f.recordsLeft = int(req.MaxRecords)
-	f.batchSize = int(req.BatchSize)
-	if req.Version >= 2 {
-		f.mode = share.AcquireMode(req.ShareAcquireMode)
-	}
-	f.rotate = int(uint32(req.ShareSessionEpoch) % uint32(len(f.targets)))
-
-	f.acquire()
-	if req.MaxWaitMillis <= 0 || f.satisfied(minBytes) {
-		return
-	}
-	expired := make(chan struct{})
-	timer := c.clock.AfterFunc(time.Duration(req.MaxWaitMillis)*time.Millisecond, func() { close(expired) })
-	defer timer.Stop()
-	stopWatch := watchDrop(cn)
-	defer stopWatch()
-	w := newShareWaiter(expired, cn.done, c.closed)
-	for {
-		// Ask for the wake-ups before trying, so that a change in between is not missed.
-		w.reset()
-		for i := range f.targets {
-			if t := &f.targets[i]; t.err == nil {
-				w.add(t.p.Log.Notify())
-				w.add(t.sp.Notify())
-			}
-		}
-		f.acquire()
-		if f.satisfied(minBytes) {
-			return
-		}
-		switch w.wait() {
-		case waitExpired:
-			f.acquire()
-			return
-		case waitClosed:
-			return
-		}
-		b.recheckShareTargets(f)
-	}
-}
-
-// recheckShareTargets follows the topic deletions and leader moves since the fetch's targets
-// were resolved: their share partitions are closed or fenced, and would wake the fetch forever.
-// A target whose topic is gone becomes UNKNOWN_TOPIC_OR_PARTITION; one led by another broker
-// now, or whose share partition was handed over meanwhile, NOT_LEADER_OR_FOLLOWER with the
-// current leader, as Kafka completes a waiting share fetch at once when its broker stops
-// leading a partition. What such a target acquired is not sent: its new leader holds it.
-func (b *Broker) recheckShareTargets(f *shareFetch) {
-	c := b.c
-	gen := c.shares.generation()
-	if gen == f.gen {
-		return
-	}
-	f.gen = gen
-	for i := range f.targets {
-		t := &f.targets[i]
-		if t.err != nil {
-			continue
-		}
-		cur := c.current(t.p)
-		switch {
-		case c.topicByID(t.topic) != t.p.Topic:
-			t.err = kerr.UnknownTopicOrPartition
-		case cur.Leader != b.id || c.shares.led(f.group, t.topic, t.partition, b.id) != t.sp:
-			t.p, t.err = cur, kerr.NotLeaderForPartition
-		default:
-			continue
-		}
-		f.fetchable--
-	}
-}
-
-// satisfied reports whether the fetch may answer: it has MinBytes, or can take nothing more.
-func (f *shareFetch) satisfied(minBytes int) bool {
-	return f.bytes >= minBytes || f.bytesLeft <= 0 || f.recordsLeft <= 0 || f.fetchable == 0
-}
-
-// acquire tries every partition once, from the rotated start, within what is left of the
-// fetch's limits.
-func (f *shareFetch) acquire() {
-	n := len(f.targets)
-	for k := range n {
-		if f.recordsLeft <= 0 || f.bytesLeft <= 0 {
-			return
-		}
-		t := &f.targets[(f.rotate+k)%n]
-		if t.err != nil {
-			continue
-		}
-		start := len(f.buf)
-		ranges, buf, err := t.sp.Acquire(f.buf, f.member, f.recordsLeft, f.batchSize, min(f.perPart, f.bytesLeft), f.mode)
-		f.buf = buf
-		if err != nil {
-			t.err = kerrOf(err)
-			f.fetchable--
-			continue
-		}
-		if len(ranges) == 0 {
-			continue
-		}
-		if t.end == t.start {
-			t.ranges, t.start, t.end = ranges, start, len(buf)
-		} else {
-			t.ranges = slices.Concat(t.ranges, ranges)
-			t.more = append(t.more, [2]int{start, len(buf)})
-		}
-		got := len(buf) - start
-		f.bytes += got
-		f.bytesLeft -= got
-		for _, r := range ranges {
-			f.recordsLeft -= int(r.LastOffset - r.FirstOffset + 1)
-		}
-	}
-}
-
-// records returns a target's records: those of its one acquisition as they are in the buffer,
-// or, after several, every batch once in offset order with the ranges sorted to match.
-func (f *shareFetch) records(t *shareTarget) []byte {
-	if len(t.more) == 0 {
-		return f.buf[t.start:t.end:t.end]
-	}
-	type batch struct {
-		base int64
-		b    []byte
-	}
-	var batches []batch
-	size := 0
-	for _, span := range append([][2]int{{t.start, t.end}}, t.more...) {
-		for b := f.buf[span[0]:span[1]]; len(b) >= 12; {
-			n := 12 + int(int32(binary.BigEndian.Uint32(b[8:12])))
-			batches = append(batches, batch{int64(binary.BigEndian.Uint64(b)), b[:n]})
-			size += n
-			b = b[n:]
-		}
-	}
-	slices.SortStableFunc(batches, func(a, b batch) int { return cmp.Compare(a.base, b.base) })
-	out := make([]byte, 0, size)
-	for i, b := range batches {
-		if i == 0 || b.base != batches[i-1].base {
-			out = append(out, b.b...)
-		}
-	}
-	slices.SortFunc(t.ranges, func(a, b share.AcquiredRange) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
-	return out
-}
-
 // shareFetchResponse lists the fetch's partitions in the response, as handleShareFetch says.
-// polled is whether the fetch ran: when it did not (MaxRecords or MaxBytes of 0), only
-// partitions of unknown topics are answered, as Kafka answers those before fetching.
-func (b *Broker) shareFetchResponse(resp *kmsg.ShareFetchResponse, fc *fetchContext, f *shareFetch, polled bool) {
-	ss := b.c.shares.sessions[b.id]
-	include := make([]bool, len(f.targets))
-	ss.mu.Lock()
-	for i := range f.targets {
-		t := &f.targets[i]
-		switch {
-		case !polled && (t.err == nil || t.err == kerr.NotLeaderForPartition):
-			continue
-		case fc.subsequent:
-			include[i] = ss.mustRespondLocked(t)
-		default:
-			include[i] = true
-		}
-	}
-	ss.mu.Unlock()
-	for i := range f.targets {
-		if !include[i] {
+func (b *Broker) shareFetchResponse(resp *kmsg.ShareFetchResponse, f *share.Fetch, polled bool) {
+	for i, include := range f.Answered(polled) {
+		if !include {
 			continue
 		}
-		t := &f.targets[i]
-		rp := appendShareFetchPartition(resp, t.topic, t.partition)
+		t := &f.Targets[i]
+		rp := appendShareFetchPartition(resp, t.Topic, t.Partition)
 		rp.Records = noShareRecords
-		if t.err != nil {
-			rp.ErrorCode = t.err.Code
-			if t.err == kerr.NotLeaderForPartition {
-				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = t.p.Leader, t.p.LeaderEpoch
-				b.c.appendShareNodeEndpoint(resp, t.p.Leader)
+		if t.Err != nil {
+			rp.ErrorCode = t.Err.Code
+			if t.Err == kerr.NotLeaderForPartition {
+				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = t.Placement.Leader, t.Placement.LeaderEpoch
+				b.c.appendShareNodeEndpoint(resp, t.Placement.Leader)
 			}
 			continue
 		}
-		if t.end > t.start {
-			rp.Records = f.records(t)
-			rp.AcquiredRecords = make([]kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, len(t.ranges))
-			for j, r := range t.ranges {
+		if t.HasRecords() {
+			rp.Records = f.Records(t)
+			rp.AcquiredRecords = make([]kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, len(t.Ranges))
+			for j, r := range t.Ranges {
 				rp.AcquiredRecords[j] = kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{FirstOffset: r.FirstOffset, LastOffset: r.LastOffset, DeliveryCount: r.DeliveryCount}
 			}
 		}
@@ -409,26 +210,26 @@ func appendShareFetchPartition(resp *kmsg.ShareFetchResponse, topic [16]byte, pa
 
 // mergeAckOutcomes puts each partition's acknowledgement result in its fetch entry, or in an
 // entry of its own with no records (Kafka's combineShareFetchAndShareAcknowledgeResponses).
-func mergeAckOutcomes(resp *kmsg.ShareFetchResponse, outcomes []ackOutcome) {
+func mergeAckOutcomes(resp *kmsg.ShareFetchResponse, outcomes []share.AckOutcome) {
 	for _, o := range outcomes {
 		var rp *kmsg.ShareFetchResponseTopicPartition
 	find:
 		for i := range resp.Topics {
-			if resp.Topics[i].TopicID != o.topic {
+			if resp.Topics[i].TopicID != o.Topic {
 				continue
 			}
 			for j := range resp.Topics[i].Partitions {
-				if resp.Topics[i].Partitions[j].Partition == o.partition {
+				if resp.Topics[i].Partitions[j].Partition == o.Partition {
 					rp = &resp.Topics[i].Partitions[j]
 					break find
 				}
 			}
 		}
 		if rp == nil {
-			rp = appendShareFetchPartition(resp, o.topic, o.partition)
+			rp = appendShareFetchPartition(resp, o.Topic, o.Partition)
 			rp.Records = noShareRecords
 		}
-		rp.AcknowledgeErrorCode, rp.AcknowledgeErrorMessage = o.code, o.msg
+		rp.AcknowledgeErrorCode, rp.AcknowledgeErrorMessage = o.Code, o.Message
 	}
 }
 
@@ -478,49 +279,34 @@ func watchDrop(cn *conn) (stop func()) {
 	}
 }
 
-// shareWaiter waits for the first of: any of a fetch's wake-ups, its deadline, its connection's
-// close, the cluster's close.
-type shareWaiter struct {
-	fixed [3]<-chan struct{} // expired, connection done, cluster closed
-	wakes []<-chan struct{}
-	cases []reflect.SelectCase
-}
-
-func newShareWaiter(expired, connDone, closed <-chan struct{}) *shareWaiter {
-	return &shareWaiter{fixed: [3]<-chan struct{}{expired, connDone, closed}}
-}
-
-func (w *shareWaiter) reset() { w.wakes = w.wakes[:0] }
-
-func (w *shareWaiter) add(ch <-chan struct{}) { w.wakes = append(w.wakes, ch) }
-
-func (w *shareWaiter) wait() waitResult {
-	if len(w.wakes) == 2 {
-		select {
-		case <-w.wakes[0]:
-			return waitWoken
-		case <-w.wakes[1]:
-			return waitWoken
-		case <-w.fixed[0]:
-			return waitExpired
-		case <-w.fixed[1]:
-			return waitClosed
-		case <-w.fixed[2]:
-			return waitClosed
+// failedShareFetch sets the fetch and acknowledgement error of every partition, with the leader
+// unknown (-1) so that a client does not mistake node 0 for the new leader.
+func failedShareFetch(r *kmsg.ShareFetchRequest, code int16) kmsg.Response {
+	resp := kmsg.NewPtrShareFetchResponse()
+	resp.ErrorCode = code
+	for _, t := range r.Topics {
+		rt := kmsg.ShareFetchResponseTopic{TopicID: t.TopicID}
+		for _, p := range t.Partitions {
+			rp := kmsg.NewShareFetchResponseTopicPartition()
+			rp.Partition, rp.ErrorCode, rp.AcknowledgeErrorCode = p.Partition, code, code
+			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
 		}
+		resp.Topics = append(resp.Topics, rt)
 	}
-	w.cases = w.cases[:0]
-	for _, ch := range w.fixed {
-		w.cases = append(w.cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+	return resp
+}
+
+func shareFetchScope(c *Cluster, r *kmsg.ShareFetchRequest) (topics, groups []string) {
+	s := scope{c: c}
+	if r.GroupID != nil {
+		s.group(*r.GroupID)
 	}
-	for _, ch := range w.wakes {
-		w.cases = append(w.cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+	for _, t := range r.Topics {
+		s.topicID(t.TopicID)
 	}
-	switch chosen, _, _ := reflect.Select(w.cases); chosen {
-	case 0:
-		return waitExpired
-	case 1, 2:
-		return waitClosed
+	for _, t := range r.ForgottenTopicsData {
+		s.topicID(t.TopicID)
 	}
-	return waitWoken
+	return s.result()
 }

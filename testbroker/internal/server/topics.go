@@ -108,7 +108,7 @@ func (c *Cluster) createTopicFrom(tc topicCreation) (*Topic, error) {
 	if len(tc.nullConfigs) > 0 {
 		return nil, errorf(kerr.InvalidConfig, "Null value not supported for topic configs: %s", strings.Join(tc.nullConfigs, ","))
 	}
-	configs, err := c.configs.validateTopicConfigs(tc.configs)
+	configs, err := c.configs.ValidateTopic(tc.configs)
 	if err != nil {
 		return nil, err
 	}
@@ -218,11 +218,12 @@ func (c *Cluster) topicShape(tc topicCreation) (n int32, rf int16, replicas [][]
 		return 0, 0, nil, errorf(kerr.InvalidPartitions, "Number of partitions was set to an invalid non-positive value.")
 	}
 	n, rf = tc.partitions, tc.replicationFactor
+	cfg := c.configs.Snapshot()
 	if n == -1 {
-		n = int32(c.configs.int("num.partitions"))
+		n = cfg.NumPartitions
 	}
 	if rf == -1 {
-		rf = int16(c.configs.int("default.replication.factor"))
+		rf = cfg.DefaultReplicationFactor
 	}
 	if rf <= 0 {
 		return 0, 0, nil, errorf(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): Invalid replication factor %d: the replication factor must be positive.", rf, rf)
@@ -276,7 +277,7 @@ func (c *Cluster) placeReplicas(first, start int, n int32, rf int16) [][]int32 {
 func (c *Cluster) addPartitionsLocked(t *Topic, replicas [][]int32) {
 	for _, r := range replicas {
 		idx := int32(len(t.partitions))
-		p := &Partition{Topic: t, Index: idx, Leader: r[0], Replicas: r, Log: c.newLog(t.configs), moved: make(chan struct{})}
+		p := &Partition{Topic: t, Index: idx, Leader: r[0], Replicas: r, Log: log.NewPartition(c.configs.LogConfig(t.configs)), moved: make(chan struct{})}
 		t.partitions = append(t.partitions, p)
 	}
 }

@@ -1,7 +1,20 @@
-// Package share is the state machine of one share partition: the records of one topic
-// partition as one share group sees them (KIP-932), with the lock renewal of KIP-1222. It does
-// no networking: the server's ShareFetch and ShareAcknowledge handlers call Acquire, Acknowledge
-// and ReleaseMember, and wait on Notify.
+// Package share is the broker side of share groups (KIP-932, with the lock renewal of
+// KIP-1222), in Kafka's terms:
+//
+//   - Partition is one share partition (Kafka's SharePartition): the records of one topic
+//     partition as one share group sees them, with their states, delivery counts and locks.
+//   - Manager is the SharePartitionManager: the share partitions of every group, created on
+//     a group's first fetch of a partition, handed over on leader moves, closed on topic
+//     deletion; and the acknowledgement of a request's partitions (Manager.Acknowledge).
+//   - Sessions is one broker's ShareSessionCache: each member's share session, with its
+//     epoch and partitions, evicted when its connection closes (Sessions.OpenFetch,
+//     OpenAcknowledge, Release).
+//   - Fetch is one ShareFetch after its session rules ran, and its acquisition, which waits
+//     for MinBytes on the cluster clock as Kafka's DelayedShareFetch does (Fetch.Poll).
+//
+// It does no networking and knows no wire format: the server's ShareFetch and
+// ShareAcknowledge handlers decode requests, call these, and encode responses. The cluster's
+// topics are reached through Metadata.
 //
 // # Records
 //

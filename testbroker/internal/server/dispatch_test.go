@@ -36,19 +36,12 @@ func errorCodeFields(v reflect.Value, name string, out map[string][]int16) {
 	}
 }
 
-// shareAPIKeys are the share-group and group APIs errorResponse covers ahead of their handlers.
-var shareAPIKeys = []int16{15, 16, 68, 69, 76, 77, 78, 79, 90}
-
-// TestErrorResponseEveryVersion builds the error response to a default request of every
-// version of every API the cluster serves, or will: every error field carries the code, the
-// version is the request's and the response encodes and decodes.
-func TestErrorResponseEveryVersion(t *testing.T) {
+// TestFailEveryVersion builds the failure response to a default request of every version of
+// every API the cluster serves: every error field carries the code, the version is the
+// request's and the response encodes and decodes.
+func TestFailEveryVersion(t *testing.T) {
 	t.Parallel()
-	keys := append([]int16{}, shareAPIKeys...)
-	for k := range apis {
-		keys = append(keys, k)
-	}
-	for _, key := range keys {
+	for key, a := range apis {
 		proto := kmsg.RequestForKey(key)
 		for v := proto.GetVersion(); v <= proto.MaxVersion(); v++ {
 			req := kmsg.RequestForKey(key)
@@ -56,7 +49,7 @@ func TestErrorResponseEveryVersion(t *testing.T) {
 			if p, ok := req.(*kmsg.ProduceRequest); ok {
 				p.Acks = -1
 			}
-			resp := errorResponse(req, kerr.PolicyViolation.Code)
+			resp := a.fail(req, kerr.PolicyViolation.Code)
 			require.NotNil(t, resp, "%s v%d", kmsg.NameForKey(key), v)
 			assert.Equal(t, key, resp.Key())
 			assert.Equal(t, v, resp.GetVersion(), kmsg.NameForKey(key))
@@ -75,7 +68,7 @@ func TestErrorResponseEveryVersion(t *testing.T) {
 	}
 }
 
-func TestErrorResponseEchoes(t *testing.T) {
+func TestFailEchoes(t *testing.T) {
 	t.Parallel()
 	const code = 6 // NOT_LEADER_OR_FOLLOWER
 	name := "orders"
@@ -265,55 +258,16 @@ func TestErrorResponseEchoes(t *testing.T) {
 			},
 		},
 		{
-			name: "describe groups",
-			req:  &kmsg.DescribeGroupsRequest{Version: 5, Groups: []string{group}},
-			check: func(t *testing.T, resp kmsg.Response) {
-				r := resp.(*kmsg.DescribeGroupsResponse)
-				require.Len(t, r.Groups, 1)
-				assert.Equal(t, group, r.Groups[0].Group)
-			},
-		},
-		{
-			name: "consumer group describe",
-			req:  &kmsg.ConsumerGroupDescribeRequest{Version: 1, Groups: []string{group}},
-			check: func(t *testing.T, resp kmsg.Response) {
-				r := resp.(*kmsg.ConsumerGroupDescribeResponse)
-				require.Len(t, r.Groups, 1)
-				assert.Equal(t, group, r.Groups[0].Group)
-			},
-		},
-		{
 			name: "share group heartbeat",
 			req:  &kmsg.ShareGroupHeartbeatRequest{Version: 1, GroupID: group},
 			check: func(t *testing.T, resp kmsg.Response) {
 				assert.Equal(t, int16(code), resp.(*kmsg.ShareGroupHeartbeatResponse).ErrorCode)
 			},
 		},
-		{
-			name: "list groups",
-			req:  &kmsg.ListGroupsRequest{Version: 5},
-			check: func(t *testing.T, resp kmsg.Response) {
-				assert.Equal(t, int16(code), resp.(*kmsg.ListGroupsResponse).ErrorCode)
-			},
-		},
-		{
-			name: "another API with a top-level error code",
-			req:  &kmsg.JoinGroupRequest{Version: 9, Group: group},
-			check: func(t *testing.T, resp kmsg.Response) {
-				assert.Equal(t, int16(code), resp.(*kmsg.JoinGroupResponse).ErrorCode)
-			},
-		},
-		{
-			name: "another API without a top-level error code",
-			req:  &kmsg.OffsetCommitRequest{Version: 9, Group: group},
-			check: func(t *testing.T, resp kmsg.Response) {
-				assert.IsType(t, &kmsg.OffsetCommitResponse{}, resp)
-			},
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := errorResponse(tt.req, code)
+			resp := apis[tt.req.Key()].fail(tt.req, code)
 			require.NotNil(t, resp)
 			assert.Equal(t, tt.req.GetVersion(), resp.GetVersion())
 			tt.check(t, resp)
@@ -321,12 +275,12 @@ func TestErrorResponseEchoes(t *testing.T) {
 	}
 }
 
-func TestErrorResponseAcksZeroProduce(t *testing.T) {
+func TestFailAcksZeroProduce(t *testing.T) {
 	t.Parallel()
-	assert.Nil(t, errorResponse(&kmsg.ProduceRequest{Version: 9, Acks: 0}, kerr.NotLeaderForPartition.Code))
+	assert.Nil(t, apis[0].fail(&kmsg.ProduceRequest{Version: 9, Acks: 0}, kerr.NotLeaderForPartition.Code))
 }
 
-func TestRequestScope(t *testing.T) {
+func TestScope(t *testing.T) {
 	t.Parallel()
 	c, err := Start(Config{Brokers: 1, ListenAddrs: []string{"127.0.0.1:0"}, Topics: []TopicSpec{{Name: "orders", Partitions: 1}, {Name: "payments", Partitions: 1}}})
 	require.NoError(t, err)
@@ -374,14 +328,10 @@ func TestRequestScope(t *testing.T) {
 		{name: "share fetch", req: &kmsg.ShareFetchRequest{GroupID: &group, Topics: []kmsg.ShareFetchRequestTopic{{TopicID: orders}}, ForgottenTopicsData: []kmsg.ShareFetchRequestForgottenTopicsData{{TopicID: payments}}}, wantTopics: []string{"orders", "payments"}, wantGroups: []string{group}},
 		{name: "share acknowledge", req: &kmsg.ShareAcknowledgeRequest{GroupID: &group, Topics: []kmsg.ShareAcknowledgeRequestTopic{{TopicID: payments}}}, wantTopics: []string{"payments"}, wantGroups: []string{group}},
 		{name: "describe share group offsets", req: &kmsg.DescribeShareGroupOffsetsRequest{Groups: []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "g", Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: "orders"}}}}}, wantTopics: []string{"orders"}, wantGroups: []string{"g"}},
-		{name: "list groups", req: &kmsg.ListGroupsRequest{}},
-		{name: "describe groups", req: &kmsg.DescribeGroupsRequest{Groups: []string{"g"}}, wantGroups: []string{"g"}},
-		{name: "consumer group heartbeat", req: &kmsg.ConsumerGroupHeartbeatRequest{Group: "g", SubscribedTopicNames: []string{"orders"}, Topics: []kmsg.ConsumerGroupHeartbeatRequestTopic{{TopicID: payments}}}, wantTopics: []string{"orders", "payments"}, wantGroups: []string{"g"}},
-		{name: "consumer group describe", req: &kmsg.ConsumerGroupDescribeRequest{Groups: []string{"g"}}, wantGroups: []string{"g"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			topics, groups := c.requestScope(tt.req)
+			topics, groups := apis[tt.req.Key()].scope(c, tt.req)
 			assert.Equal(t, tt.wantTopics, topics)
 			assert.Equal(t, tt.wantGroups, groups)
 		})

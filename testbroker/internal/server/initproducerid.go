@@ -7,6 +7,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+func init() {
+	register(22, 0, 5, (*Broker).handleInitProducerID, failedInitProducerID, noScope)
+}
+
 // producerIDs hands out producer ids for the whole cluster: 0, 1, 2, ... in request order, so
 // that no two producers of the cluster ever share one, whichever broker they asked.
 type producerIDs struct {
@@ -35,7 +39,7 @@ var errTransactionsUnsupported = errorf(kerr.UnsupportedForMessageFormat, "testb
 // Errors: a ProducerID without a ProducerEpoch or the reverse is INVALID_REQUEST, and so is an
 // empty transactional id, as with Kafka; a transactional id is refused with
 // errTransactionsUnsupported. Error responses carry producer id -1 and epoch -1.
-func (b *Broker) handleInitProducerID(req *kmsg.InitProducerIDRequest) kmsg.Response {
+func (b *Broker) handleInitProducerID(_ *conn, req *kmsg.InitProducerIDRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	switch {
@@ -48,5 +52,11 @@ func (b *Broker) handleInitProducerID(req *kmsg.InitProducerIDRequest) kmsg.Resp
 	default:
 		resp.ProducerID, resp.ProducerEpoch = b.c.producerIDs.allocate(), 0
 	}
+	return resp
+}
+
+func failedInitProducerID(_ *kmsg.InitProducerIDRequest, code int16) kmsg.Response {
+	resp := kmsg.NewPtrInitProducerIDResponse()
+	resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = code, -1, -1
 	return resp
 }

@@ -1,13 +1,15 @@
 package server
 
 import (
-	"errors"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/testbroker/internal/share"
 )
+
+func init() {
+	register(79, 1, 2, (*Broker).handleShareAcknowledge, failedShareAcknowledge, shareAcknowledgeScope)
+}
 
 // Kafka's messages for malformed share requests (KafkaApis.handleShareFetchRequest and
 // handleShareAcknowledgeRequest).
@@ -53,22 +55,9 @@ func maxAckType(version int16) int8 {
 	return 3
 }
 
-// ackPartition is one partition's acknowledgement batches of a ShareFetch or ShareAcknowledge.
-type ackPartition struct {
-	topicPartitionKey
-	batches []share.AckBatch
-}
-
-// ackOutcome is what one partition's acknowledgements came to.
-type ackOutcome struct {
-	topicPartitionKey
-	code int16
-	msg  *string
-}
-
 // shareFetchAcks returns the ShareFetch's partitions with their acknowledgement batches, and
 // whether any partition has one.
-func shareFetchAcks(req *kmsg.ShareFetchRequest) ([]ackPartition, bool) {
+func shareFetchAcks(req *kmsg.ShareFetchRequest) ([]share.AckPartition, bool) {
 	var a ackCollector
 	for i := range req.Topics {
 		t := &req.Topics[i]
@@ -83,7 +72,7 @@ func shareFetchAcks(req *kmsg.ShareFetchRequest) ([]ackPartition, bool) {
 }
 
 // shareAcknowledgeAcks returns the ShareAcknowledge's partitions with their batches.
-func shareAcknowledgeAcks(req *kmsg.ShareAcknowledgeRequest) []ackPartition {
+func shareAcknowledgeAcks(req *kmsg.ShareAcknowledgeRequest) []share.AckPartition {
 	var a ackCollector
 	for i := range req.Topics {
 		t := &req.Topics[i]
@@ -102,7 +91,7 @@ type ackBatch interface {
 // ackCollector gathers a request's partitions with their batches, which share one slice.
 type ackCollector struct {
 	all []share.AckBatch
-	out []ackPartition
+	out []share.AckPartition
 }
 
 // collectAcks adds one partition and its batches, whose types alias the request's.
@@ -112,81 +101,14 @@ func collectAcks[B ackBatch](a *ackCollector, topicID [16]byte, partition int32,
 		fb := kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch(b)
 		a.all = append(a.all, share.AckBatch{FirstOffset: fb.FirstOffset, LastOffset: fb.LastOffset, Types: fb.AcknowledgeTypes})
 	}
-	a.out = append(a.out, ackPartition{topicPartitionKey{topicID, partition}, a.all[first:len(a.all):len(a.all)]})
-}
-
-// applyShareAcks applies a request's acknowledgements for member as Kafka's
-// KafkaApis.handleAcknowledgements and SharePartitionManager.acknowledge do, partition by
-// partition in request order:
-//
-//   - an unknown topic id is UNKNOWN_TOPIC_ID;
-//   - batches that break share.ValidateBatches (maxType, isRenewAck) are INVALID_REQUEST;
-//   - a partition index the topic lacks is UNKNOWN_TOPIC_OR_PARTITION;
-//   - no batches is success;
-//   - a partition without a share partition of the group on this broker (never fetched here,
-//     or led by another broker, also since a leader move) is UNKNOWN_TOPIC_OR_PARTITION with
-//     Kafka's default message: Kafka's old leader drops its share partitions when it becomes a
-//     follower, and answers acknowledgements for them so;
-//   - otherwise share.Partition.Acknowledge decides, all or nothing for the partition, and its
-//     refusal's code and message are the partition's (NOT_LEADER_OR_FOLLOWER if the leader
-//     moved while the request was processed).
-//
-// The first three carry no message. When no partition gets as far as Acknowledge, only the
-// failed partitions are reported, as with Kafka; otherwise every partition is.
-func (b *Broker) applyShareAcks(group, member string, parts []ackPartition, maxType int8, isRenewAck bool) []ackOutcome {
-	c := b.c
-	out := make([]ackOutcome, len(parts))
-	reported := make([]bool, len(parts))
-	anyApplied := false
-	for i := range parts {
-		ap := &parts[i]
-		o := &out[i]
-		o.topicPartitionKey = ap.topicPartitionKey
-		t := c.topicByID(ap.topic)
-		switch {
-		case t == nil:
-			o.code, reported[i] = kerr.UnknownTopicID.Code, true
-			continue
-		case share.ValidateBatches(ap.batches, maxType, isRenewAck) != nil:
-			o.code, reported[i] = kerr.InvalidRequest.Code, true
-			continue
-		case c.partition(t, ap.partition) == nil:
-			o.code, reported[i] = kerr.UnknownTopicOrPartition.Code, true
-			continue
-		case len(ap.batches) == 0:
-			continue
-		}
-		anyApplied = true
-		sp := c.shares.led(group, ap.topic, ap.partition, b.id)
-		if sp == nil {
-			o.code, o.msg = kerr.UnknownTopicOrPartition.Code, &kerr.UnknownTopicOrPartition.Description
-			continue
-		}
-		if err := sp.Acknowledge(member, ap.batches); err != nil {
-			o.code = codeOf(err)
-			var se *share.Error
-			if errors.As(err, &se) && se.Message != "" {
-				o.msg = &se.Message
-			}
-		}
-	}
-	if anyApplied {
-		return out
-	}
-	kept := out[:0]
-	for i := range out {
-		if reported[i] {
-			kept = append(kept, out[i])
-		}
-	}
-	return kept
+	a.out = append(a.out, share.AckPartition{TopicPartition: share.TopicPartition{Topic: topicID, Partition: partition}, Batches: a.all[first:len(a.all):len(a.all)]})
 }
 
 // handleShareAcknowledge answers ShareAcknowledge v1-2 in Kafka's order
 // (KafkaApis.handleShareAcknowledgeRequest): a null group id, then a member id that is null,
 // empty or longer than 36 characters, are INVALID_REQUEST with Kafka's message; then the
-// session rules of shareSessions.openAcknowledge, whose failures are top-level codes; then the
-// acknowledgements, applied as applyShareAcks says, with RENEW allowed only in version 2 with
+// session rules of share.Sessions.OpenAcknowledge, whose failures are top-level codes; then the
+// acknowledgements, applied as share.Manager.Acknowledge says, with RENEW allowed only in version 2 with
 // IsRenewAck. A partition refused with NOT_LEADER_OR_FOLLOWER names its current leader in
 // CurrentLeader and NodeEndpoints, as Kafka's response does. Epoch -1 then closes the member's
 // session and releases what it holds in the session's partitions. Version 2 carries the
@@ -194,7 +116,7 @@ func (b *Broker) applyShareAcks(group, member string, parts []ackPartition, maxT
 //
 // Kafka's own top-level error responses carry no ErrorMessage (getErrorResponse keeps only the
 // code); this one sends Kafka's message text, which clients only display.
-func (b *Broker) handleShareAcknowledge(req *kmsg.ShareAcknowledgeRequest) kmsg.Response {
+func (b *Broker) handleShareAcknowledge(_ *conn, req *kmsg.ShareAcknowledgeRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	fail := func(err error) kmsg.Response {
@@ -205,30 +127,30 @@ func (b *Broker) handleShareAcknowledge(req *kmsg.ShareAcknowledgeRequest) kmsg.
 		return fail(err)
 	}
 	group, member := *req.GroupID, *req.MemberID
-	ss := c.shares.sessions[b.id]
-	if err := ss.openAcknowledge(group, member, req.ShareSessionEpoch); err != nil {
+	ss := c.shares.Sessions(b.id)
+	if err := ss.OpenAcknowledge(group, member, req.ShareSessionEpoch); err != nil {
 		return fail(err)
 	}
 	renew := req.Version >= 2 && req.IsRenewAck
-	outcomes := b.applyShareAcks(group, member, shareAcknowledgeAcks(req), maxAckType(req.Version), renew)
+	outcomes := c.shares.Acknowledge(b.id, group, member, shareAcknowledgeAcks(req), maxAckType(req.Version), renew)
 	if req.ShareSessionEpoch == -1 {
-		ss.release(group, member)
+		ss.Release(group, member)
 	}
 	for _, o := range outcomes {
 		rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
-		rp.Partition, rp.ErrorCode, rp.ErrorMessage = o.partition, o.code, o.msg
-		if o.code == kerr.NotLeaderForPartition.Code {
-			if p := c.partition(c.topicByID(o.topic), o.partition); p != nil {
+		rp.Partition, rp.ErrorCode, rp.ErrorMessage = o.Partition, o.Code, o.Message
+		if o.Code == kerr.NotLeaderForPartition.Code {
+			if p := c.partition(c.topicByID(o.Topic), o.Partition); p != nil {
 				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = p.Leader, p.LeaderEpoch
 				c.appendShareAckNodeEndpoint(resp, p.Leader)
 			}
 		}
 		i := len(resp.Topics) - 1
-		for ; i >= 0 && resp.Topics[i].TopicID != o.topic; i-- {
+		for ; i >= 0 && resp.Topics[i].TopicID != o.Topic; i-- {
 		}
 		if i < 0 {
 			rt := kmsg.NewShareAcknowledgeResponseTopic()
-			rt.TopicID = o.topic
+			rt.TopicID = o.Topic
 			resp.Topics = append(resp.Topics, rt)
 			i = len(resp.Topics) - 1
 		}
@@ -236,4 +158,44 @@ func (b *Broker) handleShareAcknowledge(req *kmsg.ShareAcknowledgeRequest) kmsg.
 	}
 	resp.AcquisitionLockTimeoutMillis = c.shareLockDurationMs(group)
 	return resp
+}
+
+func failedShareAcknowledge(r *kmsg.ShareAcknowledgeRequest, code int16) kmsg.Response {
+	resp := kmsg.NewPtrShareAcknowledgeResponse()
+	resp.ErrorCode = code
+	for _, t := range r.Topics {
+		rt := kmsg.ShareAcknowledgeResponseTopic{TopicID: t.TopicID}
+		for _, p := range t.Partitions {
+			rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func shareAcknowledgeScope(c *Cluster, r *kmsg.ShareAcknowledgeRequest) (topics, groups []string) {
+	s := scope{c: c}
+	if r.GroupID != nil {
+		s.group(*r.GroupID)
+	}
+	for _, t := range r.Topics {
+		s.topicID(t.TopicID)
+	}
+	return s.result()
+}
+
+// appendShareAckNodeEndpoint adds the address of node id to a ShareAcknowledge response unless
+// it is there.
+func (c *Cluster) appendShareAckNodeEndpoint(resp *kmsg.ShareAcknowledgeResponse, id int32) {
+	for _, have := range resp.NodeEndpoints {
+		if have.NodeID == id {
+			return
+		}
+	}
+	if nb := c.broker(id); nb != nil {
+		resp.NodeEndpoints = append(resp.NodeEndpoints, kmsg.ShareAcknowledgeResponseNodeEndpoint{NodeID: id, Host: nb.host, Port: nb.port})
+	}
 }

@@ -6,7 +6,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/share"
 )
+
+func init() {
+	register(90, 0, 1, (*Broker).handleDescribeShareGroupOffsets, failedDescribeShareGroupOffsets, describeShareGroupOffsetsScope)
+}
 
 // handleDescribeShareGroupOffsets answers DescribeShareGroupOffsets v0-1 per group, in request
 // order, as Kafka's group coordinator does (GroupCoordinatorService.describeShareGroupOffsets
@@ -27,7 +33,7 @@ import (
 //
 // A share partition's state exists from the group's first ShareFetch on it (Kafka initializes
 // it when a member is assigned the partition; this cluster does when it is first fetched).
-func (b *Broker) handleDescribeShareGroupOffsets(req *kmsg.DescribeShareGroupOffsetsRequest) kmsg.Response {
+func (b *Broker) handleDescribeShareGroupOffsets(_ *conn, req *kmsg.DescribeShareGroupOffsetsRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
 	for _, g := range req.Groups {
@@ -74,12 +80,12 @@ func (c *Cluster) shareOffsets(group string, topics []kmsg.DescribeShareGroupOff
 // allShareOffsets describes every partition the group has share state for.
 func (c *Cluster) allShareOffsets(group string) []kmsg.DescribeShareGroupOffsetsResponseGroupTopic {
 	out := []kmsg.DescribeShareGroupOffsetsResponseGroupTopic{}
-	for _, k := range c.shares.groupPartitions(group) {
-		t := c.topicByID(k.topic)
+	for _, k := range c.shares.GroupPartitions(group) {
+		t := c.topicByID(k.Topic)
 		if t == nil {
 			continue
 		}
-		i := slices.IndexFunc(out, func(rt kmsg.DescribeShareGroupOffsetsResponseGroupTopic) bool { return rt.TopicID == k.topic })
+		i := slices.IndexFunc(out, func(rt kmsg.DescribeShareGroupOffsetsResponseGroupTopic) bool { return rt.TopicID == k.Topic })
 		if i < 0 {
 			rt := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
 			rt.Topic, rt.TopicID = t.Name, t.ID
@@ -87,8 +93,8 @@ func (c *Cluster) allShareOffsets(group string) []kmsg.DescribeShareGroupOffsets
 			i = len(out) - 1
 		}
 		rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
-		rp.Partition, rp.StartOffset = k.partition, -1
-		c.describeSharePartition(&rp, group, t, k.partition)
+		rp.Partition, rp.StartOffset = k.Partition, -1
+		c.describeSharePartition(&rp, group, t, k.Partition)
 		out[i].Partitions = append(out[i].Partitions, rp)
 	}
 	slices.SortFunc(out, func(a, b kmsg.DescribeShareGroupOffsetsResponseGroupTopic) int {
@@ -99,10 +105,39 @@ func (c *Cluster) allShareOffsets(group string) []kmsg.DescribeShareGroupOffsets
 
 // describeSharePartition fills rp from the group's share partition of t's partition idx, if any.
 func (c *Cluster) describeSharePartition(rp *kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition, group string, t *Topic, idx int32) {
-	sp := c.shares.get(group, t.ID, idx)
+	sp := c.shares.Get(group, share.TopicPartition{Topic: t.ID, Partition: idx})
 	p := c.partition(t, idx)
 	if sp == nil || p == nil {
 		return
 	}
 	rp.StartOffset, rp.LeaderEpoch, rp.Lag = sp.StartOffset(), p.LeaderEpoch, sp.Lag()
+}
+
+func failedDescribeShareGroupOffsets(r *kmsg.DescribeShareGroupOffsetsRequest, code int16) kmsg.Response {
+	resp := kmsg.NewPtrDescribeShareGroupOffsetsResponse()
+	for _, g := range r.Groups {
+		rg := kmsg.DescribeShareGroupOffsetsResponseGroup{GroupID: g.GroupID, ErrorCode: code}
+		for _, t := range g.Topics {
+			rt := kmsg.DescribeShareGroupOffsetsResponseGroupTopic{Topic: t.Topic}
+			for _, p := range t.Partitions {
+				rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
+				rp.Partition, rp.ErrorCode, rp.StartOffset, rp.LeaderEpoch = p, code, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rg.Topics = append(rg.Topics, rt)
+		}
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp
+}
+
+func describeShareGroupOffsetsScope(c *Cluster, r *kmsg.DescribeShareGroupOffsetsRequest) (topics, groups []string) {
+	s := scope{c: c}
+	for _, g := range r.Groups {
+		s.group(g.GroupID)
+		for _, t := range g.Topics {
+			s.topic(t.Topic)
+		}
+	}
+	return s.result()
 }

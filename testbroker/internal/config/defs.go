@@ -1,4 +1,4 @@
-package server
+package config
 
 import (
 	"fmt"
@@ -7,10 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/testbroker/internal/log"
@@ -125,7 +123,14 @@ var brokerDefs = defsByName(
 	def("min.insync.replicas", typeInt, "1", atLeast(1)).dyn(),
 	def("unclean.leader.election.enable", typeBool, "false", nil).dyn(),
 
-	// Group coordinator: defaults and bounds of the group configs.
+	// Group coordinator: the classic group protocol, then the defaults and bounds of the
+	// group configs.
+	def("group.initial.rebalance.delay.ms", typeInt, "3000", nil),
+	def("group.max.session.timeout.ms", typeInt, "1800000", nil),
+	def("group.max.size", typeInt, maxInt, atLeast(1)),
+	def("group.min.session.timeout.ms", typeInt, "6000", nil),
+	def("offsets.retention.minutes", typeInt, "10080", atLeast(1)),
+	def("group.consumer.assignors", typeList, "uniform,range", nil),
 	def("group.consumer.heartbeat.interval.ms", typeInt, "5000", atLeast(1)),
 	def("group.consumer.max.heartbeat.interval.ms", typeInt, "15000", atLeast(1)),
 	def("group.consumer.max.session.timeout.ms", typeInt, "60000", atLeast(1)),
@@ -397,290 +402,4 @@ func checkAutoOffsetReset(name string, v any) error {
 			". The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.")
 	}
 	return nil
-}
-
-// brokerConfigs holds every config of the cluster: the broker configs it started with, those
-// set later with IncrementalAlterConfigs (cluster-wide and per broker), and group configs.
-// Topic configs live on their Topic.
-type brokerConfigs struct {
-	static map[string]string // from Config.BrokerConfigs, validated; never changes
-
-	mu         sync.RWMutex
-	dynDefault map[string]string            // resource "": every broker's dynamic configs
-	dynBroker  map[int32]map[string]string  // resource "<id>": one broker's dynamic configs
-	groups     map[string]map[string]string // group id -> its group configs
-}
-
-// newBrokerConfigs validates the broker configs a cluster starts with: every key must be one
-// the cluster knows (an unknown key is an error naming it, where Kafka would only log it), each
-// value must parse and pass Kafka's validator, and the group bounds must hold together as
-// GroupCoordinatorConfig and ShareGroupConfig require.
-func newBrokerConfigs(m map[string]string) (*brokerConfigs, error) {
-	b := &brokerConfigs{
-		static:     make(map[string]string, len(m)),
-		dynDefault: make(map[string]string),
-		dynBroker:  make(map[int32]map[string]string),
-		groups:     make(map[string]map[string]string),
-	}
-	for _, k := range sortedKeys(m) {
-		d := brokerDefs[k]
-		if d == nil {
-			return nil, fmt.Errorf("server: unknown broker config %q", k)
-		}
-		if _, err := d.parse(m[k]); err != nil {
-			return nil, fmt.Errorf("server: broker config: %w", err)
-		}
-		b.static[k] = m[k]
-	}
-	if err := b.checkGroupBounds(); err != nil {
-		return nil, fmt.Errorf("server: broker config: %w", err)
-	}
-	return b, nil
-}
-
-// checkGroupBounds applies the broker-level requirements on the group configs' defaults and
-// bounds: min <= default <= max, and the session timeout above the heartbeat interval.
-func (b *brokerConfigs) checkGroupBounds() error {
-	for _, bound := range groupBounds {
-		dflt := groupDefsByName[bound.key].brokerKey
-		if bound.min != "" {
-			if b.int(bound.max) < b.int(bound.min) {
-				return fmt.Errorf("%s must be greater than or equal to %s", bound.max, bound.min)
-			}
-			if b.int(dflt) < b.int(bound.min) {
-				return fmt.Errorf("%s must be greater than or equal to %s", dflt, bound.min)
-			}
-		}
-		if b.int(dflt) > b.int(bound.max) {
-			return fmt.Errorf("%s must be less than or equal to %s", dflt, bound.max)
-		}
-	}
-	for _, p := range sessionOverHeartbeat {
-		session, heartbeat := "group."+p.session, "group."+p.heartbeat
-		if b.int(heartbeat) >= b.int(session) {
-			return fmt.Errorf("%s must be less than %s", heartbeat, session)
-		}
-	}
-	if b.int("group.share.max.share.sessions") < b.int("group.share.max.size") {
-		return fmt.Errorf("group.share.max.share.sessions must be greater than or equal to group.share.max.size")
-	}
-	return nil
-}
-
-// lookupLocked returns broker config name's value for broker id and where it comes from:
-// that broker's dynamic configs, the cluster-wide dynamic configs, the static configs, then
-// Kafka's default. A negative id skips per-broker configs. ok is false for a null value.
-func (b *brokerConfigs) lookupLocked(id int32, name string) (value string, source kmsg.ConfigSource, ok bool) {
-	if v, found := b.dynBroker[id][name]; found && id >= 0 {
-		return v, kmsg.ConfigSourceDynamicBrokerConfig, true
-	}
-	if v, found := b.dynDefault[name]; found {
-		return v, kmsg.ConfigSourceDynamicDefaultBrokerConfig, true
-	}
-	if v, found := b.static[name]; found {
-		return v, kmsg.ConfigSourceStaticBrokerConfig, true
-	}
-	if d := brokerDefs[name]; d != nil && !d.null {
-		return d.def, kmsg.ConfigSourceDefaultConfig, true
-	}
-	return "", kmsg.ConfigSourceDefaultConfig, false
-}
-
-// value returns the cluster-wide value of a known broker config (per-broker dynamic configs
-// aside). It panics on a config the cluster does not define or whose value is null: callers
-// name configs from brokerDefs.
-func (b *brokerConfigs) value(name string) string {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.valueLocked(name)
-}
-
-func (b *brokerConfigs) valueLocked(name string) string {
-	v, _, ok := b.lookupLocked(-1, name)
-	if !ok {
-		panic("server: broker config " + name + " has no value")
-	}
-	return v
-}
-
-// bool returns a boolean broker config's cluster-wide value.
-func (b *brokerConfigs) bool(name string) bool { return b.parsed(name).(bool) }
-
-// int returns an INT or LONG broker config's cluster-wide value.
-func (b *brokerConfigs) int(name string) int { return int(b.parsed(name).(int64)) }
-
-// string returns a STRING broker config's cluster-wide value.
-func (b *brokerConfigs) string(name string) string { return b.parsed(name).(string) }
-
-func (b *brokerConfigs) parsed(name string) any {
-	v, err := brokerDefs[name].parse(b.value(name))
-	if err != nil {
-		panic("server: stored broker config is invalid: " + err.Error())
-	}
-	return v
-}
-
-// topicValueLocked returns topic config name's value for a topic with the given configs: the
-// topic's own value, else the first broker synonym with a value (for broker id, or
-// cluster-wide when id is negative) in the topic config's unit, else Kafka's default.
-func (b *brokerConfigs) topicValueLocked(configs map[string]string, id int32, name string) string {
-	d := topicDefs[name]
-	if v, ok := configs[name]; ok {
-		return d.canonical(v)
-	}
-	for _, syn := range d.synonyms {
-		v, _, ok := b.lookupLocked(id, syn.name)
-		if !ok {
-			continue
-		}
-		if syn.toTopic == 1 {
-			return d.canonical(v)
-		}
-		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		return strconv.FormatInt(n*syn.toTopic, 10)
-	}
-	return d.def
-}
-
-// validateTopicConfigs checks a topic's explicit configs as LogConfig.validate does and
-// returns a copy to store: an unknown name, a value that does not parse or fails its
-// validator, or min.compaction.lag.ms above max.compaction.lag.ms is INVALID_CONFIG with
-// Kafka's message.
-func (b *brokerConfigs) validateTopicConfigs(m map[string]string) (map[string]string, error) {
-	keys := sortedKeys(m)
-	for _, k := range keys {
-		if topicDefs[k] == nil {
-			return nil, errorf(kerr.InvalidConfig, "Unknown topic config name: %s", k)
-		}
-	}
-	for _, k := range keys {
-		if _, err := topicDefs[k].parse(m[k]); err != nil {
-			return nil, errorf(kerr.InvalidConfig, "%s", err.Error())
-		}
-	}
-	b.mu.RLock()
-	minLag, _ := strconv.ParseInt(b.topicValueLocked(m, -1, "min.compaction.lag.ms"), 10, 64)
-	maxLag, _ := strconv.ParseInt(b.topicValueLocked(m, -1, "max.compaction.lag.ms"), 10, 64)
-	b.mu.RUnlock()
-	if minLag > maxLag {
-		return nil, errorf(kerr.InvalidConfig, "conflict topic config setting min.compaction.lag.ms (%d) > max.compaction.lag.ms (%d)", minLag, maxLag)
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out, nil
-}
-
-// newLog returns an empty log for a new partition of a topic with the given explicit configs:
-// message.timestamp.type and max.message.bytes come from the topic, else from the broker
-// configs (log.message.timestamp.type, message.max.bytes). The log keeps them for its
-// lifetime: a later change of either config applies to partitions created after it.
-func (c *Cluster) newLog(configs map[string]string) *log.Partition {
-	b := c.configs
-	b.mu.RLock()
-	tsType := b.topicValueLocked(configs, -1, "message.timestamp.type")
-	maxBytes, _ := strconv.Atoi(b.topicValueLocked(configs, -1, "max.message.bytes"))
-	b.mu.RUnlock()
-	return log.NewPartition(log.Config{LogAppendTime: tsType == "LogAppendTime", MaxMessageBytes: maxBytes})
-}
-
-// groupDefaultLocked is a group config's default: its broker config's cluster-wide value, or
-// Kafka's GroupConfig default for the few without one.
-func (b *brokerConfigs) groupDefaultLocked(d *configDef) string {
-	if d.brokerKey != "" {
-		return brokerDefs[d.brokerKey].canonical(b.valueLocked(d.brokerKey))
-	}
-	return d.def
-}
-
-// validateGroupConfigsLocked checks a group's configs as GroupConfig.validate does, with the
-// broker's values standing in for unset ones: an unknown name, a value that does not parse or
-// fails its validator, a value outside the broker's bounds or a session timeout not above its
-// heartbeat interval is INVALID_CONFIG with Kafka's message.
-func (b *brokerConfigs) validateGroupConfigsLocked(m map[string]string) error {
-	for _, k := range sortedKeys(m) {
-		if groupDefsByName[k] == nil {
-			return errorf(kerr.InvalidConfig, "Unknown group config name: %s", k)
-		}
-	}
-	values := make(map[string]int64, len(groupDefs))
-	for i := range groupDefs {
-		d := &groupDefs[i]
-		raw, ok := m[d.name]
-		if !ok {
-			raw = b.groupDefaultLocked(d)
-		}
-		v, err := d.parse(raw)
-		if err != nil {
-			return errorf(kerr.InvalidConfig, "%s", err.Error())
-		}
-		if n, isInt := v.(int64); isInt {
-			values[d.name] = n
-		}
-	}
-	bound := func(name string) int64 {
-		n, _ := strconv.ParseInt(b.valueLocked(name), 10, 64)
-		return n
-	}
-	for _, g := range groupBounds {
-		if g.min != "" && values[g.key] < bound(g.min) {
-			return errorf(kerr.InvalidConfig, "%s must be greater than or equal to %s", g.key, g.min)
-		}
-		if values[g.key] > bound(g.max) {
-			return errorf(kerr.InvalidConfig, "%s must be less than or equal to %s", g.key, g.max)
-		}
-	}
-	for _, p := range sessionOverHeartbeat {
-		if values[p.session] <= values[p.heartbeat] {
-			return errorf(kerr.InvalidConfig, "%s must be greater than %s", p.session, p.heartbeat)
-		}
-	}
-	return nil
-}
-
-// groupConfig returns the value set for one of a group's configs with IncrementalAlterConfigs,
-// and whether one is set. The group need not exist: Kafka lets configs be set beforehand.
-func (c *Cluster) groupConfig(group, key string) (string, bool) {
-	c.configs.mu.RLock()
-	defer c.configs.mu.RUnlock()
-	v, ok := c.configs.groups[group][key]
-	return v, ok
-}
-
-// effectiveGroupConfig returns the value a group runs with for a group config: the group's
-// own value, else the broker's (group.share.record.lock.duration.ms for
-// share.record.lock.duration.ms), else Kafka's default. It panics on an unknown key.
-func (c *Cluster) effectiveGroupConfig(group, key string) string {
-	d := groupDefsByName[key]
-	if d == nil {
-		panic("server: unknown group config " + key)
-	}
-	b := c.configs
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if v, ok := b.groups[group][key]; ok {
-		return d.canonical(v)
-	}
-	return b.groupDefaultLocked(d)
-}
-
-// groupConfigInt returns an INT group config's effective value (effectiveGroupConfig).
-func (c *Cluster) groupConfigInt(group, key string) int {
-	n, _ := strconv.Atoi(c.effectiveGroupConfig(group, key))
-	return n
-}
-
-// groupConfigBool returns a BOOLEAN group config's effective value (effectiveGroupConfig).
-func (c *Cluster) groupConfigBool(group, key string) bool {
-	return c.effectiveGroupConfig(group, key) == "true"
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -1,0 +1,154 @@
+package config
+
+import (
+	"time"
+
+	"github.com/kshare/kshare/testbroker/internal/log"
+	"github.com/kshare/kshare/testbroker/internal/share"
+)
+
+// Snapshot is the typed view of the cluster-wide configs (per-broker dynamic configs aside) at
+// one moment, parsed once when a config changes so that hot paths (fetches, heartbeats, log
+// creation) read fields instead of parsing strings. A Snapshot and everything it points to is
+// never modified; callers must not modify it either.
+type Snapshot struct {
+	AutoCreateTopics         bool  // auto.create.topics.enable
+	DeleteTopicEnable        bool  // delete.topic.enable
+	NumPartitions            int32 // num.partitions
+	DefaultReplicationFactor int16 // default.replication.factor
+	// OffsetsTopicPartitions is offsets.topic.num.partitions, over which groups are spread
+	// to their coordinators.
+	OffsetsTopicPartitions int32
+	// ShareStatePartitions is share.coordinator.state.topic.num.partitions, over which share
+	// partitions' states are spread to their share coordinators.
+	ShareStatePartitions int32
+	// MaxShareSessions is group.share.max.share.sessions, the share sessions a broker holds.
+	MaxShareSessions int
+	// OffsetsRetention is offsets.retention.minutes.
+	OffsetsRetention time.Duration
+	// ConsumerGroupAssignors is group.consumer.assignors, the default first.
+	ConsumerGroupAssignors []string
+	// ClassicGroup bounds the classic groups.
+	ClassicGroup ClassicGroup
+	// Log is what a new partition's log gets from the broker configs (Store.LogConfig).
+	Log log.Config
+
+	groups   map[string]*Group // groups with configs of their own
+	defaults *Group            // every other group
+}
+
+// ClassicGroup are the settings of the classic group protocol (GroupCoordinatorConfig's
+// classicGroup*), broker-wide.
+type ClassicGroup struct {
+	MinSessionTimeout     time.Duration // group.min.session.timeout.ms
+	MaxSessionTimeout     time.Duration // group.max.session.timeout.ms
+	InitialRebalanceDelay time.Duration // group.initial.rebalance.delay.ms
+	MaxSize               int           // group.max.size
+}
+
+// Group are one group's effective settings: each group config the group sets, else the broker
+// config that is its default.
+type Group struct {
+	Consumer ConsumerGroup
+	Share    ShareGroup
+}
+
+// ConsumerGroup are a consumer group's (KIP-848) settings.
+type ConsumerGroup struct {
+	// HeartbeatInterval is consumer.heartbeat.interval.ms, else
+	// group.consumer.heartbeat.interval.ms.
+	HeartbeatInterval time.Duration
+	// SessionTimeout is consumer.session.timeout.ms, else group.consumer.session.timeout.ms.
+	SessionTimeout time.Duration
+	// MaxSize is group.consumer.max.size.
+	MaxSize int
+}
+
+// ShareGroup are a share group's settings.
+type ShareGroup struct {
+	// HeartbeatInterval is share.heartbeat.interval.ms, else group.share.heartbeat.interval.ms.
+	HeartbeatInterval time.Duration
+	// SessionTimeout is share.session.timeout.ms, else group.share.session.timeout.ms.
+	SessionTimeout time.Duration
+	// MaxSize is group.share.max.size.
+	MaxSize int
+	// Partition is what the group's share partitions run with.
+	Partition share.Settings
+}
+
+// Group returns a group's effective settings. The group need not exist.
+func (s *Snapshot) Group(id string) *Group {
+	if g, ok := s.groups[id]; ok {
+		return g
+	}
+	return s.defaults
+}
+
+// publishLocked builds the Snapshot of the current configs and makes it the one Snapshot
+// returns; s.mu is held for writing, or s is not shared yet.
+func (s *Store) publishLocked() {
+	ms := func(name string) time.Duration { return time.Duration(s.intLocked(name)) * time.Millisecond }
+	snap := &Snapshot{
+		AutoCreateTopics:         s.parsedLocked("auto.create.topics.enable").(bool),
+		DeleteTopicEnable:        s.parsedLocked("delete.topic.enable").(bool),
+		NumPartitions:            int32(s.intLocked("num.partitions")),
+		DefaultReplicationFactor: int16(s.intLocked("default.replication.factor")),
+		OffsetsTopicPartitions:   int32(s.intLocked("offsets.topic.num.partitions")),
+		ShareStatePartitions:     int32(s.intLocked("share.coordinator.state.topic.num.partitions")),
+		MaxShareSessions:         s.intLocked("group.share.max.share.sessions"),
+		OffsetsRetention:         time.Duration(s.intLocked("offsets.retention.minutes")) * time.Minute,
+		ConsumerGroupAssignors:   s.parsedLocked("group.consumer.assignors").([]string),
+		ClassicGroup: ClassicGroup{
+			MinSessionTimeout:     ms("group.min.session.timeout.ms"),
+			MaxSessionTimeout:     ms("group.max.session.timeout.ms"),
+			InitialRebalanceDelay: ms("group.initial.rebalance.delay.ms"),
+			MaxSize:               s.intLocked("group.max.size"),
+		},
+		Log: log.Config{
+			LogAppendTime:   s.topicValueLocked(nil, -1, "message.timestamp.type") == "LogAppendTime",
+			MaxMessageBytes: s.intLocked("message.max.bytes"),
+		},
+		groups:   make(map[string]*Group, len(s.groups)),
+		defaults: s.groupLocked(nil),
+	}
+	for id, m := range s.groups {
+		snap.groups[id] = s.groupLocked(m)
+	}
+	s.snap.Store(snap)
+}
+
+// groupLocked returns the effective settings of a group with the given (validated) configs.
+func (s *Store) groupLocked(m map[string]string) *Group {
+	value := func(key string) any {
+		d := groupDefsByName[key]
+		raw, ok := m[key]
+		if !ok {
+			raw = s.groupDefaultLocked(d)
+		}
+		v, err := d.parse(raw)
+		if err != nil {
+			panic("config: stored group config is invalid: " + err.Error())
+		}
+		return v
+	}
+	ms := func(key string) time.Duration { return time.Duration(value(key).(int64)) * time.Millisecond }
+	return &Group{
+		Consumer: ConsumerGroup{
+			HeartbeatInterval: ms("consumer.heartbeat.interval.ms"),
+			SessionTimeout:    ms("consumer.session.timeout.ms"),
+			MaxSize:           s.intLocked("group.consumer.max.size"),
+		},
+		Share: ShareGroup{
+			HeartbeatInterval: ms("share.heartbeat.interval.ms"),
+			SessionTimeout:    ms("share.session.timeout.ms"),
+			MaxSize:           s.intLocked("group.share.max.size"),
+			Partition: share.Settings{
+				LockDuration:       ms("share.record.lock.duration.ms"),
+				DeliveryCountLimit: int16(value("share.delivery.count.limit").(int64)),
+				MaxRecordLocks:     int(value("share.partition.max.record.locks").(int64)),
+				RenewEnabled:       value("share.renew.acknowledge.enable").(bool),
+				AutoOffsetReset:    value("share.auto.offset.reset").(string),
+			},
+		},
+	}
+}

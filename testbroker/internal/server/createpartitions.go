@@ -1,0 +1,113 @@
+package server
+
+import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(37, 0, 3, (*Broker).handleCreatePartitions, failedCreatePartitions, createPartitionsScope)
+}
+
+// handleCreatePartitions grows topics as Kafka's controller does: an unknown topic is
+// UNKNOWN_TOPIC_OR_PARTITION; a count equal to the current one is INVALID_PARTITIONS "Topic
+// already has N partition(s).", a smaller one INVALID_PARTITIONS "The topic T currently has N
+// partition(s); M would not be an increase."; manual Assignments must give one replica list
+// per new partition (INVALID_REPLICA_ASSIGNMENT otherwise) with the topic's replication
+// factor. New partitions are placed like the topic's first ones and get logs made from the
+// topic's current configs. A topic listed twice is INVALID_REQUEST "Duplicate topic name.";
+// ValidateOnly checks without adding.
+func (b *Broker) handleCreatePartitions(_ *conn, req *kmsg.CreatePartitionsRequest) kmsg.Response {
+	c := b.c
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	count := make(map[string]int, len(req.Topics))
+	for _, rt := range req.Topics {
+		count[rt.Topic]++
+	}
+	add := func(name string, err error) {
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic = name
+		rt.ErrorCode = codeOf(err)
+		rt.ErrorMessage = messageOf(err)
+		resp.Topics = append(resp.Topics, rt)
+	}
+	var dups []string
+	for _, rt := range req.Topics {
+		if count[rt.Topic] > 1 {
+			if !slices.Contains(dups, rt.Topic) {
+				dups = append(dups, rt.Topic)
+				add(rt.Topic, errorf(kerr.InvalidRequest, "Duplicate topic name."))
+			}
+			continue
+		}
+		var assignments [][]int32
+		if rt.Assignment != nil {
+			assignments = make([][]int32, len(rt.Assignment))
+			for i, a := range rt.Assignment {
+				assignments[i] = a.Replicas
+			}
+		}
+		add(rt.Topic, c.growTopic(rt.Topic, rt.Count, assignments, req.ValidateOnly))
+	}
+	return resp
+}
+
+// growTopic raises a topic's partition count to count (handleCreatePartitions has the rules).
+func (c *Cluster) growTopic(name string, count int32, assignments [][]int32, validateOnly bool) error {
+	c.topicsMu.Lock()
+	defer c.topicsMu.Unlock()
+	t := c.topics[name]
+	if t == nil {
+		return kerr.UnknownTopicOrPartition
+	}
+	have := int32(len(t.partitions))
+	switch {
+	case count == have:
+		return errorf(kerr.InvalidPartitions, "Topic already has %d partition(s).", have)
+	case count < have:
+		return errorf(kerr.InvalidPartitions, "The topic %s currently has %d partition(s); %d would not be an increase.", name, have, count)
+	}
+	additional := count - have
+	if err := checkBatchSize(additional); err != nil {
+		return err
+	}
+	rf := len(t.partitions[0].Replicas)
+	if assignments != nil {
+		if len(assignments) != int(additional) {
+			return errorf(kerr.InvalidReplicaAssignment, "Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", additional, len(assignments))
+		}
+		for _, r := range assignments {
+			if err := c.validateManualAssignment(r, rf); err != nil {
+				return err
+			}
+		}
+	} else {
+		assignments = c.placeReplicas(int(t.partitions[0].Leader), int(have), additional, int16(rf))
+	}
+	if !validateOnly {
+		cloned := make([][]int32, len(assignments))
+		for i, r := range assignments {
+			cloned[i] = slices.Clone(r)
+		}
+		c.addPartitionsLocked(t, cloned)
+	}
+	return nil
+}
+
+func failedCreatePartitions(r *kmsg.CreatePartitionsRequest, code int16) kmsg.Response {
+	resp := kmsg.NewPtrCreatePartitionsResponse()
+	for _, t := range r.Topics {
+		resp.Topics = append(resp.Topics, kmsg.CreatePartitionsResponseTopic{Topic: t.Topic, ErrorCode: code})
+	}
+	return resp
+}
+
+func createPartitionsScope(c *Cluster, r *kmsg.CreatePartitionsRequest) (topics, groups []string) {
+	s := scope{c: c}
+	for _, t := range r.Topics {
+		s.topic(t.Topic)
+	}
+	return s.result()
+}

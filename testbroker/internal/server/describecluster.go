@@ -1,0 +1,46 @@
+package server
+
+import (
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(60, 0, 2, (*Broker).handleDescribeCluster, failedDescribeCluster, noScope)
+}
+
+// handleDescribeCluster describes the cluster to an admin client: every broker (none is ever
+// fenced), the controller and the cluster id. From v1 the request names the endpoint type it
+// expects: brokers (1) are served, controllers (2) get MISMATCHED_ENDPOINT_TYPE and anything
+// else UNSUPPORTED_ENDPOINT_TYPE, with Kafka's messages. Authorized operations are not
+// computed (the schema's "not requested" value is returned).
+func (b *Broker) handleDescribeCluster(_ *conn, req *kmsg.DescribeClusterRequest) kmsg.Response {
+	c := b.c
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.EndpointType = 1
+	if req.Version >= 1 && req.EndpointType != 1 {
+		code, msg := kerr.UnsupportedEndpointType, "Unsupported endpoint type "+strconv.Itoa(int(req.EndpointType))
+		if req.EndpointType == 2 {
+			code, msg = kerr.MismatchedEndpointType, "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
+		}
+		resp.ErrorCode = code.Code
+		resp.ErrorMessage = &msg
+		return resp
+	}
+	resp.ClusterID = c.clusterID
+	resp.ControllerID = controllerID
+	for _, br := range c.brokers {
+		rb := kmsg.NewDescribeClusterResponseBroker()
+		rb.NodeID, rb.Host, rb.Port = br.id, br.host, br.port
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+	return resp
+}
+
+func failedDescribeCluster(r *kmsg.DescribeClusterRequest, code int16) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.ErrorCode = code
+	return resp
+}

@@ -1,0 +1,96 @@
+package server
+
+import (
+	"slices"
+	"time"
+
+	"github.com/kshare/kshare/testbroker/internal/share"
+)
+
+// newShareManager returns the cluster's share partition manager, reading topics and configs
+// from the cluster.
+func (c *Cluster) newShareManager() *share.Manager {
+	return share.NewManager(share.ManagerConfig{
+		Metadata:    shareMetadata{c},
+		Clock:       c.clock,
+		Brokers:     c.cfg.Brokers,
+		Settings:    func(group string) share.Settings { return c.configs.Snapshot().Group(group).Share.Partition },
+		MaxSessions: func() int { return c.configs.Snapshot().MaxShareSessions },
+		Done:        c.closed,
+	})
+}
+
+// shareMetadata shows the cluster's topics to the share partition manager.
+type shareMetadata struct{ c *Cluster }
+
+func (m shareMetadata) TopicExists(id [16]byte) bool { return m.c.topicByID(id) != nil }
+
+func (m shareMetadata) Placement(tp share.TopicPartition) (share.Placement, bool) {
+	p := m.c.partition(m.c.topicByID(tp.Topic), tp.Partition)
+	if p == nil {
+		return share.Placement{}, false
+	}
+	return share.Placement{Log: p.Log, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch}, true
+}
+
+// shareLockDurationMs returns a group's effective share.record.lock.duration.ms, the
+// AcquisitionLockTimeoutMs of its ShareFetch and ShareAcknowledge responses.
+func (c *Cluster) shareLockDurationMs(group string) int32 {
+	return int32(c.configs.Snapshot().Group(group).Share.Partition.LockDuration / time.Millisecond)
+}
+
+// SharePartitionState returns group's share partition of a topic partition, for inspection; ok is
+// false when the topic does not exist or no ShareFetch of the group has reached the partition.
+func (c *Cluster) SharePartitionState(group, topic string, partition int32) (*share.Partition, bool) {
+	t := c.topic(topic)
+	if t == nil {
+		return nil, false
+	}
+	sp := c.shares.Get(group, share.TopicPartition{Topic: t.ID, Partition: partition})
+	return sp, sp != nil
+}
+
+// ShareSessionState is a snapshot of one share session, for inspection.
+type ShareSessionState struct {
+	Group, Member string
+	// Epoch is the epoch the member's next ShareFetch or ShareAcknowledge must carry.
+	Epoch      int32
+	Partitions []TopicPartitionIndexes
+}
+
+// TopicPartitionIndexes are partitions of one topic; Topic is empty for an unknown topic id.
+type TopicPartitionIndexes struct {
+	TopicID    [16]byte
+	Topic      string
+	Partitions []int32
+}
+
+// ShareSessions returns the share sessions of a broker, sorted by group then member; nil for an
+// unknown broker.
+func (c *Cluster) ShareSessions(broker int32) []ShareSessionState {
+	ss := c.shares.Sessions(broker)
+	if ss == nil {
+		return nil
+	}
+	var out []ShareSessionState
+	for _, info := range ss.Snapshot() {
+		st := ShareSessionState{Group: info.Group, Member: info.Member, Epoch: info.Epoch}
+		for _, tp := range info.Partitions {
+			i := slices.IndexFunc(st.Partitions, func(tpi TopicPartitionIndexes) bool { return tpi.TopicID == tp.Topic })
+			if i < 0 {
+				st.Partitions = append(st.Partitions, TopicPartitionIndexes{TopicID: tp.Topic})
+				i = len(st.Partitions) - 1
+			}
+			st.Partitions[i].Partitions = append(st.Partitions[i].Partitions, tp.Partition)
+		}
+		for j := range st.Partitions {
+			tpi := &st.Partitions[j]
+			if t := c.topicByID(tpi.TopicID); t != nil {
+				tpi.Topic = t.Name
+			}
+			slices.Sort(tpi.Partitions)
+		}
+		out = append(out, st)
+	}
+	return out
+}
