@@ -132,3 +132,20 @@ func ExampleConsumer_Acknowledge_renew() {
 	// long-job (delivery 1): finished
 	// commit: <nil>
 }
+
+// CreateGroup leaves an empty share group behind, ready to be configured before its first
+// consumer starts.
+func ExampleCreateGroup() {
+	c := testbroker.MustStart(testbroker.Topic("orders", 1))
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	if err := shareconsumer.CreateGroup(ctx, "order-workers", kgo.SeedBrokers(c.Addrs()...)); err != nil {
+		panic(err)
+	}
+	g, ok := c.ShareGroup("order-workers")
+	fmt.Println(ok, g.State, len(g.Members))
+	// Output:
+	// true Empty 0
+}
