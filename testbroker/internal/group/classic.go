@@ -144,8 +144,8 @@ type classicGroup struct {
 	// offset commit); protocolName is set from CompletingRebalance on.
 	protoType *string
 	protoName *string
-	leader       string
-	members      map[string]*classicMember
+	leader    string
+	members   map[string]*classicMember
 	// static maps a group instance id to its member id.
 	static map[string]string
 	// pending are members told MEMBER_ID_REQUIRED that have not joined with their id yet,

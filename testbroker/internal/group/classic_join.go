@@ -153,7 +153,9 @@ func (c *Coordinator) joinNewMember(g *classicGroup, req *JoinGroup, ch chan Joi
 }
 
 func (c *Coordinator) joinExistingMember(g *classicGroup, req *JoinGroup, ch chan JoinGroupResult) (JoinGroupResult, bool) {
-	fail := func(err error) (JoinGroupResult, bool) { return JoinGroupResult{Err: err, MemberID: req.MemberID}, true }
+	fail := func(err error) (JoinGroupResult, bool) {
+		return JoinGroupResult{Err: err, MemberID: req.MemberID}, true
+	}
 	if g.phase == classicDead {
 		return fail(kerr.CoordinatorNotAvailable)
 	}

@@ -229,7 +229,6 @@ func TestClassicRebalanceOnJoinAndLeave(t *testing.T) {
 	assert.Len(t, f.classic(t).Members, 2)
 }
 
-
 // TestClassicSessionExpiry: a member that stops heartbeating is removed at its session timeout
 // and the group rebalances without it; the last member's expiry leaves the group Empty.
 func TestClassicSessionExpiry(t *testing.T) {
