@@ -126,6 +126,10 @@ var brokerDefs = defsByName(
 	def("unclean.leader.election.enable", typeBool, "false", nil).dyn(),
 
 	// Group coordinator: defaults and bounds of the group configs.
+	def("group.initial.rebalance.delay.ms", typeInt, "3000", nil),
+	def("group.max.session.timeout.ms", typeInt, "1800000", nil),
+	def("group.max.size", typeInt, maxInt, atLeast(1)),
+	def("group.min.session.timeout.ms", typeInt, "6000", nil),
 	def("group.consumer.heartbeat.interval.ms", typeInt, "5000", atLeast(1)),
 	def("group.consumer.max.heartbeat.interval.ms", typeInt, "15000", atLeast(1)),
 	def("group.consumer.max.session.timeout.ms", typeInt, "60000", atLeast(1)),
