@@ -5,7 +5,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
 )
 
 func init() {
@@ -77,4 +76,3 @@ func failedDescribeGroups(req *kmsg.DescribeGroupsRequest, code int16) kmsg.Resp
 	}
 	return resp
 }
-
