@@ -57,6 +57,8 @@ type Group struct {
 	kind kind
 	// share is kind as a share group, set for TypeShare.
 	share *shareGroup
+	// offsets are the group's committed offsets; they outlive its members and a change of kind.
+	offsets offsetStore
 }
 
 // kind is what every group type implements for the operations common to all groups
@@ -117,6 +119,9 @@ type Config struct {
 	// ShareConfig returns a share group's configuration. It must not call back into the
 	// Coordinator.
 	ShareConfig func(group string) ShareConfig
+	// ClassicConfig returns the classic groups' configuration; nil means Kafka's defaults. It
+	// must not call back into the Coordinator.
+	ClassicConfig func() ClassicConfig
 }
 
 // Coordinator holds every group of the cluster. It is safe for concurrent use.

@@ -219,9 +219,7 @@ func TestShareHeartbeatErrors(t *testing.T) {
 	f.topics.set("t", 1, 1)
 	f.heartbeat(t, "a", 0, "t")
 	f.heartbeat(t, "b", 0, "t")
-	f.c.mu.Lock()
-	f.c.groups["classic"] = &Group{id: "classic", typ: TypeClassic, kind: emptyKind{}}
-	f.c.mu.Unlock()
+	simpleCommit(t, f.c, "classic")
 
 	blank, empty := " \t", ""
 	tests := []struct {
@@ -334,11 +332,3 @@ func TestParseType(t *testing.T) {
 	}
 	assert.Equal(t, "share", TypeShare.String())
 }
-
-// emptyKind stands for a group of another type with no members.
-type emptyKind struct{}
-
-func (emptyKind) state() string        { return "Empty" }
-func (emptyKind) protocolType() string { return "consumer" }
-func (emptyKind) memberCount() int     { return 0 }
-func (emptyKind) stop()                {}

@@ -21,6 +21,7 @@ func (c *Cluster) newGroupCoordinator() *group.Coordinator {
 			g := &c.configs.Snapshot().Group(id).Share
 			return group.ShareConfig{HeartbeatInterval: g.HeartbeatInterval, SessionTimeout: g.SessionTimeout, MaxSize: g.MaxSize}
 		},
+		ClassicConfig: c.classicGroupConfig,
 	})
 }
 
