@@ -57,6 +57,8 @@ type Group struct {
 	kind kind
 	// share is kind as a share group, set for TypeShare.
 	share *shareGroup
+	// consumer is kind as a consumer group, set for TypeConsumer.
+	consumer *consumerGroup
 }
 
 // kind is what every group type implements for the operations common to all groups
@@ -117,6 +119,9 @@ type Config struct {
 	// ShareConfig returns a share group's configuration. It must not call back into the
 	// Coordinator.
 	ShareConfig func(group string) ShareConfig
+	// ConsumerConfig returns a consumer group's configuration. It must not call back into the
+	// Coordinator.
+	ConsumerConfig func(group string) ConsumerConfig
 }
 
 // Coordinator holds every group of the cluster. It is safe for concurrent use.
