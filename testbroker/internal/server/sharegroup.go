@@ -32,6 +32,7 @@ func (c *Cluster) newGroupCoordinator() *group.Coordinator {
 				MaxSize:           c.configs.int("group.share.max.size"),
 			}
 		},
+		ConsumerConfig: c.consumerGroupConfig,
 	})
 }
 
