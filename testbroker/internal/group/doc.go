@@ -15,6 +15,10 @@
 // release the records the member acquired: Kafka leaves that to the acquisition locks and to
 // share-session close.
 //
+// Consumer groups (KIP-848, consumer*.go) are run as Kafka's GroupMetadataManager,
+// ConsumerGroup and CurrentAssignmentBuilder do: ConsumerHeartbeat documents the rules,
+// reconciliation the revocation protocol and AssignConsumer the uniform and range assignors.
+//
 // Errors carry Kafka's error codes and messages (Error); the server copies them into the
 // responses' ErrorCode and ErrorMessage fields.
 package group

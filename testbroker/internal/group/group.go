@@ -59,6 +59,8 @@ type Group struct {
 	share *shareGroup
 	// offsets are the group's committed offsets; they outlive its members and a change of kind.
 	offsets offsetStore
+	// consumer is kind as a consumer group, set for TypeConsumer.
+	consumer *consumerGroup
 }
 
 // kind is what every group type implements for the operations common to all groups
@@ -122,6 +124,9 @@ type Config struct {
 	// ClassicConfig returns the classic groups' configuration; nil means Kafka's defaults. It
 	// must not call back into the Coordinator.
 	ClassicConfig func() ClassicConfig
+	// ConsumerConfig returns a consumer group's configuration. It must not call back into the
+	// Coordinator.
+	ConsumerConfig func(group string) ConsumerConfig
 }
 
 // Coordinator holds every group of the cluster. It is safe for concurrent use.

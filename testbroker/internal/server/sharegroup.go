@@ -21,7 +21,8 @@ func (c *Cluster) newGroupCoordinator() *group.Coordinator {
 			g := &c.configs.Snapshot().Group(id).Share
 			return group.ShareConfig{HeartbeatInterval: g.HeartbeatInterval, SessionTimeout: g.SessionTimeout, MaxSize: g.MaxSize}
 		},
-		ClassicConfig: c.classicGroupConfig,
+		ClassicConfig:  c.classicGroupConfig,
+		ConsumerConfig: c.consumerGroupConfig,
 	})
 }
 
