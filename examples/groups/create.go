@@ -1,0 +1,30 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	kshareerrors "github.com/kshare/kshare/errors"
+	"github.com/kshare/kshare/shareconsumer"
+)
+
+// createGroup creates the share group group with shareconsumer.CreateGroup and writes "Share
+// group 'G' created.", or "Error: Group 'G' is not a share group." when group names a group of
+// another type, or "Error: " and the error otherwise; it reports whether the group is a share
+// group now.
+func createGroup(ctx context.Context, w io.Writer, seeds []string, group string) bool {
+	err := shareconsumer.CreateGroup(ctx, group, kgo.SeedBrokers(seeds...))
+	switch {
+	case err == nil:
+		fmt.Fprintf(w, "Share group '%s' created.\n", group)
+		return true
+	case kshareerrors.Is(err, kshareerrors.ErrInconsistentGroupType):
+		fmt.Fprintf(w, "Error: Group '%s' is not a share group.\n", group)
+	default:
+		fmt.Fprintf(w, "Error: %v\n", err)
+	}
+	return false
+}

@@ -1,0 +1,215 @@
+// Command groups lists the groups of a cluster the way Kafka's kafka-groups.sh does, creates
+// share groups (which Kafka's tools cannot: the draft of KIP-1043 had --create, the shipped KIP
+// dropped it) and describes a share group the way kafka-share-groups.sh --describe does:
+//
+//	go run ./examples/groups --list
+//	go run ./examples/groups --list --share
+//	go run ./examples/groups --list --group-type classic --protocol connect
+//	go run ./examples/groups --create --group workers
+//	go run ./examples/groups --describe --group demo-share
+//	go run ./examples/groups --bootstrap-server 127.0.0.1:9092 --list --consumer
+//
+// Without --bootstrap-server it starts an embedded testbroker with one demo group of each type
+// it supports (see seedDemoGroups). Option errors and their messages are kafka-groups.sh's.
+package main
+
+import (
+	"context"
+	stderrors "errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func main() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	os.Exit(run(ctx, os.Stdout, os.Stderr, os.Args[1:]))
+}
+
+// options are the parsed command line.
+type options struct {
+	bootstrapServer string
+	list            bool
+	create          bool
+	describe        bool
+	group           string
+	groupType       string // lower case, one of groupTypes; "" when not given
+	protocol        *string
+	consumer        bool
+	share           bool
+	streams         bool
+}
+
+// groupTypes are the types --group-type takes, as Kafka's GroupType parses them (case
+// insensitively).
+var groupTypes = []string{"classic", "consumer", "share", "streams"}
+
+// usageError is a command line Kafka's tools refuse with a message followed by the usage.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func newFlagSet(o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet("groups", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.bootstrapServer, "bootstrap-server", "", "The Kafka server to connect to; without it, an embedded testbroker with demo groups.")
+	fs.BoolVar(&o.list, "list", false, "List the groups.")
+	fs.BoolVar(&o.create, "create", false, "Create the share group given by --group (beyond Kafka's tools).")
+	fs.BoolVar(&o.describe, "describe", false, "Describe the share group given by --group: members, start offset and lag per partition.")
+	fs.StringVar(&o.group, "group", "", "The group for --create and --describe.")
+	fs.String("group-type", "", "Filter the groups based on group type. Valid types are: 'classic', 'consumer', 'share' and 'streams'.")
+	fs.String("protocol", "", "Filter the groups based on protocol type.")
+	fs.BoolVar(&o.consumer, "consumer", false, "Filter the groups to show all kinds of consumer groups, including classic and simple consumer groups. "+
+		"This matches group type 'consumer', and group type 'classic' where the protocol type is 'consumer' or empty.")
+	fs.BoolVar(&o.share, "share", false, "Filter the groups to show share groups.")
+	fs.BoolVar(&o.streams, "streams", false, "Filter the groups to show streams groups.")
+	return fs
+}
+
+// usage is the option list printed after a usage error.
+func usage() string {
+	var b strings.Builder
+	fs := newFlagSet(&options{})
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	return b.String()
+}
+
+// parseArgs checks the command line as kafka-groups.sh does, in its order: something given, one
+// action, a valid --group-type, then --consumer, --share and --streams each alone among the
+// filters. --create and --describe need --group and take no filter; --list takes no --group.
+func parseArgs(args []string) (options, error) {
+	var o options
+	fs := newFlagSet(&o)
+	if len(args) == 0 {
+		return o, usageError{"This tool helps to list groups of all types, create share groups and describe them."}
+	}
+	if err := fs.Parse(args); err != nil {
+		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok {
+			return o, usageError{strings.TrimLeft(name, "-") + " is not a recognized option"}
+		}
+		if stderrors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return o, usageError{"Found non-option arguments: " + strings.Join(fs.Args(), " ")}
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if n := count(given, "list", "create", "describe"); n != 1 {
+		return o, usageError{"Command must include exactly one action: --list, --create, --describe."}
+	}
+	if given["group-type"] {
+		t := strings.ToLower(fs.Lookup("group-type").Value.String())
+		if !slices.Contains(groupTypes, t) {
+			return o, stderrors.New("--group-type must be a valid group type.")
+		}
+		o.groupType = t
+	}
+	if given["protocol"] {
+		p := fs.Lookup("protocol").Value.String()
+		o.protocol = &p
+	}
+	for _, rule := range [][]string{
+		{"consumer", "group-type", "protocol", "share", "streams"},
+		{"share", "consumer", "group-type", "protocol", "streams"},
+		{"streams", "consumer", "group-type", "protocol", "share"},
+		{"list", "group"},
+		{"create", "group-type", "protocol", "consumer", "share", "streams"},
+		{"describe", "group-type", "protocol", "consumer", "share", "streams"},
+	} {
+		if err := checkInvalidArgs(given, rule[0], rule[1:]...); err != nil {
+			return o, err
+		}
+	}
+	if (o.create || o.describe) && !given["group"] {
+		return o, usageError{`Missing required argument "[group]"`}
+	}
+	return o, nil
+}
+
+// checkInvalidArgs refuses used together with any of invalid, in the words of Kafka's
+// CommandLineUtils.checkInvalidArgs (joptsimple names an option "[name]").
+func checkInvalidArgs(given map[string]bool, used string, invalid ...string) error {
+	if !given[used] {
+		return nil
+	}
+	for _, o := range invalid {
+		if given[o] {
+			return usageError{fmt.Sprintf(`Option "[%s]" can't be used with option "[%s]"`, used, o)}
+		}
+	}
+	return nil
+}
+
+func count(given map[string]bool, names ...string) int {
+	n := 0
+	for _, name := range names {
+		if given[name] {
+			n++
+		}
+	}
+	return n
+}
+
+// run runs the command line args, writing what Kafka's tools write to stdout to stdout and the
+// rest to stderr, and returns the exit code.
+func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
+	o, err := parseArgs(args)
+	var ue usageError
+	switch {
+	case stderrors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stderr, usage())
+		return 0
+	case stderrors.As(err, &ue):
+		fmt.Fprintln(stderr, ue.msg)
+		fmt.Fprint(stderr, usage())
+		return 1
+	case err != nil:
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	seeds := strings.Split(o.bootstrapServer, ",")
+	if o.bootstrapServer == "" {
+		addrs, stop, err := startDemo(ctx)
+		if err != nil {
+			fmt.Fprintln(stderr, "starting the embedded testbroker with demo groups:", err)
+			return 1
+		}
+		defer stop()
+		seeds = addrs
+		fmt.Fprintf(stderr, "started an embedded testbroker with demo groups: %s\n", strings.Join(seeds, ","))
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	defer cl.Close()
+	switch {
+	case o.list:
+		if err := listGroups(ctx, stdout, kadm.NewClient(cl), groupFilter{o.groupType, o.protocol, o.consumer, o.share, o.streams}); err != nil {
+			fmt.Fprintln(stdout, "Error while executing groups command : "+err.Error())
+			return 1
+		}
+	case o.create:
+		if !createGroup(ctx, stdout, seeds, o.group) {
+			return 1
+		}
+	case o.describe:
+		if !describeGroup(ctx, stdout, stderr, cl, o.group) {
+			return 1
+		}
+	}
+	return 0
+}
