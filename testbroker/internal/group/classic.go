@@ -53,8 +53,11 @@ const (
 	classicPreparingRebalance
 	classicCompletingRebalance
 	classicStable
-	classicDead
 )
+
+// A classic group is never Dead in testbroker: Kafka marks a group Dead when it is deleted or
+// its coordinator unloads it, and testbroker drops a deleted group at once (its timers
+// stopped), so Kafka's checks for a Dead group have nothing to find.
 
 func (s classicState) String() string {
 	switch s {
@@ -64,10 +67,8 @@ func (s classicState) String() string {
 		return "PreparingRebalance"
 	case classicCompletingRebalance:
 		return "CompletingRebalance"
-	case classicStable:
-		return "Stable"
 	}
-	return "Dead"
+	return "Stable"
 }
 
 // Protocol is one protocol a classic member supports, with its metadata.

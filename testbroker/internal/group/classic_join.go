@@ -130,9 +130,6 @@ func (g *classicGroup) acceptJoiningMember(memberID string, maxSize int) bool {
 }
 
 func (c *Coordinator) joinNewMember(g *classicGroup, req *JoinGroup, ch chan JoinGroupResult) (JoinGroupResult, bool) {
-	if g.phase == classicDead {
-		return JoinGroupResult{Err: kerr.CoordinatorNotAvailable}, true
-	}
 	if !g.supportsProtocols(req.ProtocolType, req.Protocols) {
 		return JoinGroupResult{Err: kerr.InconsistentGroupProtocol}, true
 	}
@@ -155,9 +152,6 @@ func (c *Coordinator) joinNewMember(g *classicGroup, req *JoinGroup, ch chan Joi
 func (c *Coordinator) joinExistingMember(g *classicGroup, req *JoinGroup, ch chan JoinGroupResult) (JoinGroupResult, bool) {
 	fail := func(err error) (JoinGroupResult, bool) {
 		return JoinGroupResult{Err: err, MemberID: req.MemberID}, true
-	}
-	if g.phase == classicDead {
-		return fail(kerr.CoordinatorNotAvailable)
 	}
 	if !g.supportsProtocols(req.ProtocolType, req.Protocols) {
 		return fail(kerr.InconsistentGroupProtocol)
@@ -290,9 +284,6 @@ func (c *Coordinator) armHeartbeat(g *classicGroup, m *classicMember, d time.Dur
 // expireClassicHeartbeat removes a pending member, or a member that has not satisfied its
 // heartbeat, when its session timer fires.
 func (c *Coordinator) expireClassicHeartbeat(g *classicGroup, id string) {
-	if g.phase == classicDead {
-		return
-	}
 	if g.pending[id] != nil {
 		g.remove(id)
 		if g.phase == classicPreparingRebalance && g.hasAllMembersJoined() {
@@ -389,9 +380,6 @@ func (c *Coordinator) completeJoinPhase(g *classicGroup) {
 		if !m.awaitingJoin() && m.instanceID == nil {
 			g.remove(m.id)
 		}
-	}
-	if g.phase == classicDead {
-		return
 	}
 	if !g.maybeElectNewJoinedLeader() && len(g.members) > 0 {
 		c.arm(&g.joinTimer, g.rebalanceTimeout(), func() { c.completeJoinPhase(g) })

@@ -61,9 +61,6 @@ func (c *Coordinator) syncLocked(req *SyncGroup, ch chan SyncGroupResult) (SyncG
 		return fail(kerr.UnknownMemberID)
 	}
 	g := grp.kind.(*classicGroup)
-	if g.phase == classicDead {
-		return fail(kerr.CoordinatorNotAvailable)
-	}
 	if err := g.validateMember(req.MemberID, req.GroupInstanceID); err != nil {
 		return fail(err)
 	}
@@ -156,9 +153,6 @@ func (c *Coordinator) Heartbeat(req Heartbeat) error {
 		return kerr.UnknownMemberID
 	}
 	g := grp.kind.(*classicGroup)
-	if g.phase == classicDead {
-		return kerr.CoordinatorNotAvailable
-	}
 	if err := g.validateMember(req.MemberID, req.GroupInstanceID); err != nil {
 		return err
 	}
@@ -208,9 +202,6 @@ func (c *Coordinator) LeaveGroup(groupID string, members []LeaveMember) ([]error
 		return errs, nil
 	}
 	g := grp.kind.(*classicGroup)
-	if g.phase == classicDead {
-		return nil, kerr.CoordinatorNotAvailable
-	}
 	left := false
 	for i, lm := range members {
 		switch {

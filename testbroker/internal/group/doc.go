@@ -1,6 +1,6 @@
 // Package group is the fake cluster's group coordinator: it holds every group of the cluster,
 // whatever its type (classic, consumer, share, streams), and runs the membership protocol of
-// share groups (KIP-932) the way Kafka's GroupMetadataManager does.
+// share groups (KIP-932) and classic groups the way Kafka's GroupMetadataManager does.
 //
 // A share group is created by the first ShareGroupHeartbeat with member epoch 0. Each
 // heartbeat may change the member's subscription; the group epoch is bumped when a member
@@ -18,6 +18,13 @@
 // Consumer groups (KIP-848, consumer*.go) are run as Kafka's GroupMetadataManager,
 // ConsumerGroup and CurrentAssignmentBuilder do: ConsumerHeartbeat documents the rules,
 // reconciliation the revocation protocol and AssignConsumer the uniform and range assignors.
+//
+// Classic groups (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) run the state machine of
+// Kafka's ClassicGroup, with their session, rebalance and initial-delay timers on the cluster
+// clock; a JoinGroup or SyncGroup is answered on a channel when the rebalance answers it.
+// Committed offsets (OffsetCommit, OffsetFetch, OffsetDelete) live with their group, whatever
+// its kind, as Kafka's OffsetMetadataManager keeps them; ListGroups and DeleteGroups cover every
+// group type.
 //
 // Errors carry Kafka's error codes and messages (Error); the server copies them into the
 // responses' ErrorCode and ErrorMessage fields.

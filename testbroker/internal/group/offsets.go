@@ -113,8 +113,8 @@ type TopicResults struct {
 // others take the group's answer, and a commit-wide error fails all of them:
 // COORDINATOR_NOT_AVAILABLE after Close; for a missing group, generation -1 creates a simple
 // classic group, any other generation is GROUP_ID_NOT_FOUND from v9 and ILLEGAL_GENERATION
-// before; then the group kind's member checks (a classic group: COORDINATOR_NOT_AVAILABLE when
-// Dead, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS in
+// before; then the group kind's member checks (a classic group:
+// UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS in
 // CompletingRebalance; a group kind whose members do not commit, a share group, is
 // GROUP_ID_NOT_FOUND "Group <id> is not a consumer group."). Metadata over 4096 characters is
 // OFFSET_METADATA_TOO_LARGE for its partition. A commit by a member of a Stable or
@@ -223,9 +223,6 @@ func (c *Coordinator) offsetCommitGroupLocked(req *OffsetCommit) (*Group, error)
 // must name a member of this generation; one without is UNKNOWN_MEMBER_ID in a group with
 // members; and no member commits while the group awaits its assignment.
 func (g *classicGroup) validateOffsetCommit(m OffsetCommitMember) error {
-	if g.phase == classicDead {
-		return kerr.CoordinatorNotAvailable
-	}
 	if m.GenerationIDOrMemberEpoch < 0 && g.phase == classicEmpty {
 		return nil
 	}
@@ -245,14 +242,9 @@ func (g *classicGroup) validateOffsetCommit(m OffsetCommitMember) error {
 	return nil
 }
 
-// validateOffsetFetch is ClassicGroup's check of a fetch: only a Dead group refuses it, and
-// that answers as a missing group does.
-func (g *classicGroup) validateOffsetFetch(OffsetCommitMember) error {
-	if g.phase == classicDead {
-		return errorf(kerr.GroupIDNotFound, "Group %s is in dead state.", g.id)
-	}
-	return nil
-}
+// validateOffsetFetch is ClassicGroup's check of a fetch: Kafka refuses only a Dead group,
+// which testbroker never keeps, so every fetch passes.
+func (g *classicGroup) validateOffsetFetch(OffsetCommitMember) error { return nil }
 
 // OffsetFetch is one group of an OffsetFetch request.
 type OffsetFetch struct {
@@ -288,7 +280,7 @@ type FetchedOffset struct {
 
 // FetchOffsets runs one group of an OffsetFetch as OffsetMetadataManager does. After Close it
 // is COORDINATOR_NOT_AVAILABLE. A missing group, and a group whose kind refuses the fetch with
-// GROUP_ID_NOT_FOUND (a Dead classic group, a share group), answers every requested partition
+// GROUP_ID_NOT_FOUND (a share group), answers every requested partition
 // with -1, or no topics for a fetch of all, without error; other member errors of a consumer
 // group fail the group. Requested partitions come back in request order; a fetch of all
 // lists topics by name and partitions in order.
@@ -376,13 +368,8 @@ func (c *Coordinator) DeleteOffsets(groupID string, topics []OffsetDeleteTopic) 
 		return nil, errorf(kerr.GroupIDNotFound, "Group %s is not a consumer group.", groupID)
 	}
 	if g, ok := grp.kind.(*classicGroup); ok {
-		switch g.phase {
-		case classicDead:
-			return nil, errorf(kerr.GroupIDNotFound, "Group %s is in dead state.", groupID)
-		case classicStable, classicPreparingRebalance, classicCompletingRebalance:
-			if !g.usesConsumerProtocol() {
-				return nil, kerr.NonEmptyGroup
-			}
+		if g.phase != classicEmpty && !g.usesConsumerProtocol() {
+			return nil, kerr.NonEmptyGroup
 		}
 	}
 	out := make([]TopicResults, len(topics))
