@@ -62,11 +62,12 @@ func TestE2ECreateGroup(t *testing.T) {
 }
 
 // TestCreateGroupOnClassicGroup: CreateGroup on the id of a classic group fails with
-// ErrInconsistentGroupType (and kerr.GroupIDNotFound). kfake only: testbroker has share groups
-// alone so far (issue 10).
+// ErrInconsistentGroupType (and kerr.GroupIDNotFound), and the classic group stays.
 func TestCreateGroupOnClassicGroup(t *testing.T) {
-	t.Parallel()
-	env := startKfake(t, e2eSetup{})
+	forEachBroker(t, e2eSetup{}, func(t *testing.T, env *e2eEnv) { createGroupOnClassicGroup(t, env) })
+}
+
+func createGroupOnClassicGroup(t *testing.T, env *e2eEnv) {
 	ctx := e2eCtx(t, 30*time.Second)
 	joined := make(chan struct{}, 1)
 	member := env.client(t, kgo.ConsumerGroup("classic"), kgo.ConsumeTopics(e2eTopic),
@@ -87,4 +88,7 @@ func TestCreateGroupOnClassicGroup(t *testing.T) {
 	assert.ErrorIs(t, err, errors.ErrInconsistentGroupType)
 	assert.ErrorIs(t, err, kerr.GroupIDNotFound)
 	assert.Contains(t, err.Error(), `creating share group "classic"`)
+	listed, err := env.adm(t).ListGroups(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "classic", listed["classic"].GroupType, "the classic group is left as it was")
 }

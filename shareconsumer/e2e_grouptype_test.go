@@ -16,9 +16,13 @@ import (
 // TestPollOnGroupOfAnotherType: a share consumer whose group id belongs to a classic group or
 // to a consumer (KIP-848) group fails from Poll at once with a *errors.FatalError that matches
 // ErrInconsistentGroupType and kerr.GroupIDNotFound, instead of retrying until its context ends.
-// It runs on kfake only: testbroker has share groups alone so far (issue 10).
+// testbroker sends Kafka's message with the code; kfake sends none, and the consumer reads the
+// code in answer to its join as the same condition.
 func TestPollOnGroupOfAnotherType(t *testing.T) {
-	t.Parallel()
+	forEachBroker(t, e2eSetup{}, func(t *testing.T, env *e2eEnv) { pollOnGroupOfAnotherType(t, env) })
+}
+
+func pollOnGroupOfAnotherType(t *testing.T, env *e2eEnv) {
 	for _, tc := range []struct {
 		name string
 		opts []kgo.Opt
@@ -27,8 +31,6 @@ func TestPollOnGroupOfAnotherType(t *testing.T) {
 		{"consumer", []kgo.Opt{kgo.Balancers(kgo.RangeBalancer()), kgo.ServerSideBalancer()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			env := startKfake(t, e2eSetup{})
 			group := tc.name + "-group"
 			joined := make(chan struct{}, 1)
 			member := env.client(t, append([]kgo.Opt{
@@ -61,6 +63,9 @@ func TestPollOnGroupOfAnotherType(t *testing.T) {
 			assert.ErrorIs(t, err, kerr.GroupIDNotFound)
 			assert.NotErrorIs(t, err, context.DeadlineExceeded)
 			assert.Contains(t, err.Error(), `share group "`+group+`"`)
+			if env.tb != nil {
+				assert.Equal(t, "Group "+group+" is not a share group.", fatal.Message, "Kafka's message kept")
+			}
 
 			_, again := c.Poll(ctx)
 			assert.ErrorIs(t, again, errors.ErrInconsistentGroupType, "every later Poll fails the same way")
