@@ -408,7 +408,7 @@ func (g *classicGroup) maybeElectNewJoinedLeader() bool {
 	if g.leader == "" {
 		return false
 	}
-	if g.members[g.leader].awaitingJoin() {
+	if m := g.members[g.leader]; m != nil && m.awaitingJoin() {
 		return true
 	}
 	for _, m := range g.sortedMembers() {

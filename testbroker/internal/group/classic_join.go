@@ -101,7 +101,7 @@ func (c *Coordinator) joinLocked(req *JoinGroup, ch chan JoinGroupResult) (res J
 		c.groups[grp.id] = grp
 	case grp.typ == TypeConsumer && grp.kind.memberCount() == 0:
 		grp.kind.stop()
-		grp.typ, grp.kind = TypeClassic, newClassicGroup(grp.id)
+		grp.typ, grp.kind, grp.consumer = TypeClassic, newClassicGroup(grp.id), nil
 	case grp.typ != TypeClassic:
 		return fail(kerr.InconsistentGroupProtocol, "")
 	}
@@ -241,6 +241,10 @@ func (c *Coordinator) replaceStaticMember(g *classicGroup, req *JoinGroup, oldID
 	delete(g.members, oldID)
 	m.id = newID
 	g.members[newID] = m
+	if g.pendingSync[oldID] { // the new id owes the SyncGroup the old one did
+		delete(g.pendingSync, oldID)
+		g.pendingSync[newID] = true
+	}
 	g.static[*req.GroupInstanceID] = newID
 	if g.leader == oldID {
 		g.leader = newID

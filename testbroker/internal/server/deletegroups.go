@@ -17,16 +17,17 @@ func (b *Broker) handleDeleteGroups(_ *conn, req *kmsg.DeleteGroupsRequest) kmsg
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	var local []string
-	for _, id := range req.Groups {
-		if c.coordinatorFor(id) == b.id {
+	isLocal := make([]bool, len(req.Groups))
+	for i, id := range req.Groups {
+		if isLocal[i] = c.coordinatorFor(id) == b.id; isLocal[i] {
 			local = append(local, id)
 		}
 	}
 	errs := c.groups.DeleteGroups(local)
-	for _, id := range req.Groups {
+	for i, id := range req.Groups {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = id
-		if c.coordinatorFor(id) != b.id {
+		if !isLocal[i] {
 			rg.ErrorCode = kerr.NotCoordinator.Code
 		} else {
 			rg.ErrorCode, rg.ErrorMessage = codeOf(errs[0]), messageOf(errs[0])
