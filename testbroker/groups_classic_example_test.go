@@ -3,6 +3,7 @@ package testbroker_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -44,8 +45,11 @@ func ExampleCluster_CommittedOffsets() {
 func ExampleCluster_ClassicGroup() {
 	c := testbroker.MustStart(testbroker.Topic("orders", 2), testbroker.BrokerConfig("group.initial.rebalance.delay.ms", "0"))
 	defer c.Close()
+	assigned := make(chan struct{})
+	joined := sync.OnceFunc(func() { close(assigned) })
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.ClientID("worker"),
-		kgo.ConsumerGroup("workers"), kgo.ConsumeTopics("orders"), kgo.Balancers(kgo.RangeBalancer()))
+		kgo.ConsumerGroup("workers"), kgo.ConsumeTopics("orders"), kgo.Balancers(kgo.RangeBalancer()),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { joined() }))
 	if err != nil {
 		panic(err)
 	}
@@ -54,13 +58,14 @@ func ExampleCluster_ClassicGroup() {
 	defer cancel()
 	go cl.PollFetches(ctx) // joins the group
 
-	for ctx.Err() == nil {
-		if g, ok := c.ClassicGroup("workers"); ok && g.State == "Stable" {
-			fmt.Println(g.State, g.ProtocolType, g.ProtocolName, len(g.Members), g.Members[0].ClientID)
-			break
-		}
-		time.Sleep(time.Millisecond)
+	// The member is given its partitions once its SyncGroup is answered: the group is Stable.
+	select {
+	case <-assigned:
+	case <-ctx.Done():
+		panic("the member never joined")
 	}
+	g, _ := c.ClassicGroup("workers")
+	fmt.Println(g.State, g.ProtocolType, g.ProtocolName, len(g.Members), g.Members[0].ClientID)
 	// Output:
 	// Stable consumer range 1 worker
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/testbroker/internal/group"
@@ -30,16 +29,7 @@ func (b *Broker) handleConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeRequ
 		dg := kmsg.NewConsumerGroupDescribeResponseGroup()
 		dg.Group = id
 		dg.AuthorizedOperations = authorizedOperationsOmitted
-		var err error
-		var info group.ConsumerGroupInfo
-		switch {
-		case id == "":
-			err = kerr.InvalidGroupID
-		case c.coordinatorFor(id) != b.id:
-			err = kerr.NotCoordinator
-		default:
-			info, err = c.groups.ConsumerGroup(id)
-		}
+		info, err := describedGroup(b, id, c.groups.ConsumerGroup)
 		if err != nil {
 			dg.ErrorCode = codeOf(err)
 			dg.ErrorMessage = messageOf(err)

@@ -1,6 +1,10 @@
 package server
 
-import "github.com/kshare/kshare/testbroker/internal/group"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/group"
+)
 
 // groupAuthorizedOperations is what a describe reports when asked for the authorized
 // operations of a group: with no authorizer Kafka grants every operation a group supports,
@@ -53,3 +57,16 @@ func (c *Cluster) ShareGroup(id string) (group.ShareGroupInfo, bool) {
 
 // ShareGroups returns the ids of every share group, sorted.
 func (c *Cluster) ShareGroups() []string { return c.groups.ShareGroupIDs() }
+
+// describedGroup looks a group up for a describe RPC: INVALID_GROUP_ID for an empty id,
+// NOT_COORDINATOR for a group another broker coordinates, else what lookup answers.
+func describedGroup[I any](b *Broker, id string, lookup func(string) (I, error)) (I, error) {
+	var none I
+	switch {
+	case id == "":
+		return none, kerr.InvalidGroupID
+	case b.c.coordinatorFor(id) != b.id:
+		return none, kerr.NotCoordinator
+	}
+	return lookup(id)
+}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/testbroker/internal/group"
@@ -24,16 +23,7 @@ func (b *Broker) handleShareGroupDescribe(_ *conn, req *kmsg.ShareGroupDescribeR
 		dg := kmsg.NewShareGroupDescribeResponseGroup()
 		dg.GroupID = id
 		dg.AuthorizedOperations = authorizedOperationsOmitted
-		var err error
-		var info group.ShareGroupInfo
-		switch {
-		case id == "":
-			err = kerr.InvalidGroupID
-		case c.coordinatorFor(id) != b.id:
-			err = kerr.NotCoordinator
-		default:
-			info, err = c.groups.ShareGroup(id)
-		}
+		info, err := describedGroup(b, id, c.groups.ShareGroup)
 		if err != nil {
 			dg.ErrorCode = codeOf(err)
 			dg.ErrorMessage = messageOf(err)
