@@ -166,15 +166,7 @@ func (p *Partition) Append(records []byte, now time.Time) (AppendResult, error) 
 		setMaxTimestamp(data, false, maxTS)
 	}
 
-	s := stored{base: base, last: base + int64(h.LastOffsetDelta), maxTimestamp: maxTS, maxSoFar: maxTS, data: data, follows: follows}
-	if n := len(p.batches); n > 0 {
-		s.maxSoFar = max(maxTS, p.batches[n-1].maxSoFar)
-		if maxTS > p.batches[p.maxIdx].maxTimestamp {
-			p.maxIdx = n
-		}
-	}
-	p.batches = append(p.batches, s)
-	p.leo = s.last + 1
+	p.push(stored{base: base, last: base + int64(h.LastOffsetDelta), maxTimestamp: maxTS, data: data, follows: follows})
 	p.epochs.assign(p.leaderEpoch, base)
 	if ps != nil {
 		ps.add(&h, base, maxTS)
@@ -221,6 +213,20 @@ func (p *Partition) validate(records []byte) (BatchHeader, error) {
 		return BatchHeader{}, errorf(kerr.InvalidTimestamp, "the producer must not set the LogAppendTime timestamp type")
 	}
 	return h, nil
+}
+
+// push adds s, a batch that starts at the log end offset, to the stored batches and the
+// timestamp index.
+func (p *Partition) push(s stored) {
+	s.maxSoFar = s.maxTimestamp
+	if n := len(p.batches); n > 0 {
+		s.maxSoFar = max(s.maxTimestamp, p.batches[n-1].maxSoFar)
+		if s.maxTimestamp > p.batches[p.maxIdx].maxTimestamp {
+			p.maxIdx = n
+		}
+	}
+	p.batches = append(p.batches, s)
+	p.leo = s.last + 1
 }
 
 // store returns the storage of batch b, which becomes the last stored batch: a copy in the
