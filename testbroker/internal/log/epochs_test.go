@@ -9,7 +9,7 @@ import (
 
 // appendInEpochs appends, for each epoch in turn, a batch of the given number of records
 // written in that epoch.
-func appendInEpochs(t *testing.T, p *Partition, epochs []int32, records []int) {
+func appendInEpochs(t testing.TB, p *Partition, epochs []int32, records []int) {
 	t.Helper()
 	for i, e := range epochs {
 		p.SetLeaderEpoch(e)

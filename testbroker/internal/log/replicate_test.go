@@ -1,6 +1,7 @@
 package log
 
 import (
+	"encoding/binary"
 	"errors"
 	"sync"
 	"testing"
@@ -644,4 +645,56 @@ func TestConcurrentReplication(t *testing.T) {
 	for _, h := range kept {
 		require.Equal(t, h.copy, h.spans, "bytes a reader held are never overwritten")
 	}
+}
+
+// FuzzAppendReplicated checks that no fetched records panic AppendReplicated or a truncation
+// after it, that every refusal carries a Kafka code and changes nothing, and that an accepted
+// append stores a prefix of the records. With fixCRC every whole batch is given the CRC it calls
+// for, so that the fuzzer reaches the checks behind the CRC check.
+func FuzzAppendReplicated(f *testing.F) {
+	leader := NewPartition(Config{})
+	appendInEpochs(f, leader, []int32{0, 0, 2}, []int{1, 3, 2})
+	records, err := leader.AppendRecords(nil, 0, 1<<20, leader.LogEndOffset())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(records, int64(0), false)
+	f.Add(records[:len(records)-3], int64(0), false)
+	f.Add(records, int64(1), false)
+	f.Add(at(encode(spec{n: 4}), 3, 1), int64(5), true)
+	f.Add([]byte{}, int64(0), false)
+
+	f.Fuzz(func(t *testing.T, records []byte, start int64, fixCRC bool) {
+		if fixCRC {
+			records = clone(records)
+			for pos := 0; pos+HeaderSize <= len(records); {
+				n := frameOverhead + int(int32(binary.BigEndian.Uint32(records[pos+posBatchLength:])))
+				if n < HeaderSize || n > len(records)-pos {
+					break
+				}
+				recrc(records[pos : pos+n])
+				pos += n
+			}
+		}
+		p := NewPartition(Config{LogStartOffset: start})
+		before := p.LogEndOffset()
+		res, err := p.AppendReplicated(records)
+		if err != nil {
+			var ke *kerr.Error
+			require.ErrorAs(t, err, &ke)
+			require.Equal(t, before, p.LogEndOffset())
+			return
+		}
+		stored := storage(t, p)
+		require.Equal(t, res.Bytes, len(stored))
+		require.Equal(t, string(records[:res.Bytes]), string(stored))
+		if res.Bytes > 0 {
+			require.Equal(t, res.LastOffset+1, p.LogEndOffset())
+			require.NoError(t, p.TruncateTo((res.FirstOffset+res.LastOffset)/2))
+			_, err = SplitBatches(storage(t, p))
+			if p.LogEndOffset() > p.LogStartOffset() {
+				require.NoError(t, err)
+			}
+		}
+	})
 }
