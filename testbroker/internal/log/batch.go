@@ -19,6 +19,7 @@ const (
 	posCRC          = 17
 	posAttributes   = 21
 	posMaxTimestamp = 35
+	posProducerID   = 43
 
 	// frameOverhead is the part of a batch that BatchLength does not count: BaseOffset and
 	// BatchLength itself.

@@ -13,6 +13,31 @@
 // a consumer may receive records before the offset it asked for and skips them, exactly as it
 // does with Kafka.
 //
+// # Replication
+//
+// Each broker keeps its own Partition per replica. The leader's log appends with Append in the
+// epoch StartLeaderEpoch (or SetLeaderEpoch) set; a follower's log appends with
+// AppendReplicated the records field of the leader's fetch response, byte for byte: the batches
+// keep the leader's BaseOffset and PartitionLeaderEpoch, so the follower's storage, offsets and
+// epochs are the leader's, and the follower's AppendSpans serve the same bytes once it leads.
+// AppendReplicated copies what it keeps, ignores a partial batch at the end of the records,
+// checks each batch's frame and CRC and refuses all of them if one fails, and requires the
+// batches to continue the log exactly (see AppendReplicated for the one exception, a log whose
+// start fell inside a batch). The high watermark stays the caller's in both roles.
+//
+// Both paths keep a leader epoch cache, Kafka's LeaderEpochFileCache: the (epoch, start offset)
+// of each epoch the log's batches were written in. EndOffsetForEpoch answers OffsetForLeaderEpoch
+// with Kafka's rules, DivergingEpoch applies a fetch's LastFetchedEpoch check, and
+// LogEndOffsetAndEpoch gives a follower its next FetchOffset and LastFetchedEpoch. Both paths
+// also keep the idempotent producers' state, so that a follower that becomes leader dedups a
+// retry and checks sequences as the old leader did.
+//
+// A follower whose log diverged truncates with TruncateTo, which cuts at a batch boundary and
+// trims the epoch cache, the producer states, the timestamp index and the high watermark to
+// what is left; one below the leader's log start offset starts again with
+// TruncateFullyAndStartAt. Removed bytes are forgotten, never reused, so slices handed to readers
+// stay valid.
+//
 // # Errors
 //
 // Every refusal wraps the *kerr.Error whose code the broker sends back, so that
@@ -31,5 +56,12 @@
 //     LogAppendTime topic.
 //   - INVALID_PRODUCER_EPOCH (47) and OUT_OF_ORDER_SEQUENCE_NUMBER (45): idempotent producer
 //     checks (see Partition.Append).
-//   - OFFSET_OUT_OF_RANGE (1): a read outside the log.
+//   - OFFSET_OUT_OF_RANGE (1): a read outside the log; a DivergingEpoch check whose epoch the
+//     log cannot place or whose offset is below the log start offset.
+//
+// Replication refusals, which no client sees but which carry a code all the same: AppendReplicated
+// refuses damaged batches with CORRUPT_MESSAGE and unsupported ones with INVALID_RECORD as above,
+// and offsets that do not continue the log with *UnexpectedOffsetError, UNKNOWN_SERVER_ERROR (-1),
+// as Kafka's exceptions for them have no code; truncating to a negative offset is
+// UNKNOWN_SERVER_ERROR too.
 package log

@@ -48,3 +48,20 @@ func errorf(code *kerr.Error, format string, args ...any) error {
 func corruptf(pos int, format string, args ...any) error {
 	return &CorruptError{Pos: pos, Reason: fmt.Sprintf(format, args...)}
 }
+
+// UnexpectedOffsetError refuses replicated batches that do not continue the log: the first
+// batch does not start at the log end offset, or a batch does not start right after the one
+// before it. Kafka refuses the first case with UnexpectedAppendOffsetException and batches out
+// of order with OffsetsOutOfOrderException; neither has a code of its own, so Unwrap returns
+// kerr.UnknownServerError, which is what Kafka would send for them.
+type UnexpectedOffsetError struct {
+	FirstOffset, LastOffset int64 // the offsets of the batch at fault
+	NextOffset              int64 // the offset it had to start at
+}
+
+func (e *UnexpectedOffsetError) Error() string {
+	return fmt.Sprintf("unexpected offset in append: the batch of offsets %d to %d does not start at the next offset %d", e.FirstOffset, e.LastOffset, e.NextOffset)
+}
+
+// Unwrap returns kerr.UnknownServerError.
+func (e *UnexpectedOffsetError) Unwrap() error { return kerr.UnknownServerError }

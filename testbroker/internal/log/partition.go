@@ -40,6 +40,7 @@ type Partition struct {
 	arena       []byte   // storage the next small batches are copied into
 	arenaTail   bool     // whether the last batch stored is the last one copied into arena
 	producers   map[int64]*producerState
+	epochs      epochCache
 	wake        chan struct{} // closed on the next change; nil until Notify asks for it
 }
 
@@ -151,7 +152,7 @@ func (p *Partition) Append(records []byte, now time.Time) (AppendResult, error) 
 	}
 
 	base := p.leo
-	data, follows := p.store(records)
+	data, follows := p.store(records, true)
 	binary.BigEndian.PutUint64(data, uint64(base))
 	binary.BigEndian.PutUint32(data[posLeaderEpoch:], uint32(p.leaderEpoch))
 	maxTS := h.MaxTimestamp
@@ -165,15 +166,8 @@ func (p *Partition) Append(records []byte, now time.Time) (AppendResult, error) 
 		setMaxTimestamp(data, false, maxTS)
 	}
 
-	s := stored{base: base, last: base + int64(h.LastOffsetDelta), maxTimestamp: maxTS, maxSoFar: maxTS, data: data, follows: follows}
-	if n := len(p.batches); n > 0 {
-		s.maxSoFar = max(maxTS, p.batches[n-1].maxSoFar)
-		if maxTS > p.batches[p.maxIdx].maxTimestamp {
-			p.maxIdx = n
-		}
-	}
-	p.batches = append(p.batches, s)
-	p.leo = s.last + 1
+	p.push(stored{base: base, last: base + int64(h.LastOffsetDelta), maxTimestamp: maxTS, data: data, follows: follows})
+	p.epochs.assign(p.leaderEpoch, base)
 	if ps != nil {
 		ps.add(&h, base, maxTS)
 		if newProducer {
@@ -221,12 +215,29 @@ func (p *Partition) validate(records []byte) (BatchHeader, error) {
 	return h, nil
 }
 
-// store returns the storage of batch b, which becomes the last stored batch: b itself when it
-// is large, otherwise a copy in the arena. follows reports whether the copy starts where the
-// previous batch ends.
-func (p *Partition) store(b []byte) (data []byte, follows bool) {
+// push adds s, a batch that starts at the log end offset, to the stored batches and the
+// timestamp index.
+func (p *Partition) push(s stored) {
+	s.maxSoFar = s.maxTimestamp
+	if n := len(p.batches); n > 0 {
+		s.maxSoFar = max(s.maxTimestamp, p.batches[n-1].maxSoFar)
+		if s.maxTimestamp > p.batches[p.maxIdx].maxTimestamp {
+			p.maxIdx = n
+		}
+	}
+	p.batches = append(p.batches, s)
+	p.leo = s.last + 1
+}
+
+// store returns the storage of batch b, which becomes the last stored batch: a copy in the
+// arena when it is small, otherwise b itself if keep is set (the caller hands b over) or a copy
+// of its own. follows reports whether the copy starts where the previous batch ends.
+func (p *Partition) store(b []byte, keep bool) (data []byte, follows bool) {
 	if len(b) >= keepBytes {
 		p.arenaTail = false
+		if !keep {
+			return append(make([]byte, 0, len(b)), b...), false
+		}
 		return b[:len(b):len(b)], false
 	}
 	follows = p.arenaTail
@@ -381,7 +392,9 @@ func (p *Partition) SetHighWatermark(hwm int64) {
 }
 
 // SetLeaderEpoch sets the leader epoch that Append writes into the PartitionLeaderEpoch field
-// of the batches it appends from now on; consumers use it to detect log truncation.
+// of the batches it appends from now on; consumers use it to detect log truncation. The epoch
+// enters the leader epoch cache with the first batch appended in it; StartLeaderEpoch enters it
+// at once, as a new leader must.
 func (p *Partition) SetLeaderEpoch(epoch int32) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
