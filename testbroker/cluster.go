@@ -45,6 +45,7 @@ func Start(opts ...Opt) (*Cluster, error) {
 	if c.inMemory {
 		mem = new(memnet.Network)
 		sc.Listen = func(addr string) (net.Listener, error) { return mem.Listen(addr) }
+		sc.Dial = mem.DialContext
 	}
 	s, err := server.Start(sc)
 	if err != nil {

@@ -31,6 +31,8 @@ type cfg struct {
 	topics        []server.TopicSpec
 	logger        *slog.Logger
 	clusterID     string
+	// noReplicaFetchers is for this package's tests of the leader (export_test.go).
+	noReplicaFetchers bool
 }
 
 func defaultCfg() cfg {
@@ -94,6 +96,16 @@ func TopicWithConfigs(name string, partitions int32, configs map[string]string) 
 	})
 }
 
+// ReplicatedTopic creates a topic whose partitions have replicationFactor replicas each, on
+// that many brokers, when the cluster starts. Partition p of the cluster's k-th topic is led
+// by broker (k+p) mod NumBrokers and followed by the brokers after it. A factor above
+// NumBrokers makes Start fail with Kafka's INVALID_REPLICATION_FACTOR message.
+func ReplicatedTopic(name string, partitions int32, replicationFactor int16) Opt {
+	return opt(func(c *cfg) {
+		c.topics = append(c.topics, server.TopicSpec{Name: name, Partitions: partitions, ReplicationFactor: replicationFactor})
+	})
+}
+
 // Logger receives the cluster's connection-level events, such as a connection closed because
 // of a malformed request and why. The default discards them.
 func Logger(l *slog.Logger) Opt { return opt(func(c *cfg) { c.logger = l }) }
@@ -127,6 +139,8 @@ func (c *cfg) validate() (server.Config, *clock.Manual, error) {
 		Topics:        c.topics,
 		Logger:        c.logger,
 		ClusterID:     c.clusterID,
+
+		NoReplicaFetchers: c.noReplicaFetchers,
 	}
 	var manual *clock.Manual
 	if c.manualStart != nil {

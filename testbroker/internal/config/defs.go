@@ -89,6 +89,14 @@ var brokerDefs = defsByName(
 	def("delete.topic.enable", typeBool, "true", nil),
 	def("offsets.topic.num.partitions", typeInt, "50", atLeast(1)),
 	def("share.coordinator.state.topic.num.partitions", typeInt, "50", atLeast(1)),
+	def("replica.lag.time.max.ms", typeLong, "30000", nil),
+	def("replica.fetch.wait.max.ms", typeInt, "500", nil),
+	def("replica.fetch.min.bytes", typeInt, "1", nil),
+	def("replica.fetch.max.bytes", typeInt, "1048576", atLeast(0)),
+	def("replica.fetch.response.max.bytes", typeInt, "10485760", atLeast(0)),
+	def("replica.fetch.backoff.ms", typeInt, "1000", atLeast(0)),
+	// testbroker's own: whether leaders apply KIP-1166 to follower fetches (package replica).
+	def("testbroker.kip1166.enable", typeBool, "true", nil),
 
 	// The broker side of the topic configs: every one is dynamic but the hour and minute
 	// synonyms (DynamicLogConfig.ReconfigurableConfigs).

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/kshare/kshare/testbroker/internal/log"
+	"github.com/kshare/kshare/testbroker/internal/replica"
 	"github.com/kshare/kshare/testbroker/internal/share"
 )
 
@@ -32,6 +33,8 @@ type Snapshot struct {
 	ClassicGroup ClassicGroup
 	// Log is what a new partition's log gets from the broker configs (Store.LogConfig).
 	Log log.Config
+	// Replica are the replication settings.
+	Replica replica.Settings
 
 	groups   map[string]*Group // groups with configs of their own
 	defaults *Group            // every other group
@@ -103,6 +106,15 @@ func (s *Store) publishLocked() {
 			MaxSessionTimeout:     ms("group.max.session.timeout.ms"),
 			InitialRebalanceDelay: ms("group.initial.rebalance.delay.ms"),
 			MaxSize:               s.intLocked("group.max.size"),
+		},
+		Replica: replica.Settings{
+			LagTimeMax:            ms("replica.lag.time.max.ms"),
+			FetchWaitMax:          ms("replica.fetch.wait.max.ms"),
+			FetchMinBytes:         int32(s.intLocked("replica.fetch.min.bytes")),
+			FetchMaxBytes:         int32(s.intLocked("replica.fetch.max.bytes")),
+			FetchResponseMaxBytes: int32(s.intLocked("replica.fetch.response.max.bytes")),
+			FetchBackoff:          ms("replica.fetch.backoff.ms"),
+			KIP1166:               s.parsedLocked("testbroker.kip1166.enable").(bool),
 		},
 		Log: log.Config{
 			LogAppendTime:   s.topicValueLocked(nil, -1, "message.timestamp.type") == "LogAppendTime",

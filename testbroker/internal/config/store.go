@@ -205,6 +205,14 @@ func (s *Store) LogConfig(topicConfigs map[string]string) log.Config {
 	return cfg
 }
 
+// MinInSyncReplicas returns a topic's min.insync.replicas: its own, else the broker's.
+func (s *Store) MinInSyncReplicas(topicConfigs map[string]string) int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n, _ := strconv.Atoi(s.topicValueLocked(topicConfigs, -1, "min.insync.replicas"))
+	return n
+}
+
 // AlterBroker changes the dynamic configs of broker id, or of every broker for a negative id,
 // as ConfigAdminManager and DynamicBrokerConfig validate them: APPEND and SUBTRACT need a
 // known LIST config (INVALID_CONFIG), a config Kafka cannot change at runtime is

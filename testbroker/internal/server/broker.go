@@ -25,6 +25,7 @@ type Broker struct {
 	conns  map[*conn]struct{}
 	closed bool
 	wg     sync.WaitGroup
+	served chan struct{} // closed when the current listener's accept loop has ended
 }
 
 // newBroker makes broker id of c on ln, advertising ln's address: a TCP listener's, or any other
@@ -40,13 +41,14 @@ func newBroker(c *Cluster, id int32, ln net.Listener) (*Broker, error) {
 		return nil, fmt.Errorf("listener address %q: bad port: %w", addr, err)
 	}
 	return &Broker{
-		c:     c,
-		id:    id,
-		ln:    ln,
-		addr:  addr,
-		host:  host,
-		port:  int32(port),
-		conns: make(map[*conn]struct{}),
+		c:      c,
+		id:     id,
+		ln:     ln,
+		addr:   addr,
+		host:   host,
+		port:   int32(port),
+		conns:  make(map[*conn]struct{}),
+		served: make(chan struct{}),
 	}, nil
 }
 
@@ -54,6 +56,7 @@ func newBroker(c *Cluster, id int32, ln net.Listener) (*Broker, error) {
 func (b *Broker) ID() int32 { return b.id }
 
 func (b *Broker) serve() {
+	defer close(b.served)
 	defer b.wg.Wait()
 	for {
 		nc, err := b.ln.Accept()

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"github.com/kshare/kshare/testbroker/internal/config"
 	"github.com/kshare/kshare/testbroker/internal/fault"
 	"github.com/kshare/kshare/testbroker/internal/group"
+	"github.com/kshare/kshare/testbroker/internal/replica"
 	"github.com/kshare/kshare/testbroker/internal/share"
 	"github.com/kshare/kshare/testbroker/internal/wire"
 )
@@ -26,6 +28,8 @@ type Config struct {
 	// Listen opens a broker's listener on one of ListenAddrs; nil means TCP (net.Listen). The
 	// listener's Addr().String() is the host:port the broker advertises.
 	Listen func(addr string) (net.Listener, error)
+	// Dial reaches a broker's listener, for the replica fetchers; nil means TCP (net.Dialer).
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 	// Clock runs every timer of the cluster; nil means the real clock.
 	Clock clock.Clock
 	// MaxFrameBytes is the largest request accepted; larger frames close the connection.
@@ -40,6 +44,9 @@ type Config struct {
 	Logger *slog.Logger
 	// ClusterID is reported in Metadata and DescribeCluster; empty picks a random one.
 	ClusterID string
+	// NoReplicaFetchers leaves the followers' fetchers off, for tests of the leader that send
+	// the followers' fetches themselves.
+	NoReplicaFetchers bool
 }
 
 // TopicSpec describes a topic to create.
@@ -68,6 +75,9 @@ type Cluster struct {
 	producerIDs producerIDs
 	groups      *group.Coordinator
 	shares      *share.Manager
+	replicas    *replica.Manager
+
+	lifecycleMu sync.Mutex // serialises StopBroker and StartBroker
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -84,6 +94,10 @@ func Start(cfg Config) (*Cluster, error) {
 	}
 	if cfg.Listen == nil {
 		cfg.Listen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+	}
+	if cfg.Dial == nil {
+		var d net.Dialer
+		cfg.Dial = d.DialContext
 	}
 	if cfg.MaxFrameBytes <= 0 {
 		cfg.MaxFrameBytes = wire.DefaultMaxFrameBytes
@@ -109,6 +123,7 @@ func Start(cfg Config) (*Cluster, error) {
 	}
 	c.groups = c.newGroupCoordinator()
 	c.shares = c.newShareManager()
+	c.replicas = c.newReplicaManager()
 	if c.clusterID == "" {
 		var id [16]byte
 		_, _ = rand.Read(id[:])
@@ -140,6 +155,9 @@ func Start(cfg Config) (*Cluster, error) {
 			b.serve()
 		}()
 	}
+	if !cfg.NoReplicaFetchers {
+		c.replicas.Start()
+	}
 	return c, nil
 }
 
@@ -148,6 +166,7 @@ func (c *Cluster) Close() {
 	c.closeOnce.Do(func() {
 		close(c.closed)
 		c.groups.Close()
+		c.replicas.Close()
 		for _, b := range c.brokers {
 			b.close()
 		}

@@ -73,7 +73,7 @@ func (c *Cluster) growTopic(name string, count int32, assignments [][]int32, val
 	if err := checkBatchSize(additional); err != nil {
 		return err
 	}
-	rf := len(t.partitions[0].Replicas)
+	rf := len(t.partitions[0].State().Replicas)
 	if assignments != nil {
 		if len(assignments) != int(additional) {
 			return errorf(kerr.InvalidReplicaAssignment, "Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", additional, len(assignments))
@@ -84,7 +84,7 @@ func (c *Cluster) growTopic(name string, count int32, assignments [][]int32, val
 			}
 		}
 	} else {
-		assignments = c.placeReplicas(int(t.partitions[0].Leader), int(have), additional, int16(rf))
+		assignments = c.placeReplicas(int(t.partitions[0].State().Replicas[0]), int(have), additional, int16(rf))
 	}
 	if !validateOnly {
 		cloned := make([][]int32, len(assignments))

@@ -85,9 +85,7 @@ func (c *Cluster) createdTopicResult(t *Topic) kmsg.CreateTopicsResponseTopic {
 	rt := kmsg.NewCreateTopicsResponseTopic()
 	rt.Topic = t.Name
 	rt.TopicID = t.ID
-	parts := c.partitions(t)
-	rt.NumPartitions = int32(len(parts))
-	rt.ReplicationFactor = int16(len(parts[0].Replicas))
+	rt.NumPartitions, rt.ReplicationFactor = c.topicShapeOf(t)
 	for _, e := range c.configs.TopicEntries(c.topicConfigs(t), -1, false) {
 		rc := kmsg.NewCreateTopicsResponseTopicConfig()
 		rc.Name = e.Name

@@ -82,7 +82,7 @@ func (b *Broker) handleDeleteTopics(_ *conn, req *kmsg.DeleteTopicsRequest) kmsg
 				add(e.name, [16]byte{}, errorf(kerr.UnknownTopicOrPartition, "%s", kerr.UnknownTopicOrPartition.Description))
 				continue
 			}
-			c.shares.TopicDeleted(t.ID)
+			c.topicDeleted(t)
 			add(e.name, t.ID, nil)
 		default:
 			t := c.deleteTopicByID(e.id)
@@ -90,7 +90,7 @@ func (b *Broker) handleDeleteTopics(_ *conn, req *kmsg.DeleteTopicsRequest) kmsg
 				add(nil, e.id, errorf(kerr.UnknownTopicID, "%s", kerr.UnknownTopicID.Description))
 				continue
 			}
-			c.shares.TopicDeleted(t.ID)
+			c.topicDeleted(t)
 			name := t.Name
 			add(&name, e.id, nil)
 		}

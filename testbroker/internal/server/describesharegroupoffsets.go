@@ -110,7 +110,7 @@ func (c *Cluster) describeSharePartition(rp *kmsg.DescribeShareGroupOffsetsRespo
 	if sp == nil || p == nil {
 		return
 	}
-	rp.StartOffset, rp.LeaderEpoch, rp.Lag = sp.StartOffset(), p.LeaderEpoch, sp.Lag()
+	rp.StartOffset, rp.LeaderEpoch, rp.Lag = sp.StartOffset(), p.State().LeaderEpoch, sp.Lag()
 }
 
 func failedDescribeShareGroupOffsets(r *kmsg.DescribeShareGroupOffsetsRequest, code int16) kmsg.Response {

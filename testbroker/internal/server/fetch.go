@@ -2,12 +2,12 @@ package server
 
 import (
 	"errors"
-	"reflect"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/replica"
 	"github.com/kshare/kshare/testbroker/internal/wire"
 )
 
@@ -28,10 +28,13 @@ var noAbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction
 type fetchPart struct {
 	req     *kmsg.FetchRequestTopicPartition
 	out     *kmsg.FetchResponseTopicPartition
-	p       *Partition  // nil when the topic or partition is unknown
-	err     *kerr.Error // why p is nil
-	topic   int         // index of the partition's topic in the request
-	records [][]byte    // the records read, as slices of the log's storage; empty for none
+	p       *replica.Partition // nil when the topic or partition is unknown
+	err     *kerr.Error        // why p is nil, or why the follower's fetch of it was refused
+	topic   int                // index of the partition's topic in the request
+	records [][]byte           // the records read, as slices of the log's storage; empty for none
+	// diverging is set when a follower's LastFetchedEpoch shows that its log diverged from
+	// the leader's: the answer is the epoch and end offset to truncate to, with no records.
+	diverging *kmsg.FetchResponseTopicPartitionDivergingEpoch
 }
 
 // handleFetch answers Fetch v4-18 as a Kafka leader answers a consumer. Topics are named by
@@ -77,7 +80,14 @@ func (b *Broker) handleFetch(cn *conn, req *kmsg.FetchRequest) kmsg.Response {
 		return resp
 	}
 	parts, waitable := b.fetchParts(req, resp)
-	b.readAndWait(req, parts[:waitable])
+	from := fetcher{id: -1, epoch: -1}
+	if id := req.ReplicaID; req.Version < 15 && id >= 0 {
+		from.id = id
+	} else if req.Version >= 15 && req.ReplicaState.ID >= 0 {
+		from.id, from.epoch = req.ReplicaState.ID, req.ReplicaState.Epoch
+	}
+	from.kip1166 = from.follower() && c.configs.Snapshot().Replica.KIP1166
+	b.readAndWait(req, parts[:waitable], from)
 	if req.Version >= 16 {
 		for i := range parts[:waitable] {
 			if out := parts[i].out; out.CurrentLeader.LeaderID >= 0 {
@@ -103,44 +113,136 @@ func (b *Broker) handleFetch(cn *conn, req *kmsg.FetchRequest) kmsg.Response {
 }
 
 // readAndWait reads the parts into their response slots and, when they hold less than the
-// request's MinBytes, waits for more as handleFetch describes.
-func (b *Broker) readAndWait(req *kmsg.FetchRequest, parts []fetchPart) {
+// request's MinBytes, waits for more as handleFetch describes. A follower's fetch (from is
+// its broker id, -1 for a consumer) first records the follower's position at each partition
+// (replica.Partition.Fetched) and, with KIP-1166 on, is also answered at once when a
+// partition's watermark is ahead of the one the follower sent (complete).
+func (b *Broker) readAndWait(req *kmsg.FetchRequest, parts []fetchPart, from fetcher) {
 	c := b.c
 	maxBytes := min(max(int(req.MaxBytes), 0), maxFetchBytes)
 	minBytes := min(int(req.MinBytes), maxBytes)
 	committed := req.IsolationLevel == 1
 
-	n, failed := b.readFetch(parts, maxBytes, committed, req.Version)
-	if req.MaxWaitMillis <= 0 || len(parts) == 0 || n >= minBytes || failed {
+	diverged := from.follower() && b.recordFollower(parts, from)
+	n, failed := b.readFetch(parts, maxBytes, committed, req.Version, from)
+	if req.MaxWaitMillis <= 0 || len(parts) == 0 || n >= minBytes || failed || diverged || from.complete(parts) {
 		return
 	}
 
 	expired := make(chan struct{})
 	timer := c.clock.AfterFunc(time.Duration(req.MaxWaitMillis)*time.Millisecond, func() { close(expired) })
-	w := newFetchWaiter(len(parts), expired, c.closed)
+	var topology <-chan struct{}
+	if from.follower() {
+		topology = c.replicas.Topology()
+	}
+	w := replica.NewWaiter(len(parts), expired, c.closed, topology)
 	for {
 		// Ask for the wake-ups before reading, so that an append or a leader move between the
 		// read and the wait is not missed.
 		for i := range parts {
-			w.set(i, parts[i].p.Log.Notify(), parts[i].p.moved)
+			st := parts[i].p.State()
+			w.Set(i, b.notify(st), st.Moved())
 		}
-		n, failed = b.readFetch(parts, maxBytes, committed, req.Version)
-		if n >= minBytes || failed {
+		n, failed = b.readFetch(parts, maxBytes, committed, req.Version, from)
+		if n >= minBytes || failed || from.complete(parts) {
 			timer.Stop()
 			return
 		}
-		switch w.wait() {
-		case waitExpired:
-			b.readFetch(parts, maxBytes, committed, req.Version)
+		switch w.Wait() {
+		case replica.WaitExpired:
+			b.readFetch(parts, maxBytes, committed, req.Version, from)
 			return
-		case waitClosed:
+		case replica.WaitClosed:
 			timer.Stop()
 			return
 		}
-		for i := range parts {
-			parts[i].p = c.current(parts[i].p)
+		if from.follower() && topologyChanged(topology) {
+			// The follower's fetcher has partitions to add or drop: answer, so it asks again.
+			timer.Stop()
+			b.readFetch(parts, maxBytes, committed, req.Version, from)
+			return
 		}
 	}
+}
+
+// recordFollower applies a follower's fetch to the leader's view before the read, as Kafka's
+// leader does: a LastFetchedEpoch (v12+) that shows a diverged log gets the epoch and end
+// offset to truncate to (log.Partition.DivergingEpoch), or OFFSET_OUT_OF_RANGE when the leader
+// cannot place it; otherwise the follower's position is recorded (replica.Partition.Fetched),
+// which may move the ISR and the high watermark. It reports whether a partition diverged.
+func (b *Broker) recordFollower(parts []fetchPart, from fetcher) bool {
+	diverged := false
+	for i := range parts {
+		fp := &parts[i]
+		st := fp.p.State()
+		if b.leaderError(st, fp.req.CurrentLeaderEpoch) != nil {
+			continue // readFetch answers the error
+		}
+		if fp.req.LastFetchedEpoch >= 0 {
+			epoch, end, div, err := st.LeaderLog().DivergingEpoch(fp.req.LastFetchedEpoch, fp.req.FetchOffset)
+			if err != nil {
+				fp.err = kerrOf(err)
+				continue
+			}
+			if div {
+				fp.diverging = &kmsg.FetchResponseTopicPartitionDivergingEpoch{Epoch: epoch, EndOffset: end}
+				diverged = true
+				continue
+			}
+		}
+		if err := fp.p.Fetched(from.id, from.epoch, fp.req.FetchOffset); err != nil {
+			fp.err = kerrOf(err)
+		}
+	}
+	return diverged
+}
+
+func topologyChanged(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// fetcher is who sends a fetch: a consumer (id -1) or a follower broker with its broker epoch,
+// and whether the leader applies KIP-1166 to it.
+type fetcher struct {
+	id      int32
+	epoch   int64
+	kip1166 bool
+}
+
+func (f fetcher) follower() bool { return f.id >= 0 }
+
+// complete reports whether a follower's fetch is answered at once under KIP-1166: some
+// partition's high watermark is above the one the follower sent (-1: unknown; the default
+// of versions before 18, MaxInt64, is never below). Kafka's KRaft leader applies this rule to
+// its metadata log (KafkaRaftClient.handleFetchRequest); package replica applies it to every
+// partition.
+func (f fetcher) complete(parts []fetchPart) bool {
+	if !f.follower() || !f.kip1166 {
+		return false
+	}
+	for i := range parts {
+		if fp := &parts[i]; fp.out.ErrorCode == 0 && replica.BehindOnHighWatermark(fp.req.HighWatermark, fp.out.HighWatermark) {
+			return true
+		}
+	}
+	return false
+}
+
+// closedChan is a channel that is always ready.
+var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
+
+// notify returns the wake-up of this broker's replica in st, or, when the broker holds none
+// (a reassignment took it away), a closed channel: the next read answers the error.
+func (b *Broker) notify(st *replica.State) <-chan struct{} {
+	if lg := st.Log(b.id); lg != nil {
+		return lg.Notify()
+	}
+	return closedChan
 }
 
 // appendFetchBroker adds the address of node id to brokers unless it is there already.
@@ -231,34 +333,50 @@ func (b *Broker) fetchParts(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) ([
 
 // readFetch reads every part into its response slot and its records, and returns the record
 // bytes read and whether a partition failed. Reading again rewrites every part, so none keeps
-// stale records.
-func (b *Broker) readFetch(parts []fetchPart, maxBytes int, committed bool, version int16) (int, bool) {
+// stale records. A consumer reads up to the high watermark of this broker's replica, a
+// follower up to the leader's log end offset.
+func (b *Broker) readFetch(parts []fetchPart, maxBytes int, committed bool, version int16, from fetcher) (int, bool) {
 	left := maxBytes
 	first := true // no partition has given records yet: the next one gets at least a batch
 	failed := false
 	total := 0
 	for i := range parts {
 		fp := &parts[i]
-		out, p := fp.out, fp.p
+		out := fp.out
+		st := fp.p.State()
 		fp.records = fp.records[:0]
 		out.AbortedTransactions = nil
-		if lerr := b.leaderError(p, fp.req.CurrentLeaderEpoch); lerr != nil {
-			b.failFetchPart(out, lerr, p, version)
+		lerr := fp.err
+		if lerr == nil {
+			// A consumer from v11 may read from a follower (KIP-392); a follower only from the leader.
+			lerr = b.replicaError(st, fp.req.CurrentLeaderEpoch, from.follower() || version < 11)
+		}
+		if lerr != nil {
+			b.failFetchPart(out, lerr, st, version)
 			failed = true
 			continue
 		}
-		hwm := p.Log.HighWatermark()
+		lg := st.Log(b.id)
+		hwm := lg.HighWatermark()
+		limit := hwm
+		if from.follower() {
+			limit = lg.LogEndOffset()
+		}
 		partMax := min(max(int(fp.req.PartitionMaxBytes), 0), left)
 		n := 0
 		var err error
-		if first || partMax > 0 {
-			fp.records, n, err = p.Log.AppendSpans(fp.records, fp.req.FetchOffset, partMax, hwm)
-		} else if off := fp.req.FetchOffset; off < p.Log.LogStartOffset() || off > p.Log.LogEndOffset() {
+		switch {
+		case fp.diverging != nil:
+			// No records: the follower truncates first.
+			out.DivergingEpoch = *fp.diverging
+		case first || partMax > 0:
+			fp.records, n, err = lg.AppendSpans(fp.records, fp.req.FetchOffset, partMax, limit)
+		case fp.req.FetchOffset < lg.LogStartOffset() || fp.req.FetchOffset > lg.LogEndOffset():
 			// The response is full: no records, but the offset is still checked.
 			err = kerr.OffsetOutOfRange
 		}
 		if err != nil {
-			b.failFetchPart(out, kerrOf(err), p, version)
+			b.failFetchPart(out, kerrOf(err), st, version)
 			failed = true
 			continue
 		}
@@ -274,7 +392,7 @@ func (b *Broker) readFetch(parts []fetchPart, maxBytes int, committed bool, vers
 		out.ErrorCode = 0
 		out.HighWatermark = hwm
 		out.LastStableOffset = hwm
-		out.LogStartOffset = p.Log.LogStartOffset()
+		out.LogStartOffset = lg.LogStartOffset()
 		out.CurrentLeader.LeaderID, out.CurrentLeader.LeaderEpoch = -1, -1
 		if committed {
 			out.AbortedTransactions = noAbortedTransactions
@@ -285,12 +403,12 @@ func (b *Broker) readFetch(parts []fetchPart, maxBytes int, committed bool, vers
 
 // failFetchPart sets a failed partition's answer: the error, -1 for every offset, and for a
 // partition led elsewhere the leader (v16+, as Kafka sends it).
-func (b *Broker) failFetchPart(out *kmsg.FetchResponseTopicPartition, err *kerr.Error, p *Partition, version int16) {
+func (b *Broker) failFetchPart(out *kmsg.FetchResponseTopicPartition, err *kerr.Error, st *replica.State, version int16) {
 	out.ErrorCode = err.Code
 	out.HighWatermark, out.LastStableOffset, out.LogStartOffset = -1, -1, -1
 	out.CurrentLeader.LeaderID, out.CurrentLeader.LeaderEpoch = -1, -1
 	if version >= 16 && (err == kerr.NotLeaderForPartition || err == kerr.FencedLeaderEpoch) {
-		out.CurrentLeader.LeaderID, out.CurrentLeader.LeaderEpoch = p.Leader, p.LeaderEpoch
+		out.CurrentLeader.LeaderID, out.CurrentLeader.LeaderEpoch = st.Leader, st.LeaderEpoch
 	}
 }
 
@@ -301,68 +419,6 @@ func kerrOf(err error) *kerr.Error {
 		return ke
 	}
 	return kerr.UnknownServerError
-}
-
-// fetchWaiter waits for the first of: a wake-up or a leader move of any of a fetch's
-// partitions, the fetch's deadline, the cluster's close.
-type fetchWaiter struct {
-	expired, closed <-chan struct{}
-	one, oneMoved   <-chan struct{}      // the wake-up and the leader move of a single-partition fetch
-	cases           []reflect.SelectCase // per partition its wake-up and its leader move, then expired and closed
-}
-
-type waitResult int
-
-const (
-	waitWoken waitResult = iota
-	waitExpired
-	waitClosed
-)
-
-func newFetchWaiter(n int, expired, closed <-chan struct{}) *fetchWaiter {
-	w := &fetchWaiter{expired: expired, closed: closed}
-	if n > 1 {
-		w.cases = make([]reflect.SelectCase, 2*n+2)
-		for i := range w.cases {
-			w.cases[i].Dir = reflect.SelectRecv
-		}
-		w.cases[2*n].Chan = reflect.ValueOf(expired)
-		w.cases[2*n+1].Chan = reflect.ValueOf(closed)
-	}
-	return w
-}
-
-// set makes wake the wake-up of partition i and moved the channel its leader move closes.
-func (w *fetchWaiter) set(i int, wake, moved <-chan struct{}) {
-	if w.cases == nil {
-		w.one, w.oneMoved = wake, moved
-		return
-	}
-	w.cases[2*i].Chan = reflect.ValueOf(wake)
-	w.cases[2*i+1].Chan = reflect.ValueOf(moved)
-}
-
-func (w *fetchWaiter) wait() waitResult {
-	if w.cases == nil {
-		select {
-		case <-w.one:
-			return waitWoken
-		case <-w.oneMoved:
-			return waitWoken
-		case <-w.expired:
-			return waitExpired
-		case <-w.closed:
-			return waitClosed
-		}
-	}
-	chosen, _, _ := reflect.Select(w.cases)
-	switch chosen {
-	case len(w.cases) - 2:
-		return waitExpired
-	case len(w.cases) - 1:
-		return waitClosed
-	}
-	return waitWoken
 }
 
 func failedFetch(r *kmsg.FetchRequest, code int16) kmsg.Response {

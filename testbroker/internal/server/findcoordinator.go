@@ -105,9 +105,18 @@ func (c *Cluster) shareCoordinatorFor(key string) int32 {
 	return c.internalPartitionLeader(key, c.configs.Snapshot().ShareStatePartitions)
 }
 
+// internalPartitionLeader returns the broker that leads the internal topic partition of key:
+// partition p is led by broker p mod N, or, while that broker is stopped, by the next running
+// one, as the partition's leadership would move.
 func (c *Cluster) internalPartitionLeader(key string, partitions int32) int32 {
 	p := javaAbs(javaHashCode(key)) % partitions
-	return p % int32(c.NumBrokers())
+	n := int32(c.NumBrokers())
+	for i := range n {
+		if b := (p + i) % n; c.alive(b) {
+			return b
+		}
+	}
+	return p % n
 }
 
 // javaHashCode is Java's String.hashCode: 31*h + c over the UTF-16 code units.

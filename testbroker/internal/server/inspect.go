@@ -1,9 +1,12 @@
 package server
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/testbroker/internal/config"
+	"github.com/kshare/kshare/testbroker/internal/replica"
 )
 
 // TopicState is a snapshot of a topic for tests and tools.
@@ -14,16 +17,31 @@ type TopicState struct {
 	Partitions []PartitionState
 }
 
-// PartitionState is a snapshot of a partition.
+// PartitionState is a snapshot of a partition. The offsets are the leader's, or, while no
+// replica leads, those of the first replica.
 type PartitionState struct {
-	Topic          string
-	Partition      int32
-	Leader         int32
-	LeaderEpoch    int32
-	Replicas       []int32
+	Topic           string
+	Partition       int32
+	Leader          int32
+	LeaderEpoch     int32
+	Replicas        []int32
+	ISR             []int32
+	OfflineReplicas []int32
+	LogStartOffset  int64
+	LogEndOffset    int64
+	HighWatermark   int64
+	// ReplicaStates has one entry per replica, in Replicas order.
+	ReplicaStates []ReplicaState
+}
+
+// ReplicaState is a snapshot of one replica of a partition.
+type ReplicaState struct {
+	Broker         int32
 	LogStartOffset int64
 	LogEndOffset   int64
 	HighWatermark  int64
+	InISR          bool
+	Online         bool // the broker runs
 }
 
 // Topics returns every topic, sorted by name.
@@ -48,22 +66,36 @@ func (c *Cluster) TopicState(name string) (TopicState, bool) {
 func (c *Cluster) topicState(t *Topic) TopicState {
 	ts := TopicState{Name: t.Name, ID: t.ID, Configs: c.topicConfigs(t)}
 	for _, p := range c.partitions(t) {
-		ts.Partitions = append(ts.Partitions, p.state())
+		ts.Partitions = append(ts.Partitions, c.partitionState(p))
 	}
 	return ts
 }
 
-func (p *Partition) state() PartitionState {
-	return PartitionState{
-		Topic:          p.Topic.Name,
-		Partition:      p.Index,
-		Leader:         p.Leader,
-		LeaderEpoch:    p.LeaderEpoch,
-		Replicas:       append([]int32(nil), p.Replicas...),
-		LogStartOffset: p.Log.LogStartOffset(),
-		LogEndOffset:   p.Log.LogEndOffset(),
-		HighWatermark:  p.Log.HighWatermark(),
+func (c *Cluster) partitionState(p *replica.Partition) PartitionState {
+	st := p.State()
+	ps := PartitionState{
+		Topic:       p.Topic,
+		Partition:   p.Index,
+		Leader:      st.Leader,
+		LeaderEpoch: st.LeaderEpoch,
+		Replicas:    slices.Clone(st.Replicas),
+		ISR:         slices.Clone(st.ISR),
 	}
+	for _, r := range st.Replicas {
+		lg := st.Log(r)
+		rs := ReplicaState{Broker: r, LogStartOffset: lg.LogStartOffset(), LogEndOffset: lg.LogEndOffset(),
+			HighWatermark: lg.HighWatermark(), InISR: st.InISR(r), Online: c.replicas.Alive(r)}
+		if !rs.Online {
+			ps.OfflineReplicas = append(ps.OfflineReplicas, r)
+		}
+		ps.ReplicaStates = append(ps.ReplicaStates, rs)
+	}
+	main := ps.ReplicaStates[0]
+	if i := slices.Index(st.Replicas, st.Leader); i >= 0 {
+		main = ps.ReplicaStates[i]
+	}
+	ps.LogStartOffset, ps.LogEndOffset, ps.HighWatermark = main.LogStartOffset, main.LogEndOffset, main.HighWatermark
+	return ps
 }
 
 // CreateTopic creates a topic as CreateTopics would.

@@ -2,10 +2,10 @@ package server
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kshare/kshare/testbroker/internal/replica"
 	"github.com/kshare/kshare/testbroker/internal/share"
 )
 
@@ -26,8 +26,10 @@ import (
 // their partitions again. Moving the leader to the broker that leads already only raises the
 // epoch: Kafka's leader keeps its share partitions then.
 //
+// A follower takes over with its own log, so it must be in the ISR
+// (PREFERRED_LEADER_NOT_AVAILABLE otherwise), and the broker must run (BROKER_NOT_AVAILABLE).
 // It fails, changing nothing, for a topic or partition the cluster does not have
-// (UNKNOWN_TOPIC_OR_PARTITION), a broker it does not run (INVALID_REPLICA_ASSIGNMENT), and
+// (UNKNOWN_TOPIC_OR_PARTITION), a broker it does not have (INVALID_REPLICA_ASSIGNMENT), and
 // once the cluster is closed.
 func (c *Cluster) MoveLeader(topic string, index, broker int32) error {
 	select {
@@ -38,29 +40,24 @@ func (c *Cluster) MoveLeader(topic string, index, broker int32) error {
 	if c.broker(broker) == nil {
 		return fmt.Errorf("moving the leader of %s-%d to broker %d: no such broker: %w", topic, index, broker, kerr.InvalidReplicaAssignment)
 	}
-	c.topicsMu.Lock()
-	t := c.topics[topic]
-	if t == nil || index < 0 || int(index) >= len(t.partitions) {
-		c.topicsMu.Unlock()
+	p := c.partition(c.topic(topic), index)
+	if p == nil {
 		return fmt.Errorf("moving the leader of %s-%d to broker %d: %w", topic, index, broker, kerr.UnknownTopicOrPartition)
 	}
-	old := t.partitions[index]
-	p := *old
-	p.Leader, p.LeaderEpoch, p.moved = broker, old.LeaderEpoch+1, make(chan struct{})
-	if !slices.Contains(old.Replicas, broker) {
-		p.Replicas = slices.Clone(old.Replicas)
-		p.Replicas[slices.Index(p.Replicas, old.Leader)] = broker
+	if err := c.replicas.MoveLeader(p, broker); err != nil {
+		return fmt.Errorf("moving the leader of %s-%d to broker %d: %w", topic, index, broker, err)
 	}
-	p.Log.SetLeaderEpoch(p.LeaderEpoch)
-	t.partitions[index] = &p
-	c.topicsMu.Unlock()
-
-	close(old.moved)
-	c.shares.LeaderMoved(share.TopicPartition{Topic: t.ID, Partition: index}, old.Leader != broker)
 	return nil
 }
 
-// current returns the partition in p's place now: p itself unless its leader moved since.
-func (c *Cluster) current(p *Partition) *Partition {
-	return c.partition(p.Topic, p.Index)
+// leaderChanged hands each share group's share partition of p over to p's new leader (see
+// MoveLeader); the replica manager calls it after every change of leader epoch.
+func (c *Cluster) leaderChanged(p *replica.Partition, old, next *replica.State) {
+	c.shares.LeaderMoved(share.TopicPartition{Topic: p.TopicID, Partition: p.Index}, old.Leader != next.Leader, next.LeaderLog())
+}
+
+// topicDeleted forgets a deleted topic's replicas and share partitions.
+func (c *Cluster) topicDeleted(t *Topic) {
+	c.replicas.Forget(t.ID)
+	c.shares.TopicDeleted(t.ID)
 }

@@ -139,29 +139,31 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, t *Topic, rp *kmsg.Lis
 		sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		return
 	}
-	if err := b.replicaError(p, rp.CurrentLeaderEpoch, req.ReplicaID != debuggingReplicaID); err != nil {
+	st := p.State()
+	if err := b.replicaError(st, rp.CurrentLeaderEpoch, req.ReplicaID != debuggingReplicaID); err != nil {
 		sp.ErrorCode = err.Code
 		return
 	}
+	lg := st.Log(b.id)
 	// The offset reads stop at: a follower reads the whole log, a client up to the high
 	// watermark, which is also the last stable offset.
-	limit := p.Log.HighWatermark()
+	limit := lg.HighWatermark()
 	if req.ReplicaID != consumerReplicaID {
-		limit = p.Log.LogEndOffset()
+		limit = lg.LogEndOffset()
 	}
-	epoch := p.LeaderEpoch
+	epoch := st.LeaderEpoch
 	switch rp.Timestamp {
 	case earliestTimestamp, earliestLocalTimestamp:
-		sp.Offset, sp.LeaderEpoch = p.Log.LogStartOffset(), epoch
+		sp.Offset, sp.LeaderEpoch = lg.LogStartOffset(), epoch
 	case latestTimestamp:
 		sp.Offset, sp.LeaderEpoch = limit, epoch
 	case latestTieredTimestamp:
 	case maxTimestamp:
-		if off, ts, ok := p.Log.MaxTimestamp(limit); ok {
+		if off, ts, ok := lg.MaxTimestamp(limit); ok {
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, ts, epoch
 		}
 	default:
-		if off, ts, ok := p.Log.OffsetForTimestamp(rp.Timestamp, limit); ok {
+		if off, ts, ok := lg.OffsetForTimestamp(rp.Timestamp, limit); ok {
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, ts, epoch
 		}
 	}

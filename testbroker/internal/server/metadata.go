@@ -65,25 +65,42 @@ func (b *Broker) handleMetadata(_ *conn, req *kmsg.MetadataRequest) kmsg.Respons
 	return resp
 }
 
+// metadataBrokers lists the running brokers: a stopped one is not registered, as a fenced
+// Kafka broker is not.
 func (c *Cluster) metadataBrokers() []kmsg.MetadataResponseBroker {
-	out := make([]kmsg.MetadataResponseBroker, len(c.brokers))
-	for i, b := range c.brokers {
-		out[i] = kmsg.MetadataResponseBroker{NodeID: b.id, Host: b.host, Port: b.port}
+	out := make([]kmsg.MetadataResponseBroker, 0, len(c.brokers))
+	for _, b := range c.brokers {
+		if c.replicas.Alive(b.id) {
+			out = append(out, kmsg.MetadataResponseBroker{NodeID: b.id, Host: b.host, Port: b.port})
+		}
 	}
 	return out
 }
 
+// metadataTopic describes a topic's partitions as Kafka's metadata cache does: the replicas,
+// the ISR, the replicas on stopped brokers as offline, and LEADER_NOT_AVAILABLE with leader -1
+// for a partition no running ISR member can lead.
 func (c *Cluster) metadataTopic(t *Topic) kmsg.MetadataResponseTopic {
 	name := t.Name
 	mt := kmsg.MetadataResponseTopic{Topic: &name, TopicID: t.ID, AuthorizedOperations: -2147483648}
 	for _, p := range c.partitions(t) {
-		mt.Partitions = append(mt.Partitions, kmsg.MetadataResponseTopicPartition{
+		st := p.State()
+		mp := kmsg.MetadataResponseTopicPartition{
 			Partition:   p.Index,
-			Leader:      p.Leader,
-			LeaderEpoch: p.LeaderEpoch,
-			Replicas:    p.Replicas,
-			ISR:         p.Replicas,
-		})
+			Leader:      st.Leader,
+			LeaderEpoch: st.LeaderEpoch,
+			Replicas:    st.Replicas,
+			ISR:         st.ISR,
+		}
+		for _, r := range st.Replicas {
+			if !c.replicas.Alive(r) {
+				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
+			}
+		}
+		if st.Leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
 }

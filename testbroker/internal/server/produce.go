@@ -2,14 +2,13 @@ package server
 
 import (
 	"errors"
-	"math"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/testbroker/internal/log"
+	"github.com/kshare/kshare/testbroker/internal/replica"
 )
 
 func init() {
@@ -46,16 +45,19 @@ const codecZstd = 4
 // unknown partitions, request-level refusals, corrupt and too large batches. A retried batch of
 // an idempotent producer succeeds with the offset it was first appended at.
 //
-// Every partition has a single copy, so acks 1 and -1 mean the same: the high watermark moves
-// to the log end offset right after the append and the records are readable at once. With acks
-// 0 there is no response; if any partition failed, the connection is closed instead, as Kafka
-// does, so that the producer notices and refreshes its metadata.
+// With acks 0 and 1 the response goes out once the leader has appended; with -1 (all) the
+// append needs at least min.insync.replicas in the ISR (NOT_ENOUGH_REPLICAS otherwise, nothing
+// appended) and the response waits for the ISR to replicate it (awaitReplication). Consumers
+// read only up to the high watermark either way: a single-replica partition's moves at the
+// append. With acks 0 there is no response; if any partition failed, the connection is closed
+// instead, as Kafka does, so that the producer notices and refreshes its metadata.
 func (b *Broker) handleProduce(cn *conn, req *kmsg.ProduceRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	acksValid := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
 	var now time.Time // read once, at the first append
 	failed := false
+	var pending []pendingAck // acks=all appends waiting for the ISR
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		rt, st := &req.Topics[i], &resp.Topics[i]
@@ -73,10 +75,13 @@ func (b *Broker) handleProduce(cn *conn, req *kmsg.ProduceRequest) kmsg.Response
 			sp.Default()
 			sp.Partition = rp.Partition
 			sp.BaseOffset = -1
-			var p *Partition
+			var p *replica.Partition
+			var st *replica.State
 			var err error
 			if t != nil {
-				p = c.partition(t, rp.Partition)
+				if p = c.partition(t, rp.Partition); p != nil {
+					st = p.State()
+				}
 			}
 			switch {
 			case t == nil:
@@ -89,28 +94,33 @@ func (b *Broker) handleProduce(cn *conn, req *kmsg.ProduceRequest) kmsg.Response
 				err = kerr.UnsupportedCompressionType
 			case !acksValid:
 				err = kerr.InvalidRequiredAcks
-			case b.leaderError(p, -1) != nil:
+			case b.leaderError(st, -1) != nil:
 				err = kerr.NotLeaderForPartition
 				if req.Version >= 10 {
-					sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = p.Leader, p.LeaderEpoch
-					resp.Brokers = c.appendProduceBroker(resp.Brokers, p.Leader)
+					sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = st.Leader, st.LeaderEpoch
+					resp.Brokers = c.appendProduceBroker(resp.Brokers, st.Leader)
 				}
 			default:
 				if now.IsZero() {
 					now = c.clock.Now()
 				}
-				err = b.appendProduced(p, rp.Records, now, sp)
+				minISR := c.configs.MinInSyncReplicas(c.topicConfigs(t))
+				var end int64
+				if end, err = b.appendProduced(p, st, rp.Records, now, req.Acks, minISR, sp); err == nil && req.Acks == -1 {
+					pending = append(pending, pendingAck{p: p, st: st, end: end, minISR: minISR, sp: sp})
+				}
 			}
 			if err != nil {
 				failed = true
 				sp.ErrorCode = codeOf(err)
 				sp.ErrorMessage = messageOf(err)
-				if p != nil && keepsLogStartOffset(err) {
-					sp.LogStartOffset = p.Log.LogStartOffset()
+				if st != nil && keepsLogStartOffset(err) {
+					sp.LogStartOffset = st.LeaderLog().LogStartOffset()
 				}
 			}
 		}
 	}
+	b.awaitReplication(pending, req.TimeoutMillis)
 	if req.Acks == 0 {
 		if failed {
 			c.logger.Info("closing connection: acks=0 produce failed on some partition", "broker", b.id, "remote", cn.nc.RemoteAddr().String())
@@ -121,25 +131,57 @@ func (b *Broker) handleProduce(cn *conn, req *kmsg.ProduceRequest) kmsg.Response
 	return resp
 }
 
-// appendProduced appends one partition's records, fills the partition's response and moves
-// the high watermark to the log end offset (every partition has a single copy). The records
-// alias the request frame, which is never reused, so the log may keep them without a copy.
-func (b *Broker) appendProduced(p *Partition, records []byte, now time.Time, sp *kmsg.ProduceResponseTopicPartition) error {
-	res, err := p.Log.Append(records, now)
+// appendProduced appends one partition's records on its leader (replica.Partition.AppendAsLeader,
+// which refuses an acks=all produce while the ISR is below min.insync.replicas), fills the
+// partition's response and returns the log end offset after the batch. The records alias the
+// request frame, which is never reused, so the log may keep them without a copy.
+func (b *Broker) appendProduced(p *replica.Partition, st *replica.State, records []byte, now time.Time, acks int16, minISR int, sp *kmsg.ProduceResponseTopicPartition) (int64, error) {
+	res, err := p.AppendAsLeader(st, records, now, acks, minISR)
 	if err != nil {
 		if errors.Is(err, log.ErrTransactionalUnsupported) {
-			return errTransactionalProduce
+			return 0, errTransactionalProduce
 		}
-		return err
+		return 0, err
 	}
-	// The log clamps the watermark to its end offset under its own lock, so this moves it to
-	// the end offset of this moment: a racing append of another producer can only be included,
-	// never make the watermark step back.
-	p.Log.SetHighWatermark(math.MaxInt64)
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = res.LogAppendTime
-	sp.LogStartOffset = p.Log.LogStartOffset()
-	return nil
+	sp.LogStartOffset = st.LeaderLog().LogStartOffset()
+	h, _ := log.ParseHeader(records) // the append parsed it already
+	return res.BaseOffset + int64(h.LastOffsetDelta) + 1, nil
+}
+
+// pendingAck is an acks=all append waiting for the ISR: Kafka's DelayedProduce status of one
+// partition.
+type pendingAck struct {
+	p      *replica.Partition
+	st     *replica.State
+	end    int64
+	minISR int
+	sp     *kmsg.ProduceResponseTopicPartition
+}
+
+// awaitReplication holds an acks=all produce until the high watermark of every partition it
+// appended to covers its batch, within the request's timeout on the cluster clock, as Kafka's
+// DelayedProduce does. A partition that is not covered in time gets REQUEST_TIMED_OUT, one
+// whose ISR shrank below min.insync.replicas meanwhile NOT_ENOUGH_REPLICAS_AFTER_APPEND, one
+// whose leader changed NOT_LEADER_OR_FOLLOWER; each keeps its BaseOffset, as with Kafka, since
+// the records are in the leader's log.
+func (b *Broker) awaitReplication(pending []pendingAck, timeoutMs int32) {
+	if len(pending) == 0 {
+		return
+	}
+	expired := make(chan struct{})
+	if timeoutMs <= 0 {
+		close(expired)
+	} else {
+		t := b.c.clock.AfterFunc(time.Duration(timeoutMs)*time.Millisecond, func() { close(expired) })
+		defer t.Stop()
+	}
+	for _, w := range pending {
+		if err := w.p.WaitReplicated(w.st, w.end, w.minISR, expired, b.c.closed); err != nil {
+			w.sp.ErrorCode = codeOf(err)
+		}
+	}
 }
 
 // keepsLogStartOffset reports whether Kafka sends the partition's log start offset with err:
@@ -161,24 +203,24 @@ func isZstd(records []byte) bool {
 
 // leaderError returns the error a request that must reach the partition's leader gets on this
 // broker, or nil. currentEpoch is the leader epoch the client believes in (-1: unknown).
-func (b *Broker) leaderError(p *Partition, currentEpoch int32) *kerr.Error {
-	return b.replicaError(p, currentEpoch, true)
+func (b *Broker) leaderError(st *replica.State, currentEpoch int32) *kerr.Error {
+	return b.replicaError(st, currentEpoch, true)
 }
 
 // replicaError returns the error a request for the partition gets on this broker, or nil. As
 // in Kafka's Partition: a broker that holds no replica answers NOT_LEADER_OR_FOLLOWER at once;
 // a replica first checks currentEpoch (-1: not checked; older than the partition's:
 // FENCED_LEADER_EPOCH; newer: UNKNOWN_LEADER_EPOCH), then, if requireLeader, whether it leads.
-func (b *Broker) replicaError(p *Partition, currentEpoch int32, requireLeader bool) *kerr.Error {
-	isLeader := p.Leader == b.id
-	if !isLeader && !slices.Contains(p.Replicas, b.id) {
+func (b *Broker) replicaError(st *replica.State, currentEpoch int32, requireLeader bool) *kerr.Error {
+	isLeader := st.Leader == b.id
+	if !isLeader && !st.IsReplica(b.id) {
 		return kerr.NotLeaderForPartition
 	}
 	switch {
 	case currentEpoch == -1:
-	case currentEpoch < p.LeaderEpoch:
+	case currentEpoch < st.LeaderEpoch:
 		return kerr.FencedLeaderEpoch
-	case currentEpoch > p.LeaderEpoch:
+	case currentEpoch > st.LeaderEpoch:
 		return kerr.UnknownLeaderEpoch
 	}
 	if requireLeader && !isLeader {

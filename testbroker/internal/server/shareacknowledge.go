@@ -141,8 +141,9 @@ func (b *Broker) handleShareAcknowledge(_ *conn, req *kmsg.ShareAcknowledgeReque
 		rp.Partition, rp.ErrorCode, rp.ErrorMessage = o.Partition, o.Code, o.Message
 		if o.Code == kerr.NotLeaderForPartition.Code {
 			if p := c.partition(c.topicByID(o.Topic), o.Partition); p != nil {
-				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = p.Leader, p.LeaderEpoch
-				c.appendShareAckNodeEndpoint(resp, p.Leader)
+				st := p.State()
+				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = st.Leader, st.LeaderEpoch
+				c.appendShareAckNodeEndpoint(resp, st.Leader)
 			}
 		}
 		i := len(resp.Topics) - 1

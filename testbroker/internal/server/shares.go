@@ -30,7 +30,8 @@ func (m shareMetadata) Placement(tp share.TopicPartition) (share.Placement, bool
 	if p == nil {
 		return share.Placement{}, false
 	}
-	return share.Placement{Log: p.Log, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch}, true
+	st := p.State()
+	return share.Placement{Log: st.LeaderLog(), Leader: st.Leader, LeaderEpoch: st.LeaderEpoch}, true
 }
 
 // shareLockDurationMs returns a group's effective share.record.lock.duration.ms, the

@@ -8,7 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/kshare/kshare/testbroker/internal/log"
+	"github.com/kshare/kshare/testbroker/internal/replica"
 )
 
 // Topic is one topic of the cluster. Name and ID never change; partitions may be added.
@@ -16,21 +16,10 @@ type Topic struct {
 	Name    string
 	ID      [16]byte
 	configs map[string]string // guarded by Cluster.topicsMu
+	// planned is the placement of a topic that validateOnly checked but did not create.
+	planned [][]int32
 
-	partitions []*Partition // guarded by Cluster.topicsMu; only ever grows; a leader move replaces an entry
-}
-
-// Partition is one partition of a topic: its placement and its log. A Partition never changes
-// once the topic holds it: a leader move puts a new one with the same log in its place and
-// closes the old one's moved channel (Cluster.MoveLeader), so that readers need no lock.
-type Partition struct {
-	Topic       *Topic
-	Index       int32
-	Leader      int32
-	LeaderEpoch int32
-	Replicas    []int32
-	Log         *log.Partition
-	moved       chan struct{}
+	partitions []*replica.Partition // guarded by Cluster.topicsMu; only ever grows
 }
 
 // maxTopicNameLength is Kafka's limit (Topic.MAX_NAME_LENGTH).
@@ -136,9 +125,7 @@ func (c *Cluster) createTopicFrom(tc topicCreation) (*Topic, error) {
 		}
 	}
 	if tc.validateOnly {
-		for i, r := range replicas {
-			t.partitions = append(t.partitions, &Partition{Topic: t, Index: int32(i), Leader: r[0], Replicas: r})
-		}
+		t.planned = replicas
 		return t, nil
 	}
 	c.topicCount++
@@ -273,13 +260,22 @@ func (c *Cluster) placeReplicas(first, start int, n int32, rf int16) [][]int32 {
 }
 
 // addPartitionsLocked appends one partition per replica list, led by its first replica, each
-// with a new log made from the topic's current configs.
+// replica with a new log made from the topic's current configs.
 func (c *Cluster) addPartitionsLocked(t *Topic, replicas [][]int32) {
 	for _, r := range replicas {
 		idx := int32(len(t.partitions))
-		p := &Partition{Topic: t, Index: idx, Leader: r[0], Replicas: r, Log: log.NewPartition(c.configs.LogConfig(t.configs)), moved: make(chan struct{})}
-		t.partitions = append(t.partitions, p)
+		t.partitions = append(t.partitions, c.replicas.NewPartition(t.ID, t.Name, idx, r, c.configs.LogConfig(t.configs)))
 	}
+}
+
+// topicShapeOf returns a topic's partition count and replication factor, also for a topic
+// that validateOnly planned.
+func (c *Cluster) topicShapeOf(t *Topic) (partitions int32, rf int16) {
+	if t.planned != nil {
+		return int32(len(t.planned)), int16(len(t.planned[0]))
+	}
+	parts := c.partitions(t)
+	return int32(len(parts)), int16(len(parts[0].State().Replicas))
 }
 
 // deleteTopic removes a topic by name; UNKNOWN_TOPIC_OR_PARTITION if it does not exist.
@@ -323,7 +319,7 @@ func (c *Cluster) topicByID(id [16]byte) *Topic {
 }
 
 // partition returns partition idx of the topic, or nil.
-func (c *Cluster) partition(t *Topic, idx int32) *Partition {
+func (c *Cluster) partition(t *Topic, idx int32) *replica.Partition {
 	if t == nil {
 		return nil
 	}
@@ -336,7 +332,7 @@ func (c *Cluster) partition(t *Topic, idx int32) *Partition {
 }
 
 // partitions returns a snapshot of the topic's partitions.
-func (c *Cluster) partitions(t *Topic) []*Partition {
+func (c *Cluster) partitions(t *Topic) []*replica.Partition {
 	c.topicsMu.RLock()
 	defer c.topicsMu.RUnlock()
 	return slices.Clone(t.partitions)

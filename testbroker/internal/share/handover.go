@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/log"
 )
 
 // errFenced is what Acknowledge answers once the partition has been handed over. Kafka's old
@@ -25,18 +27,24 @@ var errFenced = &Error{Code: kerr.NotLeaderForPartition}
 //     records acquired once and never acknowledged become) untracked, so that the SPEO is the
 //     last record with persisted state and those records are read from the log as new ones.
 //
+// The new partition reads lg, the new leader's log (each replica has its own), or p's log
+// when lg is nil (no replica leads: the partition is kept only for inspection until one does).
+//
 // p itself is fenced: its lock timers stop and its waiters wake; afterwards Acquire acquires
 // nothing, ReleaseMember releases nothing, Notify returns a closed channel, and Acknowledge
 // fails with NOT_LEADER_OR_FOLLOWER and no message. Handover of a closed or already handed
 // over partition returns nil.
-func (p *Partition) Handover() *Partition {
+func (p *Partition) Handover(lg *log.Partition) *Partition {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		return nil
 	}
 	p.closed, p.fenced = true, true
-	q := &Partition{group: p.group, log: p.log, clk: p.clk, settings: p.settings,
+	if lg == nil {
+		lg = p.log
+	}
+	q := &Partition{group: p.group, log: lg, clk: p.clk, settings: p.settings,
 		start: p.start, end: p.end, avail: p.avail, done: p.done}
 	q.batches = make([]inflight, 0, len(p.batches)-p.head)
 	for i := p.head; i < len(p.batches); i++ {

@@ -12,7 +12,7 @@ import (
 func (f *fixture) handover() *Partition {
 	f.t.Helper()
 	old := f.p
-	f.p = old.Handover()
+	f.p = old.Handover(nil)
 	require.NotNil(f.t, f.p)
 	f.t.Cleanup(f.p.Close)
 	return old
@@ -72,13 +72,13 @@ func TestHandoverFencesTheOldPartition(t *testing.T) {
 	assert.Empty(t, ranges)
 	assert.Empty(t, records)
 	assert.Zero(t, old.ReleaseMember("a"))
-	assert.Nil(t, old.Handover(), "a partition is handed over once")
+	assert.Nil(t, old.Handover(nil), "a partition is handed over once")
 	old.Close()
 	requireShareError(t, old.Acknowledge("a", []AckBatch{{0, 2, []int8{ackAccept}}}), kerr.NotLeaderForPartition, "")
 
 	// The successor is untouched by the old partition's fate.
 	assert.Equal(t, []AcquiredRange{rng(0, 5, 1)}, f.acquire("b", 6), "offsets 0-2 are new again to the successor")
-	assert.Nil(t, closedPartition(t).Handover(), "a closed partition has no successor")
+	assert.Nil(t, closedPartition(t).Handover(nil), "a closed partition has no successor")
 }
 
 // closedPartition returns a closed partition.

@@ -144,8 +144,9 @@ func (m *Manager) Led(group string, tp TopicPartition, broker int32) *Partition 
 
 // LeaderMoved follows a leader move of a topic partition: the generation moves on, and when
 // the leader changed, every share partition of it is replaced by its handover
-// (Partition.Handover), which fences the old one and wakes its waiters.
-func (m *Manager) LeaderMoved(tp TopicPartition, changed bool) {
+// (Partition.Handover) over lg, the new leader's log, which fences the old one and wakes its
+// waiters.
+func (m *Manager) LeaderMoved(tp TopicPartition, changed bool, lg *log.Partition) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.gen++
@@ -156,7 +157,7 @@ func (m *Manager) LeaderMoved(tp TopicPartition, changed bool) {
 		if k.TopicPartition != tp {
 			continue
 		}
-		if next := sp.Handover(); next != nil {
+		if next := sp.Handover(lg); next != nil {
 			m.parts[k] = next
 		} else {
 			delete(m.parts, k)

@@ -1,0 +1,84 @@
+package replica
+
+import "reflect"
+
+// Waiter is the fetch purgatory of one parked fetch: it waits for the first of a wake-up or a
+// leader move of any of the fetch's partitions, the fetch's deadline, the cluster's close and,
+// for a follower's fetch, a change of the replication topology (Manager.Topology), so that the
+// follower's fetcher learns of new partitions and leaders at once. A single-partition fetch
+// waits with a plain select; a larger one with reflect.Select over every partition's channels.
+type Waiter struct {
+	expired, closed, topology <-chan struct{}
+	one, oneMoved             <-chan struct{}      // the wake-up and the leader move of a single-partition fetch
+	cases                     []reflect.SelectCase // per partition its wake-up and its leader move, then expired, closed, topology
+}
+
+// WaitResult is what ended a Wait.
+type WaitResult int
+
+const (
+	// WaitWoken: a partition changed, or the topology did; read again.
+	WaitWoken WaitResult = iota
+	// WaitExpired: the deadline passed.
+	WaitExpired
+	// WaitClosed: the cluster is closing.
+	WaitClosed
+)
+
+// NewWaiter returns the waiter of a fetch of n partitions; topology may be nil (a consumer's
+// fetch does not wait on it).
+func NewWaiter(n int, expired, closed, topology <-chan struct{}) *Waiter {
+	w := &Waiter{expired: expired, closed: closed, topology: topology}
+	if n > 1 {
+		w.cases = make([]reflect.SelectCase, 2*n+3)
+		for i := range w.cases {
+			w.cases[i].Dir = reflect.SelectRecv
+		}
+		w.cases[2*n].Chan = reflect.ValueOf(expired)
+		w.cases[2*n+1].Chan = reflect.ValueOf(closed)
+		w.cases[2*n+2].Chan = reflect.ValueOf(topology)
+	}
+	return w
+}
+
+// Set makes wake the wake-up of partition i and moved the channel its leader move closes.
+func (w *Waiter) Set(i int, wake, moved <-chan struct{}) {
+	if w.cases == nil {
+		w.one, w.oneMoved = wake, moved
+		return
+	}
+	w.cases[2*i].Chan = reflect.ValueOf(wake)
+	w.cases[2*i+1].Chan = reflect.ValueOf(moved)
+}
+
+// Wait blocks until one of the waited-for events.
+func (w *Waiter) Wait() WaitResult {
+	if w.cases == nil {
+		select {
+		case <-w.one:
+		case <-w.oneMoved:
+		case <-w.topology:
+		case <-w.expired:
+			return WaitExpired
+		case <-w.closed:
+			return WaitClosed
+		}
+		return WaitWoken
+	}
+	chosen, _, _ := reflect.Select(w.cases)
+	switch chosen {
+	case len(w.cases) - 3:
+		return WaitExpired
+	case len(w.cases) - 2:
+		return WaitClosed
+	}
+	return WaitWoken
+}
+
+// BehindOnHighWatermark is KIP-1166's rule for answering a follower's fetch at once: the high
+// watermark the follower sent (-1 when it does not know one; MaxInt64, the field's default,
+// when its version does not carry one) is below the leader's (-1 when the leader does not
+// know one), as KafkaRaftClient's isHighWatermarkUpdated decides. So a follower that knows
+// nothing learns the leader's watermark at once, an unknown watermark on both sides parks, an
+// equal one parks, and a follower that cannot send one is never answered early.
+func BehindOnHighWatermark(follower, leader int64) bool { return follower < leader }
