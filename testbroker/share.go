@@ -133,7 +133,8 @@ func (c *Cluster) ShareSessions(broker int32) []ShareSessionInfo {
 // DescribeShareGroupOffsets version 0 (no lag). It lowers those APIs' caps as MaxVersion does,
 // keeping a lower cap set before it; a MaxVersion for the same API after it replaces its cap.
 // The cluster's own behaviour stays that of Kafka 4.2: in particular a session's release
-// leaves delivery counts unchanged, where 4.1 decremented them.
+// leaves delivery counts unchanged, where 4.1 decremented them, and AlterShareGroupOffsets
+// (version 0 in both) creates a missing group, where 4.1 answered GROUP_ID_NOT_FOUND.
 func Kafka41() Opt {
 	return opt(func(c *cfg) {
 		for key, v := range kafka41Caps {

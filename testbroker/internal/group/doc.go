@@ -26,6 +26,11 @@
 // its kind, as Kafka's OffsetMetadataManager keeps them; ListGroups and DeleteGroups cover every
 // group type.
 //
+// The share-group offset RPCs (AlterShareGroupOffsets, DeleteShareGroupOffsets) are checked
+// here, as Kafka's coordinator checks them: only a share group without members may have its
+// share state changed, and the change runs under the coordinator's lock so that no member joins
+// meanwhile. The share state itself lives with the share partitions, outside this package.
+//
 // Errors carry Kafka's error codes and messages (Error); the server copies them into the
 // responses' ErrorCode and ErrorMessage fields.
 package group

@@ -1,8 +1,11 @@
 package server
 
 import (
+	"errors"
 	"slices"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kshare/kshare/testbroker/internal/share"
 )
@@ -94,4 +97,31 @@ func (c *Cluster) ShareSessions(broker int32) []ShareSessionState {
 		out = append(out, st)
 	}
 	return out
+}
+
+// shareOffsetsGroupCheck is what Kafka answers a share-group offset RPC (Alter, Delete) with
+// before its group coordinator looks at the group: INVALID_GROUP_ID for an empty id, then
+// NOT_COORDINATOR from a broker that does not coordinate the group, each with its code's
+// default message; nil when the coordinator is to decide.
+func shareOffsetsGroupCheck(b *Broker, id string) error {
+	switch {
+	case id == "":
+		return errorf(kerr.InvalidGroupID, "The configured groupId is invalid.")
+	case b.c.coordinatorFor(id) != b.id:
+		return errorf(kerr.NotCoordinator, "%s", kerr.NotCoordinator.Description)
+	}
+	return nil
+}
+
+// topLevelMessage is the ErrorMessage of a share-group offset RPC failed as a whole: err's own
+// message, else its code's default one, as Kafka always sends one there.
+func topLevelMessage(err error) *string {
+	if m := messageOf(err); m != nil {
+		return m
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return &ke.Description
+	}
+	return nil
 }

@@ -43,6 +43,11 @@ const (
 //
 // Each acquired record gets delivery count + 1, state ACQUIRED and owner member; each range
 // gets one lock timer of LockDuration. maxRecords or maxBytes of zero or less acquire nothing.
+//
+// An SPSO outside the log while nothing is tracked (AlterShareGroupOffsets set it below the log
+// start offset or past the log end offset) first moves to the log start offset, as Kafka's
+// share fetch moves it when the log answers OFFSET_OUT_OF_RANGE; Kafka answers that fetch
+// empty and acquires from the new SPSO at the next one, this acquisition goes on at once.
 // The error, which wraps kerr.OffsetOutOfRange, comes only from a log that no longer holds the
 // SPSO. Acquire holds the partition's mutex while it reads the log, whose mutex is a leaf.
 func (p *Partition) Acquire(dst []byte, member string, maxRecords, batchSize, maxBytes int, mode AcquireMode) ([]AcquiredRange, []byte, error) {
@@ -57,6 +62,11 @@ func (p *Partition) Acquire(dst []byte, member string, maxRecords, batchSize, ma
 	}
 	hwm := p.log.HighWatermark()
 	fetch := p.nextFetchOffset()
+	if !p.cached() {
+		if ls := p.log.LogStartOffset(); fetch < ls || fetch > p.log.LogEndOffset() {
+			p.start, p.end, fetch = ls, ls, ls
+		}
+	}
 	if fetch >= hwm {
 		p.mu.Unlock()
 		return nil, dst, nil

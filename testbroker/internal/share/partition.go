@@ -138,7 +138,6 @@ type Partition struct {
 // by_duration the first batch holding a timestamp at or after now minus the duration, or the
 // high watermark if no batch below it qualifies.
 func NewPartition(group string, lg *log.Partition, clk clock.Clock, settings func() Settings) *Partition {
-	p := &Partition{group: group, log: lg, clk: clk, settings: settings}
 	hwm := lg.HighWatermark()
 	start := hwm
 	switch strategy, back := parseOffsetReset(settings().AutoOffsetReset); strategy {
@@ -149,8 +148,13 @@ func NewPartition(group string, lg *log.Partition, clk clock.Clock, settings fun
 			start = off
 		}
 	}
-	p.start, p.end = start, start
-	return p
+	return newPartitionAt(group, lg, clk, settings, start)
+}
+
+// newPartitionAt returns the share partition of group over lg with SPSO start and no records
+// tracked.
+func newPartitionAt(group string, lg *log.Partition, clk clock.Clock, settings func() Settings, start int64) *Partition {
+	return &Partition{group: group, log: lg, clk: clk, settings: settings, start: start, end: start}
 }
 
 // Group returns the share group the partition belongs to.
