@@ -42,6 +42,8 @@ type e2eSetup struct {
 	// shareV1 caps the brokers at ShareFetch and ShareAcknowledge v1, as Kafka 4.1 has them
 	// (testbroker.Kafka41, kfake.MaxVersions).
 	shareV1 bool
+	// replicationFactor replicates the topic on that many brokers (testbroker only; default 1).
+	replicationFactor int16
 }
 
 // e2eEnv is one running cluster.
@@ -104,7 +106,7 @@ func startTestbroker(t *testing.T, s e2eSetup) *e2eEnv {
 	s = s.withDefaults()
 	opts := []testbroker.Opt{
 		testbroker.NumBrokers(s.brokers),
-		testbroker.Topic(e2eTopic, s.partitions),
+		testbroker.ReplicatedTopic(e2eTopic, s.partitions, max(s.replicationFactor, 1)),
 		testbroker.BrokerConfig("group.share.min.heartbeat.interval.ms", "50"),
 		testbroker.BrokerConfig("group.share.heartbeat.interval.ms", "100"),
 		testbroker.BrokerConfig("group.share.max.session.timeout.ms", "3600000"),

@@ -202,6 +202,9 @@ func (c *Consumer) applyFetchLocked(n *node, job *ackJob, names map[[16]byte]str
 		c.sessionResetLocked(n)
 		n.pause = retryBackoff
 		c.failPartsLocked(job, job.parts, kerr.NetworkException.Code, err.Error())
+		// The broker may be gone for good, its partitions led elsewhere now: look again, as
+		// Kafka's client asks for metadata when a connection drops.
+		c.triggerMetadataLocked()
 		return
 	case resp.ErrorCode != 0:
 		kerrMsg := errors.FromKafka(resp.ErrorCode, resp.ErrorMessage)
