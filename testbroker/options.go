@@ -120,7 +120,7 @@ func ClusterID(id string) Opt { return opt(func(c *cfg) { c.clusterID = id }) }
 // a partition's leader sends a consumer that names its rack (kgo.Rack) to an in-sync replica
 // in that rack, and the consumer fetches from that follower (KIP-392).
 func BrokerRacks(racks ...string) Opt {
-	return opt(func(c *cfg) { c.racks = racks })
+	return opt(func(c *cfg) { c.racks = append([]string(nil), racks...) })
 }
 
 // validate checks every option in one place and turns them into the server's config.
