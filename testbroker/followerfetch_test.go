@@ -217,3 +217,67 @@ func TestBrokerRacksReported(t *testing.T) {
 	_, err = testbroker.Start(testbroker.BrokerConfig("replica.selector.class", "com.example.Selector"))
 	assert.ErrorContains(t, err, "Invalid value com.example.Selector for configuration replica.selector.class: Class com.example.Selector could not be found.")
 }
+
+// followerLagCluster is a manual-clock cluster of two brokers, with topic "r" led by broker 0
+// and followed by broker 1 through its fetcher, and KIP-1166 off: after an acks=all produce
+// the follower holds the records, but learns the watermark that its own fetch moved only from
+// the next response, which waits replica.fetch.wait.max.ms (500 ms) for data. It returns once
+// that produce of three records is acknowledged and the follower's next fetch is parked.
+func followerLagCluster(t *testing.T) *testbroker.Cluster {
+	t.Helper()
+	c := testbroker.StartT(t, testbroker.NumBrokers(2), testbroker.WithManualClock(clockStart),
+		testbroker.ReplicatedTopic("r", 1, 2), testbroker.BrokerConfig("testbroker.kip1166.enable", "false"))
+	clk := c.ManualClock()
+	require.True(t, clk.WaitPending(t.Context().Done(), parked), "the follower's first fetch parks")
+	require.Zero(t, produceOne(t, dialRaw(t, c.Addrs()[0]), "r", 0, plainBatch("a", "b", "c")).ErrorCode)
+	require.True(t, clk.WaitPending(t.Context().Done(), parked), "the follower's fetch at 3 parks")
+	p, ok := c.Partition("r", 0)
+	require.True(t, ok)
+	require.Equal(t, int64(3), p.HighWatermark)
+	require.Equal(t, int32(1), p.ReplicaStates[1].Broker)
+	require.Equal(t, int64(3), p.ReplicaStates[1].LogEndOffset)
+	require.Equal(t, int64(0), p.ReplicaStates[1].HighWatermark)
+	return c
+}
+
+// TestFollowerServesUpToItsHighWatermark reads from the follower, which has the records but
+// not yet the watermark that covers them, and from the leader, which has both.
+func TestFollowerServesUpToItsHighWatermark(t *testing.T) {
+	t.Parallel()
+	c := followerLagCluster(t)
+	p := onlyPartition(t, request[*kmsg.FetchResponse](t, dialRaw(t, c.Addrs()[1]), fetchRequest("r", 0, 0)))
+	assert.Zero(t, p.ErrorCode)
+	assert.Empty(t, p.RecordBatches)
+	assert.Equal(t, int64(0), p.HighWatermark)
+
+	p = onlyPartition(t, request[*kmsg.FetchResponse](t, dialRaw(t, c.Addrs()[0]), fetchRequest("r", 0, 0)))
+	assert.Len(t, fetchedRecords(t, p, 0), 3)
+	assert.Equal(t, int64(3), p.HighWatermark)
+
+	old := fetchRequest("r", 0, 0)
+	old.Version = 10
+	p = onlyPartition(t, request[*kmsg.FetchResponse](t, dialRaw(t, c.Addrs()[1]), old))
+	assert.Equal(t, kerr.NotLeaderForPartition.Code, p.ErrorCode, "before v11 a consumer reads from the leader only")
+}
+
+// TestFollowerLongPollWokenByHighWatermark parks a consumer's fetch at the follower and lets
+// the follower's next fetch response bring the watermark: the consumer's fetch answers then,
+// with the records, long before its own MaxWait.
+func TestFollowerLongPollWokenByHighWatermark(t *testing.T) {
+	t.Parallel()
+	c := followerLagCluster(t)
+	clk := c.ManualClock()
+	req := fetchRequest("r", 0, 0)
+	req.MaxWaitMillis, req.MinBytes = 10000, 1
+	got := startFetch(t, dialRaw(t, c.Addrs()[1]), req)
+	require.True(t, clk.WaitPending(t.Context().Done(), parked+1), "the consumer's fetch parks at the follower")
+	select {
+	case <-got:
+		t.Fatal("the follower answered before it knew a watermark covering the records")
+	default:
+	}
+	clk.Advance(500 * time.Millisecond) // the follower's parked fetch expires with the watermark
+	p := onlyPartition(t, awaitFetch(t, got))
+	assert.Equal(t, int64(3), p.HighWatermark)
+	assert.Equal(t, []fetched{{0, "a"}, {1, "b"}, {2, "c"}}, fetchedRecords(t, p, 0))
+}
