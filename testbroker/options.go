@@ -31,6 +31,7 @@ type cfg struct {
 	topics        []server.TopicSpec
 	logger        *slog.Logger
 	clusterID     string
+	racks         []string
 	// noReplicaFetchers is for this package's tests of the leader (export_test.go).
 	noReplicaFetchers bool
 }
@@ -113,6 +114,15 @@ func Logger(l *slog.Logger) Opt { return opt(func(c *cfg) { c.logger = l }) }
 // ClusterID sets the cluster id reported to clients (default: random).
 func ClusterID(id string) Opt { return opt(func(c *cfg) { c.clusterID = id }) }
 
+// BrokerRacks gives each broker a rack (broker.rack), by node id: one rack per broker, "" for
+// a broker without one. Metadata and DescribeCluster report the racks. With
+// BrokerConfig("replica.selector.class", "org.apache.kafka.common.replica.RackAwareReplicaSelector")
+// a partition's leader sends a consumer that names its rack (kgo.Rack) to an in-sync replica
+// in that rack, and the consumer fetches from that follower (KIP-392).
+func BrokerRacks(racks ...string) Opt {
+	return opt(func(c *cfg) { c.racks = append([]string(nil), racks...) })
+}
+
 // validate checks every option in one place and turns them into the server's config.
 func (c *cfg) validate() (server.Config, *clock.Manual, error) {
 	if c.brokers < 1 {
@@ -124,6 +134,9 @@ func (c *cfg) validate() (server.Config, *clock.Manual, error) {
 	}
 	if c.maxFrameBytes < 0 {
 		return server.Config{}, nil, fmt.Errorf("testbroker: MaxRequestBytes(%d): must be positive", c.maxFrameBytes)
+	}
+	if c.racks != nil && len(c.racks) != c.brokers {
+		return server.Config{}, nil, fmt.Errorf("testbroker: BrokerRacks got %d racks for %d brokers: give one per broker, \"\" for none", len(c.racks), c.brokers)
 	}
 	for key, v := range c.maxVersions {
 		if kmsg.RequestForKey(key) == nil {
@@ -139,6 +152,7 @@ func (c *cfg) validate() (server.Config, *clock.Manual, error) {
 		Topics:        c.topics,
 		Logger:        c.logger,
 		ClusterID:     c.clusterID,
+		Racks:         c.racks,
 
 		NoReplicaFetchers: c.noReplicaFetchers,
 	}

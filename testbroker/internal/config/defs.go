@@ -60,6 +60,18 @@ func (d configDef) fromScaled(name string, factor int64) configDef {
 	return d
 }
 
+// knownClasses limits a CLASS config to the classes the cluster implements: any other name is
+// refused as Kafka refuses a class that is not on its classpath.
+func (d configDef) knownClasses(names ...string) configDef {
+	d.check = func(name string, v any) error {
+		if !slices.Contains(names, v.(string)) {
+			return invalidValue(name, v, "Class "+v.(string)+" could not be found.")
+		}
+		return nil
+	}
+	return d
+}
+
 // defaultsFrom sets the broker config whose value is a group config's default.
 func (d configDef) defaultsFrom(brokerKey string) configDef { d.brokerKey = brokerKey; return d }
 
@@ -78,6 +90,10 @@ const (
 	minuteMs = int64(time.Minute / time.Millisecond)
 )
 
+// RackAwareReplicaSelector is the replica.selector.class that sends a consumer to a replica
+// in its rack (KIP-392), the one selector the cluster implements.
+const RackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+
 var compressionTypes = []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}
 
 // brokerDefs are the broker configs the cluster knows, with Kafka 4.x's defaults, validators
@@ -95,6 +111,7 @@ var brokerDefs = defsByName(
 	def("replica.fetch.max.bytes", typeInt, "1048576", atLeast(0)),
 	def("replica.fetch.response.max.bytes", typeInt, "10485760", atLeast(0)),
 	def("replica.fetch.backoff.ms", typeInt, "1000", atLeast(0)),
+	nullDef("replica.selector.class", kmsg.ConfigTypeClass).knownClasses(RackAwareReplicaSelector),
 	// testbroker's own: whether leaders apply KIP-1166 to follower fetches (package replica).
 	def("testbroker.kip1166.enable", typeBool, "true", nil),
 

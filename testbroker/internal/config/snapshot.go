@@ -35,6 +35,9 @@ type Snapshot struct {
 	Log log.Config
 	// Replica are the replication settings.
 	Replica replica.Settings
+	// ReplicaSelector is replica.selector.class: RackAwareReplicaSelector, or "" (Kafka's
+	// null) for none, so that consumers always read from the leader.
+	ReplicaSelector string
 
 	groups   map[string]*Group // groups with configs of their own
 	defaults *Group            // every other group
@@ -116,6 +119,7 @@ func (s *Store) publishLocked() {
 			FetchBackoff:          ms("replica.fetch.backoff.ms"),
 			KIP1166:               s.parsedLocked("testbroker.kip1166.enable").(bool),
 		},
+		ReplicaSelector: s.nullableLocked("replica.selector.class"),
 		Log: log.Config{
 			LogAppendTime:   s.topicValueLocked(nil, -1, "message.timestamp.type") == "LogAppendTime",
 			MaxMessageBytes: s.intLocked("message.max.bytes"),
@@ -127,6 +131,20 @@ func (s *Store) publishLocked() {
 		snap.groups[id] = s.groupLocked(m)
 	}
 	s.snap.Store(snap)
+}
+
+// nullableLocked returns a STRING or CLASS broker config's cluster-wide value, parsed, or ""
+// while it is null.
+func (s *Store) nullableLocked(name string) string {
+	raw, _, ok := s.lookupLocked(-1, name)
+	if !ok {
+		return ""
+	}
+	v, err := brokerDefs[name].parse(raw)
+	if err != nil {
+		panic("config: stored broker config is invalid: " + err.Error())
+	}
+	return v.(string)
 }
 
 // groupLocked returns the effective settings of a group with the given (validated) configs.

@@ -44,6 +44,9 @@ type Config struct {
 	Logger *slog.Logger
 	// ClusterID is reported in Metadata and DescribeCluster; empty picks a random one.
 	ClusterID string
+	// Racks has broker i's rack (broker.rack) at index i, "" for none; nil gives no broker a
+	// rack.
+	Racks []string
 	// NoReplicaFetchers leaves the followers' fetchers off, for tests of the leader that send
 	// the followers' fetches themselves.
 	NoReplicaFetchers bool

@@ -33,7 +33,7 @@ func (b *Broker) handleDescribeCluster(_ *conn, req *kmsg.DescribeClusterRequest
 	resp.ControllerID = controllerID
 	for _, br := range c.brokers {
 		rb := kmsg.NewDescribeClusterResponseBroker()
-		rb.NodeID, rb.Host, rb.Port = br.id, br.host, br.port
+		rb.NodeID, rb.Host, rb.Port, rb.Rack = br.id, br.host, br.port, c.rack(br.id)
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	return resp

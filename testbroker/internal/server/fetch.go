@@ -68,10 +68,11 @@ type fetchPart struct {
 // wait's deadline is its only timer on the clock, stopped when data ends the wait early, so
 // that a test on the manual clock can see the fetch parked. A closing cluster ends the wait.
 //
-// Every fetch is served as a consumer's: the replica fields of follower fetches (ReplicaID,
-// ReplicaState, the partitions' LogStartOffset, LastFetchedEpoch, HighWatermark) are not read,
-// so a follower also reads only up to the high watermark. Fetching from a follower (KIP-392)
-// is not offered: the broker never names a preferred read replica, so clients do not try.
+// A follower's fetch (ReplicaID, or ReplicaState from v15) reads up to the leader's log end
+// offset, as readAndWait describes. A consumer's fetch from v11 may read from a follower, up
+// to the follower's high watermark (KIP-392); with replica.selector.class set to the
+// RackAwareReplicaSelector, the leader sends a consumer whose RackID names another broker's
+// rack to a replica there (readPreferring).
 func (b *Broker) handleFetch(cn *conn, req *kmsg.FetchRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
@@ -87,7 +88,7 @@ func (b *Broker) handleFetch(cn *conn, req *kmsg.FetchRequest) kmsg.Response {
 		from.id, from.epoch = req.ReplicaState.ID, req.ReplicaState.Epoch
 	}
 	from.kip1166 = from.follower() && c.configs.Snapshot().Replica.KIP1166
-	b.readAndWait(req, parts[:waitable], from)
+	b.readPreferring(req, parts[:waitable], from)
 	if req.Version >= 16 {
 		for i := range parts[:waitable] {
 			if out := parts[i].out; out.CurrentLeader.LeaderID >= 0 {

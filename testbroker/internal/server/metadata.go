@@ -71,7 +71,7 @@ func (c *Cluster) metadataBrokers() []kmsg.MetadataResponseBroker {
 	out := make([]kmsg.MetadataResponseBroker, 0, len(c.brokers))
 	for _, b := range c.brokers {
 		if c.replicas.Alive(b.id) {
-			out = append(out, kmsg.MetadataResponseBroker{NodeID: b.id, Host: b.host, Port: b.port})
+			out = append(out, kmsg.MetadataResponseBroker{NodeID: b.id, Host: b.host, Port: b.port, Rack: c.rack(b.id)})
 		}
 	}
 	return out
