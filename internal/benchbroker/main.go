@@ -33,6 +33,13 @@
 //	go run ./internal/benchbroker -workloads share,lockexpiry -records-share 100000 -partitions 1 -lock-samples 10 -lock-samples-kfake 2
 //	go run ./internal/benchbroker -workloads group                                 # the group issue's figures
 //
+// replication (see replication.go) measures testbroker's replicated partitions on a cluster of
+// -repl-brokers: how long after an acks=all produce a follower serves the record to a consumer,
+// with KIP-1166 on and off, and broker CPU per record at replication factor -repl-factor next to
+// factor 1:
+//
+//	go run ./internal/benchbroker -workloads replication -runs 3                   # the replication issue's figures
+//
 // A broker that does not build or fails a workload is reported on stderr and under the table; the
 // other broker still runs. Linux only.
 package main
