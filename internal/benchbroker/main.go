@@ -33,6 +33,13 @@
 //	go run ./internal/benchbroker -workloads share,lockexpiry -records-share 100000 -partitions 1 -lock-samples 10 -lock-samples-kfake 2
 //	go run ./internal/benchbroker -workloads group                                 # the group issue's figures
 //
+// replication (see replication.go) measures testbroker's replicated partitions on a cluster of
+// -repl-brokers: how long after an acks=all produce a follower serves the record to a consumer,
+// with KIP-1166 on and off, and broker CPU per record at replication factor -repl-factor next to
+// factor 1:
+//
+//	go run ./internal/benchbroker -workloads replication -runs 3                   # the replication issue's figures
+//
 // A broker that does not build or fails a workload is reported on stderr and under the table; the
 // other broker still runs. Linux only.
 package main
@@ -77,6 +84,8 @@ type config struct {
 	verbose        bool
 
 	plain, share, lockExpiry, group bool // which workloads -workloads selects
+	replication                     bool
+	repl                            replConfig
 	recordsGroup                    int
 	groupHeartbeat                  time.Duration
 	recordsShare                    int
@@ -96,7 +105,7 @@ func parseFlags() (*config, error) {
 		kfake       = flag.String("kfake", brokerproc.KfakePkg, "package of the kfake program, relative to the module root")
 		partitions  = flag.String("partitions", "1,3", "comma-separated partition counts of the topic")
 		compression = flag.String("compression", "none", "producer compression: none, snappy, lz4, zstd or gzip (values are random bytes)")
-		workloads   = flag.String("workloads", "plain", "comma-separated workloads: plain (produce, then consume without a group), share (franz-go share consumer), lockexpiry (lateness of an expired lock's redelivery), group (franz-go classic consumer group: consume, then a member joining)")
+		workloads   = flag.String("workloads", "plain", "comma-separated workloads: plain (produce, then consume without a group), share (franz-go share consumer), lockexpiry (lateness of an expired lock's redelivery), group (franz-go classic consumer group: consume, then a member joining), replication (watermark propagation with KIP-1166 on and off, broker CPU per replicated record; see replication.go)")
 	)
 	flag.IntVar(&c.records16, "records16", 1_000_000, "records of 16 B per workload (0 skips them)")
 	flag.IntVar(&c.records1k, "records1k", 200_000, "records of 1 KiB per workload (0 skips them)")
@@ -122,6 +131,7 @@ func parseFlags() (*config, error) {
 	flag.IntVar(&c.lockSamplesKfake, "lock-samples-kfake", 3, "lockexpiry workload: samples against kfake (each waits for its lock sweep, 5 s by default)")
 	flag.DurationVar(&c.lockDuration, "lock-duration", time.Second, "lockexpiry workload: record lock duration (at least 1s, testbroker's lowest bound)")
 	flag.DurationVar(&c.lockWait, "lock-wait", 10*time.Second, "lockexpiry workload: fail a sample whose record is not offered again this long after its deadline")
+	c.repl.register()
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", flag.Args())
@@ -166,8 +176,10 @@ func parseFlags() (*config, error) {
 			c.lockExpiry = true
 		case "group":
 			c.group = true
+		case "replication":
+			c.replication = true
 		default:
-			return nil, fmt.Errorf("-workloads: unknown workload %q: use plain, share, lockexpiry and/or group", wl)
+			return nil, fmt.Errorf("-workloads: unknown workload %q: use plain, share, lockexpiry, group and/or replication", wl)
 		}
 	}
 	switch {
@@ -193,6 +205,11 @@ func parseFlags() (*config, error) {
 		return nil, errors.New("-runs must be at least 1")
 	case c.client.timeout <= 0 || c.client.stall <= 0:
 		return nil, errors.New("-timeout and -stall must be positive")
+	}
+	if c.replication {
+		if err := c.repl.validate(); err != nil {
+			return nil, err
+		}
 	}
 	return &c, nil
 }
@@ -280,12 +297,22 @@ func run() error {
 		groupResults, failures = rs, append(failures, fs...)
 	}
 
+	var replResults replResults
+	if c.replication {
+		rs, fs, err := runReplication(ctx, c, programs)
+		if err != nil {
+			return err
+		}
+		replResults, failures = rs, append(failures, fs...)
+	}
+
 	printReport(os.Stdout, c, method, results)
 	printShareReport(os.Stdout, c, shareResults)
 	printLockReport(os.Stdout, c, lockResults)
 	printGroupReport(os.Stdout, c, groupResults)
+	printReplicationReport(os.Stdout, c, replResults)
 	printFailures(os.Stdout, failures)
-	if len(results) == 0 && len(shareResults) == 0 && len(lockResults) == 0 && len(groupResults) == 0 {
+	if len(results) == 0 && len(shareResults) == 0 && len(lockResults) == 0 && len(groupResults) == 0 && replResults.empty() {
 		return errors.New("no broker was measured")
 	}
 	return nil
