@@ -8,7 +8,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/testbroker"
 )
@@ -75,5 +78,74 @@ func TestReplicationAcksAllSurvivesFailover(t *testing.T) {
 	assert.Empty(t, p.OfflineReplicas)
 	for _, r := range p.ReplicaStates {
 		assert.GreaterOrEqual(t, r.LogEndOffset, p.HighWatermark, "broker %d", r.Broker)
+	}
+}
+
+// TestCreateTopicWhileABrokerIsStopped creates topics with a broker down, as Kafka's controller
+// places them with a fenced broker: leaders only on running brokers, the stopped broker a
+// replica only when the replication factor needs it, out of the ISR and listed offline; a
+// manual assignment with no running broker is refused with Kafka's message.
+func TestCreateTopicWhileABrokerIsStopped(t *testing.T) {
+	c := testbroker.StartT(t, testbroker.NumBrokers(3))
+	require.NoError(t, c.StopBroker(0))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()[1]))
+	require.NoError(t, err)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+
+	for _, tc := range []struct {
+		name string
+		rf   int16
+	}{{"two", 2}, {"three", 3}} {
+		resp, err := adm.CreateTopic(t.Context(), 4, tc.rf, nil, tc.name)
+		require.NoError(t, err)
+		require.NoError(t, resp.Err)
+		ti, ok := c.Topic(tc.name)
+		require.True(t, ok)
+		for _, p := range ti.Partitions {
+			assert.NotEqual(t, int32(0), p.Leader, "%s-%d", tc.name, p.Partition)
+			assert.Len(t, p.Replicas, int(tc.rf))
+			assert.NotContains(t, p.ISR, int32(0))
+			if tc.rf == 2 {
+				assert.NotContains(t, p.Replicas, int32(0), "%s-%d: two running brokers suffice", tc.name, p.Partition)
+			} else {
+				assert.Equal(t, []int32{0}, p.OfflineReplicas, "%s-%d", tc.name, p.Partition)
+			}
+		}
+	}
+
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "manual", -1, -1
+	rt.ReplicaAssignment = []kmsg.CreateTopicsRequestTopicReplicaAssignment{{Partition: 0, Replicas: []int32{1}}, {Partition: 1, Replicas: []int32{0}}}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(t.Context(), cl)
+	require.NoError(t, err)
+	require.Len(t, resp.Topics, 1)
+	assert.Equal(t, kerr.InvalidReplicaAssignment.Code, resp.Topics[0].ErrorCode)
+	require.NotNil(t, resp.Topics[0].ErrorMessage)
+	assert.Equal(t, "All brokers specified in the manual partition assignment for partition 1 are fenced or in controlled shutdown.", *resp.Topics[0].ErrorMessage)
+}
+
+// TestStoppedBrokerIsFencedInDescribeCluster lists a stopped broker only when DescribeCluster
+// v2 asks for fenced brokers, and then as fenced; the controller is a running broker.
+func TestStoppedBrokerIsFencedInDescribeCluster(t *testing.T) {
+	c := testbroker.StartT(t, testbroker.NumBrokers(3))
+	require.NoError(t, c.StopBroker(0))
+	rc := dialRaw(t, c.Addrs()[1])
+	for _, fenced := range []bool{false, true} {
+		req := kmsg.NewPtrDescribeClusterRequest()
+		req.Version, req.IncludeFencedBrokers = 2, fenced
+		resp := request[*kmsg.DescribeClusterResponse](t, rc, req)
+		assert.Equal(t, int32(1), resp.ControllerID)
+		got := map[int32]bool{}
+		for _, b := range resp.Brokers {
+			got[b.NodeID] = b.IsFenced
+		}
+		want := map[int32]bool{1: false, 2: false}
+		if fenced {
+			want[0] = true
+		}
+		assert.Equal(t, want, got, "IncludeFencedBrokers=%v", fenced)
 	}
 }

@@ -64,16 +64,23 @@ type follower struct {
 	lastCaughtUp       time.Time // the last moment the follower was known to have all the leader had
 }
 
-// newPartition makes a partition with a log per replica, led by the first replica at leader
-// epoch 0, every replica in sync.
+// newPartition makes a partition with a log per replica, at leader epoch 0, as Kafka's
+// controller registers one: the ISR is the replicas whose brokers run, and the first of them
+// leads (the caller makes sure one runs).
 func newPartition(m *Manager, topicID [16]byte, topic string, index int32, replicas []int32, cfg log.Config) *Partition {
 	p := &Partition{TopicID: topicID, Topic: topic, Index: index, m: m}
-	st := &State{Leader: replicas[0], Replicas: slices.Clone(replicas), ISR: slices.Clone(replicas),
+	isr := slices.DeleteFunc(slices.Clone(replicas), func(r int32) bool { return !m.Alive(r) })
+	st := &State{Leader: -1, Replicas: slices.Clone(replicas), ISR: isr,
 		logs: make(map[int32]*log.Partition, len(replicas)), moved: make(chan struct{})}
+	if len(isr) > 0 {
+		st.Leader = isr[0]
+	}
 	for _, r := range replicas {
 		st.logs[r] = log.NewPartition(cfg)
 	}
-	st.LeaderLog().StartLeaderEpoch(0)
+	if lg := st.LeaderLog(); lg != nil {
+		lg.StartLeaderEpoch(0)
+	}
 	p.state.Store(st)
 	p.resetFollowersLocked(st, m.cfg.Clock.Now())
 	return p

@@ -78,8 +78,8 @@ func (c *Cluster) growTopic(name string, count int32, assignments [][]int32, val
 		if len(assignments) != int(additional) {
 			return errorf(kerr.InvalidReplicaAssignment, "Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", additional, len(assignments))
 		}
-		for _, r := range assignments {
-			if err := c.validateManualAssignment(r, rf); err != nil {
+		for i, r := range assignments {
+			if err := c.validateManualAssignment(have+int32(i), r, rf); err != nil {
 				return err
 			}
 		}

@@ -11,8 +11,9 @@ func init() {
 	register(60, 0, 2, (*Broker).handleDescribeCluster, failedDescribeCluster, noScope)
 }
 
-// handleDescribeCluster describes the cluster to an admin client: every broker (none is ever
-// fenced), the controller and the cluster id. From v1 the request names the endpoint type it
+// handleDescribeCluster describes the cluster to an admin client: the running brokers (a
+// stopped one counts as fenced, listed with IsFenced only when v2's IncludeFencedBrokers asks),
+// the controller (the lowest running broker) and the cluster id. From v1 the request names the endpoint type it
 // expects: brokers (1) are served, controllers (2) get MISMATCHED_ENDPOINT_TYPE and anything
 // else UNSUPPORTED_ENDPOINT_TYPE, with Kafka's messages. Authorized operations are not
 // computed (the schema's "not requested" value is returned).
@@ -30,10 +31,16 @@ func (b *Broker) handleDescribeCluster(_ *conn, req *kmsg.DescribeClusterRequest
 		return resp
 	}
 	resp.ClusterID = c.clusterID
-	resp.ControllerID = controllerID
+	resp.ControllerID = b.c.controllerID()
+	// A stopped broker is a fenced one: listed, as fenced, only when v2's
+	// IncludeFencedBrokers asks for fenced brokers.
 	for _, br := range c.brokers {
+		fenced := !c.alive(br.id)
+		if fenced && !req.IncludeFencedBrokers {
+			continue
+		}
 		rb := kmsg.NewDescribeClusterResponseBroker()
-		rb.NodeID, rb.Host, rb.Port, rb.Rack = br.id, br.host, br.port, c.rack(br.id)
+		rb.NodeID, rb.Host, rb.Port, rb.Rack, rb.IsFenced = br.id, br.host, br.port, c.rack(br.id), fenced
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	return resp

@@ -11,8 +11,17 @@ func init() {
 	register(3, 0, 13, (*Broker).handleMetadata, failedMetadata, metadataScope)
 }
 
-// controllerID is the node reported as controller; KRaft clusters report a broker id here.
-const controllerID = 0
+// controllerID returns the node reported as controller: KRaft clusters report a running
+// broker here (clients send controller requests to it, and it forwards them); this cluster
+// reports the lowest running one.
+func (c *Cluster) controllerID() int32 {
+	for _, b := range c.brokers {
+		if c.alive(b.id) {
+			return b.id
+		}
+	}
+	return 0
+}
 
 func (b *Broker) handleMetadata(_ *conn, req *kmsg.MetadataRequest) kmsg.Response {
 	c := b.c
@@ -20,7 +29,7 @@ func (b *Broker) handleMetadata(_ *conn, req *kmsg.MetadataRequest) kmsg.Respons
 	resp.Version = req.Version
 	resp.Brokers = c.metadataBrokers()
 	resp.ClusterID = &c.clusterID
-	resp.ControllerID = controllerID
+	resp.ControllerID = c.controllerID()
 
 	// v0 sends an empty list for "all topics"; v1+ sends null for all and empty for none.
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)

@@ -182,7 +182,7 @@ func (c *Cluster) topicShape(tc topicCreation) (n int32, rf int16, replicas [][]
 			if _, dup := byIndex[a.partition]; dup {
 				return 0, 0, nil, errorf(kerr.InvalidReplicaAssignment, "Found multiple manual partition assignments for partition %d", a.partition)
 			}
-			if err := c.validateManualAssignment(a.replicas, want); err != nil {
+			if err := c.validateManualAssignment(a.partition, a.replicas, want); err != nil {
 				return 0, 0, nil, err
 			}
 			want = len(a.replicas)
@@ -222,8 +222,9 @@ func (c *Cluster) topicShape(tc topicCreation) (n int32, rf int16, replicas [][]
 }
 
 // validateManualAssignment checks one partition's replicas as Kafka's controller does: not
-// empty, every broker registered and listed once, and, when rf is not negative, rf replicas.
-func (c *Cluster) validateManualAssignment(replicas []int32, rf int) error {
+// empty, every broker registered and listed once, when rf is not negative rf replicas, and at
+// least one of them running.
+func (c *Cluster) validateManualAssignment(partition int32, replicas []int32, rf int) error {
 	if len(replicas) == 0 {
 		return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list.")
 	}
@@ -239,21 +240,33 @@ func (c *Cluster) validateManualAssignment(replicas []int32, rf int) error {
 	if rf >= 0 && len(replicas) != rf {
 		return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes a partition with %d replica(s), but this is not consistent with previous partitions, which have %d replica(s).", len(replicas), rf)
 	}
+	if !slices.ContainsFunc(replicas, c.alive) {
+		return errorf(kerr.InvalidReplicaAssignment, "All brokers specified in the manual partition assignment for partition %d are fenced or in controlled shutdown.", partition)
+	}
 	return nil
 }
 
 // placeReplicas returns the replicas of n partitions from index start: partition p is led by
-// broker (first+p) mod N, the way Kafka spreads leaders round-robin, and its other rf-1
-// replicas are the brokers after the leader.
+// the running broker (first+p) mod N counts to, the way Kafka spreads leaders round-robin over
+// unfenced brokers, and its other rf-1 replicas are the running brokers after the leader, then,
+// when too few run, stopped ones (Kafka places on fenced brokers only when it must).
 func (c *Cluster) placeReplicas(first, start int, n int32, rf int16) [][]int32 {
-	brokers := c.NumBrokers()
+	var running, stopped []int32
+	for id := range int32(c.NumBrokers()) {
+		if c.alive(id) {
+			running = append(running, id)
+		} else {
+			stopped = append(stopped, id)
+		}
+	}
 	out := make([][]int32, n)
 	for i := range out {
-		leader := (first + start + i) % brokers
-		replicas := make([]int32, rf)
-		for r := range replicas {
-			replicas[r] = int32((leader + r) % brokers)
+		leader := (first + start + i) % len(running)
+		replicas := make([]int32, 0, rf)
+		for r := 0; r < len(running) && len(replicas) < int(rf); r++ {
+			replicas = append(replicas, running[(leader+r)%len(running)])
 		}
+		replicas = append(replicas, stopped[:int(rf)-len(replicas)]...)
 		out[i] = replicas
 	}
 	return out
