@@ -249,6 +249,10 @@ func TestProcessOnKafka41NeverRenews(t *testing.T) {
 		s := cons.ProcessStats()
 		assert.Equal(t, uint64(0), s.RenewRequests)
 		assert.Equal(t, uint64(0), s.Renewed)
-		assert.Equal(t, uint64(0), s.Accepted+s.Released+s.Rejected)
+		// The lost record is never acknowledged. Its lock ran out at the broker too, so a fetch
+		// racing the stop may acquire it again; that delivery is released when Process
+		// returns, and may or may not have happened by then.
+		assert.Equal(t, uint64(0), s.Accepted+s.Rejected)
+		assert.LessOrEqual(t, s.Released, uint64(1))
 	})
 }
