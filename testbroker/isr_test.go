@@ -92,6 +92,7 @@ func TestISRShrinksAfterLagTimeAndGrowsBack(t *testing.T) {
 	assert.Equal(t, int64(1), p.LogEndOffset, "a refused acks=all produce appends nothing")
 	assert.Equal(t, int64(1), p.HighWatermark, "the leader alone is the ISR")
 
+	require.True(t, clk.WaitPending(t.Context().Done(), 3), "both fetchers back off after their failed fetch")
 	require.True(t, c.RemoveFault(fault))
 	clk.Advance(time.Second) // the fetchers' replica.fetch.backoff.ms
 	require.True(t, clk.WaitPending(t.Context().Done(), 3), "both followers fetch again and park")
@@ -104,6 +105,16 @@ func TestISRShrinksAfterLagTimeAndGrowsBack(t *testing.T) {
 	assert.Equal(t, int64(2), p.HighWatermark)
 }
 
+// holdFollowers holds the followers' fetches at the leader for an hour of the cluster clock: the
+// parked ones answer at their MaxWait, and the next ones are held by a fault.
+func holdFollowers(t *testing.T, c *testbroker.Cluster) {
+	t.Helper()
+	_, err := c.InjectFault(testbroker.Fault{APIs: []kmsg.Key{kmsg.Fetch}, Brokers: []int32{0}, Delay: time.Hour})
+	require.NoError(t, err)
+	c.ManualClock().Advance(500 * time.Millisecond)
+	require.True(t, c.ManualClock().WaitPending(t.Context().Done(), 3), "the ISR task and both held fetches")
+}
+
 // TestAcksAllTimesOutAndKeepsItsOffset holds the followers back while an acks=all produce
 // waits: at its timeout on the cluster clock it answers REQUEST_TIMED_OUT with the offset the
 // leader appended it at, as Kafka's DelayedProduce does; consumers still cannot read it.
@@ -111,11 +122,7 @@ func TestAcksAllTimesOutAndKeepsItsOffset(t *testing.T) {
 	t.Parallel()
 	c := isrCluster(t)
 	clk := c.ManualClock()
-	_, err := c.InjectFault(testbroker.Fault{APIs: []kmsg.Key{kmsg.Fetch}, Brokers: []int32{0}, Delay: time.Hour})
-	require.NoError(t, err)
-	// The parked fetches answer at their MaxWait; the next ones are held by the fault.
-	clk.Advance(500 * time.Millisecond)
-	require.True(t, clk.WaitPending(t.Context().Done(), 3), "the ISR task and both held fetches")
+	holdFollowers(t, c)
 
 	got := produceAll(t, dialRaw(t, c.Addrs()[0]), time.Second, plainBatch("x"))
 	require.True(t, clk.WaitPending(t.Context().Done(), 4), "the produce waits on its timeout")
@@ -135,10 +142,7 @@ func TestAcksAllNotEnoughReplicasAfterAppend(t *testing.T) {
 	t.Parallel()
 	c := isrCluster(t)
 	clk := c.ManualClock()
-	_, err := c.InjectFault(testbroker.Fault{APIs: []kmsg.Key{kmsg.Fetch}, Brokers: []int32{0}, Delay: time.Hour})
-	require.NoError(t, err)
-	clk.Advance(500 * time.Millisecond)
-	require.True(t, clk.WaitPending(t.Context().Done(), 3))
+	holdFollowers(t, c)
 
 	got := produceAll(t, dialRaw(t, c.Addrs()[0]), time.Minute, plainBatch("x"))
 	require.True(t, clk.WaitPending(t.Context().Done(), 4))

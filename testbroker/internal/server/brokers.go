@@ -14,17 +14,11 @@ import (
 // leadership of the __consumer_offsets partition. Metadata no longer lists it. Stopping a
 // stopped broker does nothing; the last running broker cannot be stopped.
 func (c *Cluster) StopBroker(id int32) error {
-	b := c.broker(id)
-	if b == nil {
-		return fmt.Errorf("stopping broker %d: no such broker: %w", id, kerr.BrokerNotAvailable)
+	b, unlock, err := c.lockBroker(id, "stopping")
+	if err != nil {
+		return err
 	}
-	c.lifecycleMu.Lock()
-	defer c.lifecycleMu.Unlock()
-	select {
-	case <-c.closed:
-		return errClusterClosed
-	default:
-	}
+	defer unlock()
 	if !c.replicas.Alive(id) {
 		return nil
 	}
@@ -47,17 +41,11 @@ func (c *Cluster) StopBroker(id int32) error {
 // its replicas catch up from their leaders and rejoin the ISR, and it leads again the
 // partitions it was the last in-sync replica of. Starting a running broker does nothing.
 func (c *Cluster) StartBroker(id int32) error {
-	b := c.broker(id)
-	if b == nil {
-		return fmt.Errorf("starting broker %d: no such broker: %w", id, kerr.BrokerNotAvailable)
+	b, unlock, err := c.lockBroker(id, "starting")
+	if err != nil {
+		return err
 	}
-	c.lifecycleMu.Lock()
-	defer c.lifecycleMu.Unlock()
-	select {
-	case <-c.closed:
-		return errClusterClosed
-	default:
-	}
+	defer unlock()
 	if c.replicas.Alive(id) {
 		return nil
 	}
@@ -75,6 +63,22 @@ func (c *Cluster) StartBroker(id int32) error {
 	}()
 	c.replicas.StartBroker(id)
 	return nil
+}
+
+// lockBroker returns broker id with the lifecycle lock held (unlock releases it), or an error
+// naming what was being done for an unknown broker or a closed cluster.
+func (c *Cluster) lockBroker(id int32, doing string) (b *Broker, unlock func(), err error) {
+	if b = c.broker(id); b == nil {
+		return nil, nil, fmt.Errorf("%s broker %d: no such broker: %w", doing, id, kerr.BrokerNotAvailable)
+	}
+	c.lifecycleMu.Lock()
+	select {
+	case <-c.closed:
+		c.lifecycleMu.Unlock()
+		return nil, nil, errClusterClosed
+	default:
+	}
+	return b, c.lifecycleMu.Unlock, nil
 }
 
 // alive reports whether broker id runs.
