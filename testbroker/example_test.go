@@ -61,3 +61,52 @@ func ExampleCluster_ManualClock() {
 	// after 999ms: false
 	// after 1s: true
 }
+
+// ExampleCluster_StopBroker replicates a topic on three brokers, stops its leader and reads
+// every acknowledged record from the new one.
+func ExampleCluster_StopBroker() {
+	c := testbroker.MustStart(testbroker.NumBrokers(3), testbroker.ReplicatedTopic("orders", 1, 3))
+	defer c.Close()
+
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(c.Addrs()...),
+		kgo.DefaultProduceTopic("orders"),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ConsumeTopics("orders"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.MetadataMinAge(50*time.Millisecond),
+	)
+	if err != nil {
+		panic(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	// acks=all: each produce returns once every in-sync replica has the record.
+	if err := cl.ProduceSync(ctx, kgo.StringRecord("order-1")).FirstErr(); err != nil {
+		panic(err)
+	}
+	before, _ := c.Partition("orders", 0)
+	fmt.Println("ISR:", before.ISR)
+
+	if err := c.StopBroker(before.Leader); err != nil {
+		panic(err)
+	}
+	after, _ := c.Partition("orders", 0)
+	fmt.Println("new leader epoch:", after.LeaderEpoch, "offline:", after.OfflineReplicas)
+	if err := cl.ProduceSync(ctx, kgo.StringRecord("order-2")).FirstErr(); err != nil {
+		panic(err)
+	}
+	for read := 0; read < 2; {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			fmt.Printf("%s at offset %d\n", r.Value, r.Offset)
+			read++
+		})
+	}
+	// Output:
+	// ISR: [0 1 2]
+	// new leader epoch: 1 offline: [0]
+	// order-1 at offset 0
+	// order-2 at offset 1
+}
