@@ -82,7 +82,7 @@ func printReport(out io.Writer, c *config, method string, results []result) {
 	p("- Go: %s, %s/%s\n", goVersion(), runtime.GOOS, runtime.GOARCH)
 	p("- CPU: %s, %d logical CPUs, GOMAXPROCS %s\n", benchcmd.CPUModel(), runtime.NumCPU(), gomaxprocs)
 	p("- Broker CPU: user+system time of the broker process, all threads, read from its %s just before producing, between the phases and just after consuming\n", method)
-	p("- Client: franz-go kgo in the harness process; %d broker(s) per cluster, idempotent producer, linger %v, compression %s, %d run(s) per row (median)\n",
+	p("- Client: franz-go kgo in the harness process; %d broker(s) per cluster (the replication workload starts its own), idempotent producer, linger %v, compression %s, %d run(s) per row (median)\n",
 		c.clusterBrokers, c.client.linger, c.client.codecName, c.runs)
 	if len(c.brokerConfigs) > 0 {
 		p("- Broker configs: %s\n", strings.Join(c.brokerConfigs, ", "))
