@@ -3,6 +3,8 @@ package testbroker_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -171,4 +173,103 @@ func TestFranzGoDetectsTruncatedPosition(t *testing.T) {
 	require.NotNil(t, loss, "franz-go reports the loss")
 	assert.Equal(t, kgo.ErrDataLoss{Topic: "r", Partition: 0, ConsumedTo: 5, ConsumedToEpoch: 1, ResetTo: 3, ResetToEpoch: 0}, *loss)
 	assert.Equal(t, []fetched{{3, "p"}, {4, "q"}, {5, "r"}}, got)
+}
+
+// requestCounter counts the requests a franz-go client writes, by key.
+type requestCounter struct {
+	mu sync.Mutex
+	n  map[int16]int
+}
+
+func (rc *requestCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err != nil {
+		return
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.n == nil {
+		rc.n = make(map[int16]int)
+	}
+	rc.n[key]++
+}
+
+func (rc *requestCounter) count(key kmsg.Key) int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.n[int16(key)]
+}
+
+// TestFranzGoConsumesThroughLeaderChanges: a franz-go consumer reads a partition of
+// replication factor 3 while its leader moves (MoveLeader), stops and comes back
+// (StopBroker, StartBroker), with an acks=all producer writing between the changes: it
+// validates its position with OffsetForLeaderEpoch after the changes (KIP-320) and gets every
+// record once, in order.
+func TestFranzGoConsumesThroughLeaderChanges(t *testing.T) {
+	t.Parallel()
+	c := testbroker.StartT(t, testbroker.NumBrokers(3), testbroker.ReplicatedTopic("r", 1, 3))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	producer, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DefaultProduceTopic("r"), kgo.MetadataMinAge(50*time.Millisecond))
+	require.NoError(t, err)
+	defer producer.Close()
+	var requests requestCounter
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.ConsumeTopics("r"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.MetadataMinAge(50*time.Millisecond), kgo.WithHooks(&requests))
+	require.NoError(t, err)
+	defer consumer.Close()
+
+	produced := 0
+	produce := func(n int) {
+		t.Helper()
+		for range n {
+			require.NoError(t, producer.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "v%d", produced)}).FirstErr())
+			produced++
+		}
+	}
+	var got []fetched
+	consume := func() {
+		t.Helper()
+		for len(got) < produced {
+			fs := consumer.PollFetches(ctx)
+			require.NoError(t, ctx.Err(), "consumed %d of %d", len(got), produced)
+			for _, fe := range fs.Errors() {
+				require.NoError(t, fe.Err)
+			}
+			fs.EachRecord(func(r *kgo.Record) { got = append(got, fetched{r.Offset, string(r.Value)}) })
+		}
+	}
+
+	produce(20)
+	consume()
+	require.NoError(t, c.MoveLeader("r", 0, 1))
+	produce(20)
+	consume()
+	validations := requests.count(kmsg.OffsetForLeaderEpoch)
+	assert.Positive(t, validations, "the consumer validates its position after the move")
+
+	require.NoError(t, c.StopBroker(1))
+	produce(20)
+	consume()
+	assert.Greater(t, requests.count(kmsg.OffsetForLeaderEpoch), validations, "and after the failover")
+
+	// The restarted broker catches up and rejoins the ISR (each acks=all produce returns once
+	// the ISR of its moment has the record), then takes the lead back.
+	require.NoError(t, c.StartBroker(1))
+	for len(partitionInfo(t, c).ISR) < 3 {
+		produce(1)
+	}
+	require.NoError(t, c.MoveLeader("r", 0, 1))
+	produce(20)
+	consume()
+
+	require.Len(t, got, produced)
+	for i, r := range got {
+		assert.Equal(t, fetched{int64(i), fmt.Sprintf("v%d", i)}, r)
+	}
+	p := partitionInfo(t, c)
+	assert.Equal(t, int32(1), p.Leader)
+	assert.Equal(t, int32(3), p.LeaderEpoch, "one epoch per move and one for the failover")
+	assert.Equal(t, int64(produced), p.HighWatermark)
 }

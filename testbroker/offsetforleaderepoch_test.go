@@ -224,10 +224,12 @@ func TestOffsetForLeaderEpochVersions(t *testing.T) {
 }
 
 // TestOffsetForLeaderEpochAfterFailover: a new leader elected when the old one stops answers
-// from its own log: the old epoch ends where it took over.
+// from its own log: the old epoch ends where it took over. The cluster runs on the real clock:
+// StopBroker waits for the fetches parked at the stopping broker, and a parked fetch ends at
+// its MaxWait, not when its connection closes; the followers' MaxWait is kept short.
 func TestOffsetForLeaderEpochAfterFailover(t *testing.T) {
 	t.Parallel()
-	c := testbroker.StartT(t, testbroker.NumBrokers(3), testbroker.WithManualClock(clockStart), testbroker.ReplicatedTopic("r", 1, 3))
+	c := testbroker.StartT(t, testbroker.NumBrokers(3), testbroker.ReplicatedTopic("r", 1, 3), testbroker.BrokerConfig("replica.fetch.wait.max.ms", "10"))
 	produceToLeader(t, c, 0, "a", "b", "c")
 	require.NoError(t, c.StopBroker(0))
 	p, ok := c.Partition("r", 0)
