@@ -152,3 +152,34 @@ func TestAcksAllNotEnoughReplicasAfterAppend(t *testing.T) {
 	assert.Equal(t, int64(0), p.BaseOffset)
 	assert.Equal(t, []int32{0}, isr(t, c))
 }
+
+// TestStopBrokerEndsParkedRequests stops a leader while a consumer's long-poll fetch and an
+// acks=all produce wait there on the manual clock: StopBroker closes their connections, which
+// ends both waits at once (the clock never moves), and returns.
+func TestStopBrokerEndsParkedRequests(t *testing.T) {
+	t.Parallel()
+	c := isrCluster(t)
+	holdFollowers(t, c)
+	fetch := startFetch(t, dialRaw(t, c.Addrs()[0]), func() *kmsg.FetchRequest {
+		req := fetchRequest("r", 0, 0)
+		req.MaxWaitMillis, req.MinBytes = 10_000, 1
+		return req
+	}())
+	require.True(t, c.ManualClock().WaitPending(t.Context().Done(), 4), "the fetch parks")
+	produce := produceAll(t, dialRaw(t, c.Addrs()[0]), time.Minute, plainBatch("x"))
+	require.True(t, c.ManualClock().WaitPending(t.Context().Done(), 5), "the produce waits for the ISR")
+
+	require.NoError(t, c.StopBroker(0))
+	select {
+	case r := <-fetch:
+		assert.Error(t, r.err, "the parked fetch's connection closed")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the parked fetch never ended")
+	}
+	select {
+	case _, ok := <-produce:
+		assert.False(t, ok, "the waiting produce's connection closed")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting produce never ended")
+	}
+}

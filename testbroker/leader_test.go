@@ -210,9 +210,8 @@ func TestMoveLeaderWakesWaitingFetch(t *testing.T) {
 func TestMoveLeaderFranzGoProducerFollows(t *testing.T) {
 	t.Parallel()
 	c := testbroker.StartT(t, testbroker.NumBrokers(3), testbroker.Topic("t", 1))
-	// The cluster has no OffsetForLeaderEpoch, so franz-go leaves leader epochs aside and
-	// follows the move at its next metadata refresh, not at once from the CurrentLeader hint;
-	// MetadataMinAge keeps that refresh from waiting 5 s.
+	// franz-go's producer follows a move at its next metadata refresh; MetadataMinAge keeps
+	// that refresh from waiting 5 s.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.DefaultProduceTopic("t"),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50*time.Millisecond))
 	require.NoError(t, err)

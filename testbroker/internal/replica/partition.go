@@ -373,8 +373,8 @@ func (p *Partition) Replicated(broker, leaderEpoch int32, records []byte, leader
 // an acks=all batch), as Kafka's DelayedProduce does, and then checks the ISR again: below
 // min.insync.replicas it is NOT_ENOUGH_REPLICAS_AFTER_APPEND. A new leader meanwhile is
 // NOT_LEADER_OR_FOLLOWER. It gives up with REQUEST_TIMED_OUT when expired is closed, and with
-// errClosed when done is.
-func (p *Partition) WaitReplicated(st *State, offset int64, minISR int, expired, done <-chan struct{}) error {
+// ErrClosed when done (the cluster's close) or hangup (the producer's connection's) is.
+func (p *Partition) WaitReplicated(st *State, offset int64, minISR int, expired, done, hangup <-chan struct{}) error {
 	lg := st.LeaderLog()
 	for {
 		wake := lg.Notify()
@@ -391,6 +391,8 @@ func (p *Partition) WaitReplicated(st *State, offset int64, minISR int, expired,
 		case <-expired:
 			return kerr.RequestTimedOut
 		case <-done:
+			return ErrClosed
+		case <-hangup:
 			return ErrClosed
 		}
 	}

@@ -3,14 +3,15 @@ package replica
 import "reflect"
 
 // Waiter is the fetch purgatory of one parked fetch: it waits for the first of a wake-up or a
-// leader move of any of the fetch's partitions, the fetch's deadline, the cluster's close and,
+// leader move of any of the fetch's partitions, the fetch's deadline, the cluster's close, the
+// close of the fetch's connection (a stopped broker closes its connections and waits for them) and,
 // for a follower's fetch, a change of the replication topology (Manager.Topology), so that the
 // follower's fetcher learns of new partitions and leaders at once. A single-partition fetch
 // waits with a plain select; a larger one with reflect.Select over every partition's channels.
 type Waiter struct {
-	expired, closed, topology <-chan struct{}
-	one, oneMoved             <-chan struct{}      // the wake-up and the leader move of a single-partition fetch
-	cases                     []reflect.SelectCase // per partition its wake-up and its leader move, then expired, closed, topology
+	expired, closed, hangup, topology <-chan struct{}
+	one, oneMoved                     <-chan struct{}      // the wake-up and the leader move of a single-partition fetch
+	cases                             []reflect.SelectCase // per partition its wake-up and its leader move, then expired, closed, hangup, topology
 }
 
 // WaitResult is what ended a Wait.
@@ -21,22 +22,23 @@ const (
 	WaitWoken WaitResult = iota
 	// WaitExpired: the deadline passed.
 	WaitExpired
-	// WaitClosed: the cluster is closing.
+	// WaitClosed: the cluster is closing, or the fetch's connection closed.
 	WaitClosed
 )
 
-// NewWaiter returns the waiter of a fetch of n partitions; topology may be nil (a consumer's
-// fetch does not wait on it).
-func NewWaiter(n int, expired, closed, topology <-chan struct{}) *Waiter {
-	w := &Waiter{expired: expired, closed: closed, topology: topology}
+// NewWaiter returns the waiter of a fetch of n partitions on a connection that hangup closes;
+// topology may be nil (a consumer's fetch does not wait on it).
+func NewWaiter(n int, expired, closed, hangup, topology <-chan struct{}) *Waiter {
+	w := &Waiter{expired: expired, closed: closed, hangup: hangup, topology: topology}
 	if n > 1 {
-		w.cases = make([]reflect.SelectCase, 2*n+3)
+		w.cases = make([]reflect.SelectCase, 2*n+4)
 		for i := range w.cases {
 			w.cases[i].Dir = reflect.SelectRecv
 		}
 		w.cases[2*n].Chan = reflect.ValueOf(expired)
 		w.cases[2*n+1].Chan = reflect.ValueOf(closed)
-		w.cases[2*n+2].Chan = reflect.ValueOf(topology)
+		w.cases[2*n+2].Chan = reflect.ValueOf(hangup)
+		w.cases[2*n+3].Chan = reflect.ValueOf(topology)
 	}
 	return w
 }
@@ -62,14 +64,16 @@ func (w *Waiter) Wait() WaitResult {
 			return WaitExpired
 		case <-w.closed:
 			return WaitClosed
+		case <-w.hangup:
+			return WaitClosed
 		}
 		return WaitWoken
 	}
 	chosen, _, _ := reflect.Select(w.cases)
 	switch chosen {
-	case len(w.cases) - 3:
+	case len(w.cases) - 4:
 		return WaitExpired
-	case len(w.cases) - 2:
+	case len(w.cases) - 3, len(w.cases) - 2:
 		return WaitClosed
 	}
 	return WaitWoken

@@ -81,7 +81,7 @@ func (b *Broker) handleFetch(cn *conn, req *kmsg.FetchRequest) kmsg.Response {
 		return resp
 	}
 	parts, waitable := b.fetchParts(req, resp)
-	from := fetcher{id: -1, epoch: -1}
+	from := fetcher{id: -1, epoch: -1, hangup: cn.done}
 	if id := req.ReplicaID; req.Version < 15 && id >= 0 {
 		from.id = id
 	} else if req.Version >= 15 && req.ReplicaState.ID >= 0 {
@@ -136,7 +136,7 @@ func (b *Broker) readAndWait(req *kmsg.FetchRequest, parts []fetchPart, from fet
 	if from.follower() {
 		topology = c.replicas.Topology()
 	}
-	w := replica.NewWaiter(len(parts), expired, c.closed, topology)
+	w := replica.NewWaiter(len(parts), expired, c.closed, from.hangup, topology)
 	for {
 		// Ask for the wake-ups before reading, so that an append or a leader move between the
 		// read and the wait is not missed.
@@ -208,11 +208,12 @@ func topologyChanged(ch <-chan struct{}) bool {
 }
 
 // fetcher is who sends a fetch: a consumer (id -1) or a follower broker with its broker epoch,
-// and whether the leader applies KIP-1166 to it.
+// whether the leader applies KIP-1166 to it, and the channel its connection's close closes.
 type fetcher struct {
 	id      int32
 	epoch   int64
 	kip1166 bool
+	hangup  <-chan struct{}
 }
 
 func (f fetcher) follower() bool { return f.id >= 0 }

@@ -120,7 +120,7 @@ func (b *Broker) handleProduce(cn *conn, req *kmsg.ProduceRequest) kmsg.Response
 			}
 		}
 	}
-	b.awaitReplication(pending, req.TimeoutMillis)
+	b.awaitReplication(cn, pending, req.TimeoutMillis)
 	if req.Acks == 0 {
 		if failed {
 			c.logger.Info("closing connection: acks=0 produce failed on some partition", "broker", b.id, "remote", cn.nc.RemoteAddr().String())
@@ -165,8 +165,8 @@ type pendingAck struct {
 // DelayedProduce does. A partition that is not covered in time gets REQUEST_TIMED_OUT, one
 // whose ISR shrank below min.insync.replicas meanwhile NOT_ENOUGH_REPLICAS_AFTER_APPEND, one
 // whose leader changed NOT_LEADER_OR_FOLLOWER; each keeps its BaseOffset, as with Kafka, since
-// the records are in the leader's log.
-func (b *Broker) awaitReplication(pending []pendingAck, timeoutMs int32) {
+// the records are in the leader's log. A closed connection (a stopped broker) ends the wait.
+func (b *Broker) awaitReplication(cn *conn, pending []pendingAck, timeoutMs int32) {
 	if len(pending) == 0 {
 		return
 	}
@@ -178,7 +178,7 @@ func (b *Broker) awaitReplication(pending []pendingAck, timeoutMs int32) {
 		defer t.Stop()
 	}
 	for _, w := range pending {
-		if err := w.p.WaitReplicated(w.st, w.end, w.minISR, expired, b.c.closed); err != nil {
+		if err := w.p.WaitReplicated(w.st, w.end, w.minISR, expired, b.c.closed, cn.done); err != nil {
 			w.sp.ErrorCode = codeOf(err)
 		}
 	}
