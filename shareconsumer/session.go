@@ -459,7 +459,6 @@ func (c *Consumer) applyAckLocked(n *node, j *ackJob, parts []*ackPart, req *kms
 		n.pause = retryBackoff
 		c.failPartsLocked(j, parts, kerr.NetworkException.Code, err.Error())
 		c.triggerMetadataLocked() // as after a failed ShareFetch
-
 	case resp.ErrorCode != 0:
 		msg := errors.FromKafka(resp.ErrorCode, resp.ErrorMessage).Error()
 		c.log(kgo.LogLevelWarn, "ShareAcknowledge refused", "broker", n.id, "err", msg)

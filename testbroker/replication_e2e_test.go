@@ -149,3 +149,29 @@ func TestStoppedBrokerIsFencedInDescribeCluster(t *testing.T) {
 		assert.Equal(t, want, got, "IncludeFencedBrokers=%v", fenced)
 	}
 }
+
+// TestShareOffsetsOfALeaderlessPartition alters and describes a share group's start offset on
+// a partition whose only replica is stopped (leader -1): the share state is kept over the log
+// of the replica that will lead again, and the describe answers instead of failing.
+func TestShareOffsetsOfALeaderlessPartition(t *testing.T) {
+	c := testbroker.StartT(t, testbroker.NumBrokers(2), testbroker.Topic("t", 2))
+	require.NoError(t, c.StopBroker(1))
+	p, _ := c.Partition("t", 1)
+	require.Equal(t, int32(-1), p.Leader)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()[0]))
+	require.NoError(t, err)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+
+	altered, err := adm.AlterShareGroupOffsets(t.Context(), "g", kadm.Offsets{"t": {1: {Topic: "t", Partition: 1, At: 0}}})
+	require.NoError(t, err)
+	require.NoError(t, altered.Error())
+	described, err := adm.DescribeShareGroupOffsets(t.Context(), "g")
+	require.NoError(t, err)
+	require.NoError(t, described.Error())
+	got, ok := described["g"]
+	require.True(t, ok)
+	o, ok := got.Offsets.Lookup("t", 1)
+	require.True(t, ok, "%+v", got)
+	assert.Equal(t, int64(0), o.StartOffset)
+}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/log"
 )
 
 // brokerFetchers are one running broker's replica fetchers: one per other broker, each
@@ -157,6 +159,11 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) (bool, erro
 	if len(order) == 0 {
 		return false, nil
 	}
+	for p := range f.heard { // forget partitions no longer fetched (deleted, or led elsewhere)
+		if !slices.ContainsFunc(order, func(s sent) bool { return s.p == p }) {
+			delete(f.heard, p)
+		}
+	}
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	if err := f.cn.roundTrip(req, resp); err != nil {
 		return false, err
@@ -165,17 +172,16 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts []*Partition) (bool, erro
 		return false, kerr.ErrorForCode(resp.ErrorCode)
 	}
 	progressed := false
-	i := 0
 	for _, rt := range resp.Topics {
 		for k := range rt.Partitions {
 			rp := &rt.Partitions[k]
-			j := slices.IndexFunc(order[i:], func(s sent) bool {
+			j := slices.IndexFunc(order, func(s sent) bool {
 				return (s.p.TopicID == rt.TopicID || s.p.Topic == rt.Topic) && s.p.Index == rp.Partition
 			})
 			if j < 0 {
 				continue
 			}
-			s := order[i+j]
+			s := order[j]
 			ok, err := f.apply(ctx, s.p, s.epoch, rp)
 			if err != nil {
 				return progressed, err
@@ -204,7 +210,7 @@ func (f *fetcher) apply(ctx context.Context, p *Partition, epoch int32, rp *kmsg
 	}
 	f.heard[p] = epoch
 	if d := rp.DivergingEpoch; d.EndOffset >= 0 {
-		f.truncateDiverging(p, d.Epoch, d.EndOffset)
+		f.truncateDiverging(p, epoch, d.Epoch, d.EndOffset)
 		return true, nil
 	}
 	var records []byte
@@ -218,20 +224,22 @@ func (f *fetcher) apply(ctx context.Context, p *Partition, epoch int32, rp *kmsg
 	return true, nil
 }
 
-// truncateDiverging truncates the follower's log where it stops agreeing with the leader's,
-// as Kafka's fetcher does on a diverging epoch: to the lower of the leader's end offset for
-// that epoch and the follower's own end offset for it.
-func (f *fetcher) truncateDiverging(p *Partition, epoch int32, leaderEnd int64) {
-	lg := p.State().Log(f.broker)
-	to := leaderEnd
-	if e, end := lg.EndOffsetForEpoch(epoch); e >= 0 {
-		to = min(to, end)
-	} else {
-		to = min(to, lg.HighWatermark())
-	}
-	f.m.cfg.Logger.Info("truncating a diverging replica", "broker", f.broker, "partition", p.String(), "offset", to)
-	if err := lg.TruncateTo(to); err != nil {
-		f.m.cfg.Logger.Warn("replica truncation failed", "broker", f.broker, "partition", p.String(), "offset", to, "err", err)
+// truncateDiverging truncates the follower's log where it stops agreeing with the leader's
+// (of leaderEpoch), as Kafka's fetcher does on a diverging epoch: to the lower of the leader's
+// end offset for that epoch and the follower's own end offset for it.
+func (f *fetcher) truncateDiverging(p *Partition, leaderEpoch, epoch int32, leaderEnd int64) {
+	err := p.AsFollower(f.broker, leaderEpoch, func(lg *log.Partition) error {
+		to := leaderEnd
+		if e, end := lg.EndOffsetForEpoch(epoch); e >= 0 {
+			to = min(to, end)
+		} else {
+			to = min(to, lg.HighWatermark())
+		}
+		f.m.cfg.Logger.Info("truncating a diverging replica", "broker", f.broker, "partition", p.String(), "offset", to)
+		return lg.TruncateTo(to)
+	})
+	if err != nil {
+		f.m.cfg.Logger.Warn("replica truncation failed", "broker", f.broker, "partition", p.String(), "err", err)
 	}
 }
 
@@ -264,23 +272,24 @@ func (f *fetcher) repairOutOfRange(p *Partition, epoch int32) error {
 		}
 		return sp.Offset, nil
 	}
-	lg := p.State().Log(f.broker)
 	end, err := offset(-1)
 	if err != nil {
 		return ignoreLeaderErrors(err)
-	}
-	if lg.LogEndOffset() > end {
-		f.m.cfg.Logger.Info("truncating a replica ahead of its leader", "broker", f.broker, "partition", p.String(), "offset", end)
-		return ignoreLeaderErrors(lg.TruncateTo(end))
 	}
 	start, err := offset(-2)
 	if err != nil {
 		return ignoreLeaderErrors(err)
 	}
-	if lg.LogEndOffset() < start {
-		return ignoreLeaderErrors(lg.TruncateFullyAndStartAt(start))
-	}
-	return nil
+	return ignoreLeaderErrors(p.AsFollower(f.broker, epoch, func(lg *log.Partition) error {
+		switch {
+		case lg.LogEndOffset() > end:
+			f.m.cfg.Logger.Info("truncating a replica ahead of its leader", "broker", f.broker, "partition", p.String(), "offset", end)
+			return lg.TruncateTo(end)
+		case lg.LogEndOffset() < start:
+			return lg.TruncateFullyAndStartAt(start)
+		}
+		return nil
+	}))
 }
 
 // ignoreLeaderErrors keeps a Kafka error (the leader's answer, or the log's refusal) from

@@ -180,6 +180,12 @@ func (m *Manager) scheduleISRCheckLocked() {
 }
 
 func (m *Manager) checkISR() {
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return
+	}
 	lag := m.cfg.Settings().LagTimeMax
 	now := m.cfg.Clock.Now()
 	m.mu.Lock()
@@ -250,7 +256,9 @@ func (m *Manager) StartBroker(broker int32) {
 		}
 	}
 	m.mu.Lock()
-	m.fetchers[broker] = m.startFetchersLocked(broker)
+	if !m.closed {
+		m.fetchers[broker] = m.startFetchersLocked(broker)
+	}
 	m.changedLocked()
 	m.mu.Unlock()
 }

@@ -139,19 +139,24 @@ func effectiveMinISR(st *State, minISR int) int { return min(minISR, len(st.Repl
 // checked that its broker leads in st). With acks -1 it first refuses, appending nothing, when
 // the ISR is smaller than minISR (NOT_ENOUGH_REPLICAS). The high watermark moves at once when
 // the leader is the only replica in sync; otherwise when the followers have fetched past the
-// batch.
+// batch. The append holds the partition's lock, as Kafka's holds its leader-ISR lock, so that a
+// leader that changed since st is NOT_LEADER_OR_FOLLOWER rather than an append to a follower.
 func (p *Partition) AppendAsLeader(st *State, records []byte, now time.Time, acks int16, minISR int) (log.AppendResult, error) {
-	if acks == -1 && len(st.ISR) < effectiveMinISR(st, minISR) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cur := p.state.Load()
+	if cur.Leader != st.Leader || cur.LeaderEpoch != st.LeaderEpoch {
+		return log.AppendResult{}, kerr.NotLeaderForPartition
+	}
+	if acks == -1 && len(cur.ISR) < effectiveMinISR(cur, minISR) {
 		// Kafka's exception message names the ISR, but the produce response does not carry it.
 		return log.AppendResult{}, kerr.NotEnoughReplicas
 	}
-	res, err := st.LeaderLog().Append(records, now)
+	res, err := cur.LeaderLog().Append(records, now)
 	if err != nil {
 		return res, err
 	}
-	p.mu.Lock()
 	p.maybeAdvanceHighWatermarkLocked()
-	p.mu.Unlock()
 	return res, nil
 }
 
@@ -353,26 +358,39 @@ func (p *Partition) MoveLeader(broker int32) (old, next *State, err error) {
 // the leader's high watermark, capped at the follower's log end offset. A response from an
 // earlier leader epoch, or for a broker that no longer follows, is dropped.
 func (p *Partition) Replicated(broker, leaderEpoch int32, records []byte, leaderHW int64) error {
+	return p.AsFollower(broker, leaderEpoch, func(lg *log.Partition) error {
+		if len(records) > 0 {
+			if _, err := lg.AppendReplicated(records); err != nil {
+				return err
+			}
+		}
+		if hw := min(leaderHW, lg.LogEndOffset()); hw > lg.HighWatermark() {
+			lg.SetHighWatermark(hw)
+		}
+		return nil
+	})
+}
+
+// AsFollower runs f on broker's log while broker still follows the leader of leaderEpoch, and
+// does nothing otherwise. It holds the partition's lock, so that no election makes the log a
+// leader's while f appends to it or truncates it (Kafka stops a partition's fetcher before it
+// makes the replica leader).
+func (p *Partition) AsFollower(broker, leaderEpoch int32, f func(lg *log.Partition) error) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	st := p.state.Load()
 	lg := st.Log(broker)
 	if lg == nil || st.Leader == broker || st.LeaderEpoch != leaderEpoch {
 		return nil
 	}
-	if len(records) > 0 {
-		if _, err := lg.AppendReplicated(records); err != nil {
-			return err
-		}
-	}
-	if hw := min(leaderHW, lg.LogEndOffset()); hw > lg.HighWatermark() {
-		lg.SetHighWatermark(hw)
-	}
-	return nil
+	return f(lg)
 }
 
 // WaitReplicated waits until the high watermark of the leader of st covers offset (the end of
 // an acks=all batch), as Kafka's DelayedProduce does, and then checks the ISR again: below
 // min.insync.replicas it is NOT_ENOUGH_REPLICAS_AFTER_APPEND. A new leader meanwhile is
-// NOT_LEADER_OR_FOLLOWER. It gives up with REQUEST_TIMED_OUT when expired is closed, and with
+// NOT_LEADER_OR_FOLLOWER; a new epoch of the same leader over the same log is not (as Kafka's
+// DelayedProduce fails only once the broker no longer leads). It gives up with REQUEST_TIMED_OUT when expired is closed, and with
 // ErrClosed when done (the cluster's close) or hangup (the producer's connection's) is.
 func (p *Partition) WaitReplicated(st *State, offset int64, minISR int, expired, done, hangup <-chan struct{}) error {
 	lg := st.LeaderLog()
@@ -387,7 +405,11 @@ func (p *Partition) WaitReplicated(st *State, offset int64, minISR int, expired,
 		select {
 		case <-wake:
 		case <-st.moved:
-			return kerr.NotLeaderForPartition
+			cur := p.state.Load()
+			if cur.Leader != st.Leader || cur.LeaderLog() != lg {
+				return kerr.NotLeaderForPartition
+			}
+			st = cur
 		case <-expired:
 			return kerr.RequestTimedOut
 		case <-done:

@@ -168,6 +168,9 @@ func Start(cfg Config) (*Cluster, error) {
 func (c *Cluster) Close() {
 	c.closeOnce.Do(func() {
 		close(c.closed)
+		// A StartBroker under way finishes first, so that its listener is closed below.
+		c.lifecycleMu.Lock()
+		defer c.lifecycleMu.Unlock()
 		c.groups.Close()
 		c.replicas.Close()
 		for _, b := range c.brokers {

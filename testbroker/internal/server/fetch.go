@@ -124,6 +124,12 @@ func (b *Broker) readAndWait(req *kmsg.FetchRequest, parts []fetchPart, from fet
 	minBytes := min(int(req.MinBytes), maxBytes)
 	committed := req.IsolationLevel == 1
 
+	// A follower's fetch also waits on the topology as it was before anything was read, so
+	// that a change made meanwhile (a partition added, a leader moved) is not missed.
+	var topology <-chan struct{}
+	if from.follower() {
+		topology = c.replicas.Topology()
+	}
 	diverged := from.follower() && b.recordFollower(parts, from)
 	n, failed := b.readFetch(parts, maxBytes, committed, req.Version, from)
 	if req.MaxWaitMillis <= 0 || len(parts) == 0 || n >= minBytes || failed || diverged || from.complete(parts) {
@@ -132,10 +138,6 @@ func (b *Broker) readAndWait(req *kmsg.FetchRequest, parts []fetchPart, from fet
 
 	expired := make(chan struct{})
 	timer := c.clock.AfterFunc(time.Duration(req.MaxWaitMillis)*time.Millisecond, func() { close(expired) })
-	var topology <-chan struct{}
-	if from.follower() {
-		topology = c.replicas.Topology()
-	}
 	w := replica.NewWaiter(len(parts), expired, c.closed, from.hangup, topology)
 	for {
 		// Ask for the wake-ups before reading, so that an append or a leader move between the

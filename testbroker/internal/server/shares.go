@@ -34,7 +34,13 @@ func (m shareMetadata) Placement(tp share.TopicPartition) (share.Placement, bool
 		return share.Placement{}, false
 	}
 	st := p.State()
-	return share.Placement{Log: st.LeaderLog(), Leader: st.Leader, LeaderEpoch: st.LeaderEpoch}, true
+	lg := st.LeaderLog()
+	if lg == nil {
+		// No replica leads: the log of the ISR member kept to lead again, so that share state
+		// made meanwhile (AlterShareGroupOffsets) has a log to read.
+		lg = st.Log(st.ISR[0])
+	}
+	return share.Placement{Log: lg, Leader: st.Leader, LeaderEpoch: st.LeaderEpoch}, true
 }
 
 // shareLockDurationMs returns a group's effective share.record.lock.duration.ms, the
