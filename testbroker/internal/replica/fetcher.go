@@ -232,9 +232,8 @@ func (f *fetcher) truncateDiverging(p *Partition, leaderEpoch, epoch int32, lead
 		to := leaderEnd
 		if e, end := lg.EndOffsetForEpoch(epoch); e >= 0 {
 			to = min(to, end)
-		} else {
-			to = min(to, lg.HighWatermark())
 		}
+		to = min(to, lg.LogEndOffset()) // an epoch the follower cannot place: Kafka's fallback
 		f.m.cfg.Logger.Info("truncating a diverging replica", "broker", f.broker, "partition", p.String(), "offset", to)
 		return lg.TruncateTo(to)
 	})
