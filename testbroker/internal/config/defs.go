@@ -115,6 +115,14 @@ var brokerDefs = defsByName(
 	// testbroker's own: whether leaders apply KIP-1166 to follower fetches (package replica).
 	def("testbroker.kip1166.enable", typeBool, "true", nil),
 
+	// Socket server (SocketServerConfigs): a negative connections.max.idle.ms never closes an
+	// idle connection; the per-ip limits are dynamic, as in SocketServer.ReconfigurableConfigs.
+	def("connections.max.idle.ms", typeLong, "600000", nil),
+	def("max.connections.per.ip", typeInt, maxInt, atLeast(0)).dyn(),
+	def("max.connections.per.ip.overrides", typeString, "", checkPerIPOverrides).dyn(),
+	// testbroker's own: how long a request frame may take to arrive once its first byte has.
+	def("testbroker.request.read.timeout.ms", typeLong, "30000", atLeast(1)),
+
 	// The broker side of the topic configs: every one is dynamic but the hour and minute
 	// synonyms (DynamicLogConfig.ReconfigurableConfigs).
 	def("compression.type", typeString, "producer", oneOf(compressionTypes...)).dyn(),
@@ -427,4 +435,44 @@ func checkAutoOffsetReset(name string, v any) error {
 			". The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.")
 	}
 	return nil
+}
+
+// ParsePerIPOverrides reads max.connections.per.ip.overrides as Kafka does (Csv.parseCsvMap,
+// then an int per host): "host:count" pairs separated by commas, split at each pair's last
+// colon so that IPv6 addresses work.
+func ParsePerIPOverrides(s string) (map[string]int, error) {
+	m := map[string]int{}
+	if s == "" {
+		return m, nil
+	}
+	for _, pair := range listSplit.Split(s, -1) {
+		i := strings.LastIndex(pair, ":")
+		if i < 0 {
+			return nil, fmt.Errorf("Error parsing configuration property 'max.connections.per.ip.overrides': %q is not host:count", pair)
+		}
+		host, count := strings.TrimSpace(pair[:i]), strings.TrimSpace(pair[i+1:])
+		n, err := strconv.ParseInt(count, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("For input string: \"%s\"", count)
+		}
+		m[host] = int(n)
+	}
+	var invalid []string
+	for _, host := range sortedKeys(m) {
+		if !validHostPattern.MatchString(host) {
+			invalid = append(invalid, host)
+		}
+	}
+	if len(invalid) > 0 {
+		return nil, fmt.Errorf("max.connections.per.ip.overrides contains invalid addresses : %s", strings.Join(invalid, ","))
+	}
+	return m, nil
+}
+
+// validHostPattern is Utils.validHostPattern's set of characters.
+var validHostPattern = regexp.MustCompile(`^[0-9a-zA-Z\-%._:]*$`)
+
+func checkPerIPOverrides(_ string, v any) error {
+	_, err := ParsePerIPOverrides(v.(string))
+	return err
 }

@@ -38,6 +38,8 @@ type Snapshot struct {
 	// ReplicaSelector is replica.selector.class: RackAwareReplicaSelector, or "" (Kafka's
 	// null) for none, so that consumers always read from the leader.
 	ReplicaSelector string
+	// Connections are the limits on client connections.
+	Connections Connections
 
 	groups   map[string]*Group // groups with configs of their own
 	defaults *Group            // every other group
@@ -50,6 +52,30 @@ type ClassicGroup struct {
 	MaxSessionTimeout     time.Duration // group.max.session.timeout.ms
 	InitialRebalanceDelay time.Duration // group.initial.rebalance.delay.ms
 	MaxSize               int           // group.max.size
+}
+
+// Connections are the socket server's limits on connections (SocketServerConfigs), with
+// testbroker's own read timeout.
+type Connections struct {
+	// MaxIdle is connections.max.idle.ms: a connection with no I/O for this long is closed.
+	// Negative means never.
+	MaxIdle time.Duration
+	// RequestReadTimeout is testbroker.request.read.timeout.ms: a connection that has sent part
+	// of a request frame and not the rest within this long is closed.
+	RequestReadTimeout time.Duration
+	// MaxPerIP is max.connections.per.ip, the connections a broker accepts from one address
+	// unless MaxPerIPOverrides names it.
+	MaxPerIP int
+	// MaxPerIPOverrides is max.connections.per.ip.overrides, by host as written.
+	MaxPerIPOverrides map[string]int
+}
+
+// MaxFrom returns how many connections a broker accepts from host.
+func (c *Connections) MaxFrom(host string) int {
+	if n, ok := c.MaxPerIPOverrides[host]; ok {
+		return n
+	}
+	return c.MaxPerIP
 }
 
 // Group are one group's effective settings: each group config the group sets, else the broker
@@ -120,6 +146,12 @@ func (s *Store) publishLocked() {
 			KIP1166:               s.parsedLocked("testbroker.kip1166.enable").(bool),
 		},
 		ReplicaSelector: s.nullableLocked("replica.selector.class"),
+		Connections: Connections{
+			MaxIdle:            ms("connections.max.idle.ms"),
+			RequestReadTimeout: ms("testbroker.request.read.timeout.ms"),
+			MaxPerIP:           s.intLocked("max.connections.per.ip"),
+			MaxPerIPOverrides:  s.perIPOverridesLocked(),
+		},
 		Log: log.Config{
 			LogAppendTime:   s.topicValueLocked(nil, -1, "message.timestamp.type") == "LogAppendTime",
 			MaxMessageBytes: s.intLocked("message.max.bytes"),
@@ -131,6 +163,15 @@ func (s *Store) publishLocked() {
 		snap.groups[id] = s.groupLocked(m)
 	}
 	s.snap.Store(snap)
+}
+
+// perIPOverridesLocked returns max.connections.per.ip.overrides, parsed.
+func (s *Store) perIPOverridesLocked() map[string]int {
+	m, err := ParsePerIPOverrides(s.valueLocked("max.connections.per.ip.overrides"))
+	if err != nil {
+		panic("config: stored broker config is invalid: " + err.Error())
+	}
+	return m
 }
 
 // nullableLocked returns a STRING or CLASS broker config's cluster-wide value, parsed, or ""

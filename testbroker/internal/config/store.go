@@ -89,6 +89,9 @@ func (s *Store) checkGroupBounds() error {
 	if s.intLocked("group.share.max.share.sessions") < s.intLocked("group.share.max.size") {
 		return fmt.Errorf("group.share.max.share.sessions must be greater than or equal to group.share.max.size")
 	}
+	if s.intLocked("max.connections.per.ip") == 0 && s.valueLocked("max.connections.per.ip.overrides") == "" {
+		return fmt.Errorf("max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set.")
+	}
 	return nil
 }
 

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/kshare/kshare/testbroker/internal/wire"
 )
@@ -23,6 +25,7 @@ type Broker struct {
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
+	perIP  map[string]int // open connections by client host, for max.connections.per.ip
 	closed bool
 	wg     sync.WaitGroup
 	served chan struct{} // closed when the current listener's accept loop has ended
@@ -48,6 +51,7 @@ func newBroker(c *Cluster, id int32, ln net.Listener) (*Broker, error) {
 		host:   host,
 		port:   int32(port),
 		conns:  make(map[*conn]struct{}),
+		perIP:  make(map[string]int),
 		served: make(chan struct{}),
 	}, nil
 }
@@ -63,13 +67,24 @@ func (b *Broker) serve() {
 		if err != nil {
 			return
 		}
-		cn := newConn(b, nc)
+		host := remoteHost(nc)
 		b.mu.Lock()
 		if b.closed {
 			b.mu.Unlock()
 			nc.Close()
 			return
 		}
+		// As Kafka's ConnectionQuotas: the connection that would go over the limit is closed at
+		// once, before it is read from.
+		if max := b.c.configs.Snapshot().Connections.MaxFrom(host); b.perIP[host] >= max {
+			b.mu.Unlock()
+			b.c.logger.Info("rejected connection", "broker", b.id, "remote", nc.RemoteAddr().String(),
+				"reason", fmt.Sprintf("Rejected connection from %s, address already has the configured maximum of %d connections.", host, max))
+			nc.Close()
+			continue
+		}
+		b.perIP[host]++
+		cn := newConn(b, nc)
 		b.conns[cn] = struct{}{}
 		b.wg.Add(1)
 		b.mu.Unlock()
@@ -78,9 +93,22 @@ func (b *Broker) serve() {
 			cn.serve()
 			b.mu.Lock()
 			delete(b.conns, cn)
+			if b.perIP[host]--; b.perIP[host] == 0 {
+				delete(b.perIP, host)
+			}
 			b.mu.Unlock()
 		}()
 	}
+}
+
+// remoteHost is the host part of a connection's remote address, what max.connections.per.ip
+// counts by.
+func remoteHost(nc net.Conn) string {
+	addr := nc.RemoteAddr().String()
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return addr
 }
 
 func (b *Broker) close() {
@@ -123,6 +151,14 @@ type conn struct {
 
 	// clientID is the client id of the request being handled, from its header ("" for null).
 	clientID string
+
+	// Read by the connection's limits (connReader), on the real clock: the last time bytes
+	// moved either way, and when the frame being read started to arrive (zero between frames).
+	lastIO     time.Time
+	frameStart time.Time
+	// interrupted makes reads fail at once (interruptRead), under readMu.
+	readMu      sync.Mutex
+	interrupted bool
 }
 
 var connSeq struct {
@@ -135,12 +171,102 @@ func newConn(b *Broker, nc net.Conn) *conn {
 	connSeq.n++
 	n := connSeq.n
 	connSeq.Unlock()
-	return &conn{
-		b:    b,
-		nc:   nc,
-		id:   nc.RemoteAddr().String() + "-" + strconv.FormatUint(n, 10),
-		r:    bufio.NewReaderSize(nc, 64<<10),
-		done: make(chan struct{}),
+	cn := &conn{
+		b:      b,
+		nc:     nc,
+		id:     nc.RemoteAddr().String() + "-" + strconv.FormatUint(n, 10),
+		done:   make(chan struct{}),
+		lastIO: time.Now(),
+	}
+	cn.r = bufio.NewReaderSize(connReader{cn}, 64<<10)
+	return cn
+}
+
+// connReader reads a connection under its limits: every read of the socket has a deadline at
+// connections.max.idle.ms after the last I/O and, while a frame is arriving, at
+// testbroker.request.read.timeout.ms after its first byte. The deadlines are the socket's, on
+// the real clock (the bubble's under testing/synctest), so that they add no timer to the
+// cluster clock and a test's manual clock never closes its connections.
+type connReader struct{ cn *conn }
+
+func (r connReader) Read(p []byte) (int, error) {
+	cn := r.cn
+	cn.readMu.Lock()
+	d := cn.readDeadline()
+	if cn.interrupted {
+		d = time.Unix(1, 0)
+	}
+	err := cn.nc.SetReadDeadline(d)
+	cn.readMu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	n, err := cn.nc.Read(p)
+	if n > 0 {
+		cn.lastIO = time.Now()
+	}
+	return n, err
+}
+
+// interruptRead makes the read under way, and any until resumeRead, fail at once with a
+// timeout, for a watcher of the connection (watchDrop) that must stop reading.
+func (cn *conn) interruptRead() {
+	cn.readMu.Lock()
+	defer cn.readMu.Unlock()
+	cn.interrupted = true
+	_ = cn.nc.SetReadDeadline(time.Unix(1, 0)) // in the past
+}
+
+// resumeRead undoes interruptRead; the next read sets its own deadline.
+func (cn *conn) resumeRead() {
+	cn.readMu.Lock()
+	defer cn.readMu.Unlock()
+	cn.interrupted = false
+}
+
+// readDeadline is the earliest of the connection's limits, or the zero time for none.
+func (cn *conn) readDeadline() time.Time {
+	lim := cn.b.c.configs.Snapshot().Connections
+	var d time.Time
+	if lim.MaxIdle >= 0 {
+		d = cn.lastIO.Add(lim.MaxIdle)
+	}
+	if !cn.frameStart.IsZero() {
+		if end := cn.frameStart.Add(lim.RequestReadTimeout); d.IsZero() || end.Before(d) {
+			d = end
+		}
+	}
+	return d
+}
+
+// readFrame reads the next request frame, noting when its first byte arrives.
+func (cn *conn) readFrame() ([]byte, error) {
+	cn.frameStart = time.Time{}
+	if _, err := cn.r.Peek(1); err != nil {
+		return nil, err
+	}
+	cn.frameStart = time.Now()
+	return wire.ReadFrame(cn.r, cn.b.c.cfg.MaxFrameBytes)
+}
+
+// logReadError logs why reading a request ended, unless the client hung up or the
+// connection was closed here.
+func (cn *conn) logReadError(err error) {
+	c := cn.b.c
+	remote := cn.nc.RemoteAddr().String()
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		lim := c.configs.Snapshot().Connections
+		if !cn.frameStart.IsZero() && !time.Now().Before(cn.frameStart.Add(lim.RequestReadTimeout)) {
+			c.logger.Warn("closing connection", "broker", cn.b.id, "remote", remote, "reason",
+				fmt.Sprintf("request frame not complete after testbroker.request.read.timeout.ms (%d ms)", lim.RequestReadTimeout.Milliseconds()))
+			return
+		}
+		c.logger.Info("closing connection", "broker", cn.b.id, "remote", remote, "reason",
+			fmt.Sprintf("idle for connections.max.idle.ms (%d ms)", lim.MaxIdle.Milliseconds()))
+	default:
+		c.logger.Warn("closing connection", "broker", cn.b.id, "remote", remote, "reason", err.Error())
 	}
 }
 
@@ -173,11 +299,9 @@ func (cn *conn) serve() {
 	}()
 	c := cn.b.c
 	for {
-		frame, err := wire.ReadFrame(cn.r, c.cfg.MaxFrameBytes)
+		frame, err := cn.readFrame()
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				c.logger.Warn("closing connection", "broker", cn.b.id, "remote", cn.nc.RemoteAddr().String(), "reason", err.Error())
-			}
+			cn.logReadError(err)
 			return
 		}
 		req, err := wire.ParseRequest(frame)
@@ -193,12 +317,18 @@ func (cn *conn) serve() {
 		if !keep {
 			return
 		}
+		select {
+		case <-c.closed: // a request woken by Close is not answered: its connection closes
+			return
+		default:
+		}
 		if resp == nil { // acks=0 produce: no response
 			continue
 		}
 		f := frames.Get().(*wire.Frame)
 		f.AppendResponse(req.Key, req.CorrelationID, resp)
 		_, err = f.WriteTo(cn.nc)
+		cn.lastIO = time.Now()
 		f.Reset()
 		if cap(f.B) <= maxPooledFrame {
 			frames.Put(f)

@@ -273,9 +273,9 @@ func watchDrop(cn *conn) (stop func()) {
 		}
 	}()
 	return func() {
-		_ = cn.nc.SetReadDeadline(time.Unix(1, 0)) // in the past: Peek returns at once
+		cn.interruptRead() // Peek returns at once
 		<-done
-		_ = cn.nc.SetReadDeadline(time.Time{})
+		cn.resumeRead()
 	}
 }
 

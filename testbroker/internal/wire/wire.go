@@ -45,24 +45,52 @@ type Request struct {
 }
 
 // ReadFrame reads one size-prefixed frame from r and returns its payload (without the size).
-// The payload is freshly allocated and owned by the caller: decoded bodies alias it.
+// The payload is freshly allocated and owned by the caller: decoded bodies alias it. The
+// buffer grows as the payload arrives, so a frame that announces maxBytes and sends a few bytes
+// holds a few kilobytes, not maxBytes. Once the size has been read, an EOF is
+// io.ErrUnexpectedEOF.
 func ReadFrame(r io.Reader, maxBytes int32) ([]byte, error) {
+	buf, err := readFrame(r, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// firstFrameChunk is how much of a frame's payload is allocated before any of it arrives;
+// each time the buffer fills, it doubles, up to the frame's size.
+const firstFrameChunk = 16 << 10
+
+// readFrame is ReadFrame, returning on error what it had read, for tests of the buffer's size.
+func readFrame(r io.Reader, maxBytes int32) ([]byte, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(r, size[:]); err != nil {
 		return nil, err
 	}
-	n := int32(binary.BigEndian.Uint32(size[:]))
+	n := int(int32(binary.BigEndian.Uint32(size[:])))
 	if n < 8 {
 		return nil, fmt.Errorf("%w: %d bytes", ErrBadFrameSize, n)
 	}
-	if n > maxBytes {
+	if n > int(maxBytes) {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrFrameTooLarge, n, maxBytes)
 	}
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return nil, err
+	buf := make([]byte, 0, min(n, firstFrameChunk))
+	for {
+		m, err := io.ReadFull(r, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return buf, err
+		}
+		if len(buf) == n {
+			return buf, nil
+		}
+		grown := make([]byte, len(buf), min(n, 2*cap(buf)))
+		copy(grown, buf)
+		buf = grown
 	}
-	return buf, nil
 }
 
 // ParseRequest decodes a request frame's header and body. On ErrUnsupportedVersion the returned
