@@ -126,11 +126,16 @@ func (hb *heartbeater) step() time.Duration {
 	sub := c.subscription
 	fatal, left := c.fatal != nil, c.health.left
 	timedOut := !left && hb.epoch > 0 && !c.polling.Load() && time.Since(c.lastPoll) >= c.cfg.maxPollInterval
+	var closed <-chan struct{}
 	if timedOut {
-		c.leaveForPollTimeoutLocked()
+		closed = c.leaveForPollTimeoutLocked()
 	}
 	c.mu.Unlock()
 	if timedOut {
+		select {
+		case <-closed:
+		case <-c.closing:
+		}
 		hb.leave()
 		return -1
 	}

@@ -28,8 +28,9 @@ func (c *Consumer) pollTimeLeft() time.Duration {
 // MaxPollInterval, as Kafka's share consumer does: it stops fetching, gives back the records
 // it holds and closes its share sessions (with the acknowledgements recorded so far), so that
 // brokers release its records now rather than when their locks run out. The heartbeat loop
-// sends the leave.
-func (c *Consumer) leaveForPollTimeoutLocked() {
+// sends the leave once the sessions' closes are answered (the returned channel is closed then),
+// so that the acknowledgements they carry reach the brokers while the member is in the group.
+func (c *Consumer) leaveForPollTimeoutLocked() <-chan struct{} {
 	c.log(kgo.LogLevelWarn, "consumer poll timeout has expired: the time between calls to Poll was longer than "+
 		"MaxPollInterval (max.poll.interval.ms), which typically means that the poll loop spends too much time "+
 		"processing records; leaving the group, to rejoin at the next Poll. Raise MaxPollInterval, or lower "+
@@ -39,10 +40,15 @@ func (c *Consumer) leaveForPollTimeoutLocked() {
 	c.releaseBufferLocked()
 	c.releaseRenewedLocked()
 	c.moveAckedLocked()
+	w := &commitWait{results: make(map[TopicPartition]error), done: make(chan struct{})}
 	for _, n := range c.sortedNodesLocked() {
-		c.closeSessionLocked(n, nil)
+		c.closeSessionLocked(n, w)
 	}
 	c.kickLocked()
+	if w.remaining == 0 {
+		close(w.done)
+	}
+	return w.done
 }
 
 // rejoinIfLeftLocked makes a member that left for want of Polls join again, for the Poll or
