@@ -34,7 +34,7 @@ const idlePause = 10 * time.Millisecond
 // goroutine, and Close it when done.
 //
 // Poll, CommitSync, Subscribe, Unsubscribe and Close are meant for one goroutine, the
-// application's poll loop. Acknowledge, AcknowledgeOffset, CommitAsync, Wakeup, Subscription
+// application's poll loop. Acknowledge, AcknowledgeOffset, CommitAsync, Wakeup, Subscription, Status
 // and AcquisitionLockTimeoutMs are safe from any goroutine, also while Poll runs; a second Poll
 // running at the same time fails with ErrConcurrentPoll. After Close every method returns
 // ErrClosed.
@@ -171,7 +171,8 @@ type assignedPart struct {
 
 // New creates a consumer. It checks the options, creates the kgo.Client, and, when Topics was
 // given, starts joining the group in the background; it does not wait for the network, so a
-// bad address shows up as errors from Poll and in the kgo log rather than here.
+// bad address shows up in Poll's error (an *errors.PollTimeoutError with ReasonNoBroker and the
+// dial error, with the address), in Status and in the kgo log rather than here.
 func New(opts ...Opt) (*Consumer, error) {
 	cfg := defaultCfg()
 	for _, o := range opts {
