@@ -30,6 +30,7 @@ func (c *Consumer) startProcess(p *pool) error {
 	case c.cfg.explicit && c.inflight.unacked > 0:
 		return errors.ErrUnacknowledgedRecords
 	}
+	c.rejoinIfLeftLocked()
 	if !c.cfg.explicit {
 		c.acceptAllLocked()
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,7 +34,7 @@ const idlePause = 10 * time.Millisecond
 // goroutine, and Close it when done.
 //
 // Poll, CommitSync, Subscribe, Unsubscribe and Close are meant for one goroutine, the
-// application's poll loop. Acknowledge, AcknowledgeOffset, CommitAsync, Wakeup, Subscription
+// application's poll loop. Acknowledge, AcknowledgeOffset, CommitAsync, Wakeup, Subscription, Status
 // and AcquisitionLockTimeoutMs are safe from any goroutine, also while Poll runs; a second Poll
 // running at the same time fails with ErrConcurrentPoll. After Close every method returns
 // ErrClosed.
@@ -120,6 +121,12 @@ type Consumer struct {
 	// poolOut counts Process's acknowledgements not answered yet: their records are still
 	// locked at the broker, and admission counts them.
 	poolOut int
+
+	// health is what the consumer knows of why records do or do not come (status.go).
+	health health
+	// lastPoll is when the last Poll or Process returned (New, before the first): the member
+	// leaves the group when no Poll runs for MaxPollInterval after it.
+	lastPoll time.Time
 }
 
 // lockReport is a lock duration a broker reported, numbered in the order the answers came.
@@ -164,7 +171,8 @@ type assignedPart struct {
 
 // New creates a consumer. It checks the options, creates the kgo.Client, and, when Topics was
 // given, starts joining the group in the background; it does not wait for the network, so a
-// bad address shows up as errors from Poll and in the kgo log rather than here.
+// bad address shows up in Poll's error (an *errors.PollTimeoutError with ReasonNoBroker and the
+// dial error, with the address), in Status and in the kgo log rather than here.
 func New(opts ...Opt) (*Consumer, error) {
 	cfg := defaultCfg()
 	for _, o := range opts {
@@ -190,6 +198,7 @@ func New(opts ...Opt) (*Consumer, error) {
 		nodes:     make(map[int32]*node),
 		limitNode: -1,
 		inflight:  inflight{parts: make(map[TopicPartition]*curPart)},
+		lastPoll:  time.Now(),
 	}
 	kopts := []kgo.Opt{
 		kgo.ConnIdleTimeout(defaultConnIdleTimeout),
@@ -234,19 +243,26 @@ func New(opts ...Opt) (*Consumer, error) {
 
 // connectHook makes the consumer read a broker's ApiVersions again before its next ShareFetch
 // whenever kgo connects to it anew: the broker may have been upgraded or downgraded in place.
-// What was read before stays in use until then.
+// What was read before stays in use until then. A failed connect is kept, with the address,
+// for Status and Poll's error, until a connect succeeds.
 type connectHook struct{ c *Consumer }
 
 func (h connectHook) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	c := h.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err != nil {
+		c.health.dialErr = fmt.Errorf("dialing %s: %w", net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port))), err)
+		c.errLocked(c.health.dialErr)
+		c.noteLocked()
 		return
 	}
-	h.c.mu.Lock()
-	if n := h.c.nodes[meta.NodeID]; n != nil {
+	c.health.dialErr = nil
+	if n := c.nodes[meta.NodeID]; n != nil {
 		n.unsupported = nil
 		n.versionsStale = true
 	}
-	h.c.mu.Unlock()
+	c.noteLocked()
 }
 
 // maxPollErrs caps the errors kept for Polls that do not come.
@@ -384,8 +400,17 @@ func (c *Consumer) Subscription() []string {
 }
 
 // Poll returns the next records the consumer acquired, at most MaxPollRecords of them, waiting
-// until some arrive, ctx ends (ctx.Err()), Wakeup is called (ErrWokenUp) or the consumer is
-// closed (ErrClosed).
+// until some arrive, ctx ends, Wakeup is called (ErrWokenUp) or the consumer is closed
+// (ErrClosed).
+//
+// When ctx ends first, the error is a *errors.PollTimeoutError wrapping ctx.Err(), so that
+// errors.Is(err, context.DeadlineExceeded) (or context.Canceled) holds, with why nothing came
+// (its Reason and Detail: no broker reachable and the last dial error with its address, no
+// coordinator, a subscribed topic unknown, no partitions assigned, nothing available in the
+// assigned ones); Status reports the same without polling.
+//
+// A Poll keeps the member in the group for MaxPollInterval after it returns; the first Poll
+// after the member left for want of Polls rejoins the group.
 //
 // It first finishes with the records the previous Poll returned: implicit mode accepts every
 // one the application left unacknowledged; explicit mode fails with ErrUnacknowledgedRecords,
@@ -418,6 +443,7 @@ func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 		return nil, errors.ErrConcurrentPoll
 	}
 	defer c.polling.Store(false)
+	defer c.pollEnded()
 	c.runCallbacks()
 	recs, err := c.poll(ctx)
 	c.runCallbacks()
@@ -427,6 +453,7 @@ func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 func (c *Consumer) poll(ctx context.Context) ([]*Record, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.rejoinIfLeftLocked()
 	if c.cfg.explicit {
 		if c.inflight.unacked > 0 {
 			return nil, errors.ErrUnacknowledgedRecords
@@ -476,11 +503,11 @@ func (c *Consumer) poll(ctx context.Context) ([]*Record, error) {
 			return nil, err
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, err // no fetch for a Poll that cannot wait for it
+			return nil, c.pollTimeoutLocked(err) // no fetch for a Poll that cannot wait for it
 		}
 		if err := c.awaitRecordsLocked(ctx, c.wakeup); err != nil {
 			// Records that arrived meanwhile are not lost: they wait for the next Poll.
-			return nil, err
+			return nil, c.pollTimeoutLocked(err)
 		}
 	}
 }

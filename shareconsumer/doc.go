@@ -69,6 +69,15 @@
 // Partition leaders that move are followed; acknowledgements for records of the old leader
 // fail with NOT_LEADER_OR_FOLLOWER, since the locks went with the leadership.
 //
+// # When no records come
+//
+// A Poll whose context ends first returns an *errors.PollTimeoutError wrapping the context's
+// error, with why nothing came (no broker reachable and the dial error with its address, no
+// coordinator, an unknown topic, no partitions assigned, nothing available); Status tells the
+// same without polling, and the consumer logs through the kgo logger when the reason changes.
+// A member the application does not poll for MaxPollInterval (max.poll.interval.ms) leaves the
+// group and closes its share sessions, releasing its records; the next Poll rejoins.
+//
 // # Worker pools
 //
 // Process runs the poll loop itself with a pool of workers, one record per handler call, and
@@ -81,8 +90,8 @@
 //
 // # Differences from Kafka's Java client
 //
-//   - Poll takes a context and returns ctx.Err() when it ends before records arrive, where Java
-//     returns an empty batch after its timeout.
+//   - Poll takes a context and returns ctx.Err(), wrapped with the reason, when it ends before
+//     records arrive, where Java returns an empty batch after its timeout.
 //   - Wakeup interrupts Poll only; CommitSync and Close are bounded by their contexts.
 //   - Errors are values: the sentinels and result types of package
 //     github.com/kshare/kshare/errors, and CorruptBatchError, PartitionError, BrokerError and

@@ -196,8 +196,10 @@ func (c *Consumer) decodeResponse(resp *kmsg.ShareFetchResponse, names map[[16]b
 func (c *Consumer) applyFetchLocked(n *node, job *ackJob, names map[[16]byte]string, resp *kmsg.ShareFetchResponse, err error, decoded map[tidp]decodedPart) {
 	switch {
 	case err != nil:
+		n.fetchErr = err
 		if c.ctx.Err() == nil {
 			c.log(kgo.LogLevelWarn, "ShareFetch failed; the share session will be opened anew", "broker", n.id, "err", err)
+			c.errLocked(err)
 		}
 		c.sessionResetLocked(n)
 		n.pause = retryBackoff
@@ -208,6 +210,8 @@ func (c *Consumer) applyFetchLocked(n *node, job *ackJob, names map[[16]byte]str
 		return
 	case resp.ErrorCode != 0:
 		kerrMsg := errors.FromKafka(resp.ErrorCode, resp.ErrorMessage)
+		n.fetchErr = nil
+		c.errLocked(kerrMsg)
 		if isSessionError(resp.ErrorCode) {
 			c.log(kgo.LogLevelInfo, "share session lost; opening it anew", "broker", n.id, "err", kerrMsg)
 			c.sessionResetLocked(n)
@@ -224,6 +228,7 @@ func (c *Consumer) applyFetchLocked(n *node, job *ackJob, names map[[16]byte]str
 		return
 	}
 	n.epoch = nextEpoch(n.epoch)
+	n.fetchErr = nil
 
 	// The acknowledgements it carried.
 	job.lockTimeout = resp.AcquisitionLockTimeoutMillis
@@ -250,6 +255,9 @@ func (c *Consumer) applyFetchLocked(n *node, job *ackJob, names map[[16]byte]str
 	}
 	if job.renewFetch {
 		return // it brings no records; the Poll waiting for the renews returns them
+	}
+	if c.health.left {
+		return // the member left for want of Polls: the session's close releases these records
 	}
 
 	got, failed := false, false
@@ -292,6 +300,7 @@ func (c *Consumer) applyFetchLocked(n *node, job *ackJob, names map[[16]byte]str
 			}
 		}
 	}
+	n.fetchedEmpty = !got && !failed
 	switch {
 	case got:
 		c.wake()

@@ -24,6 +24,50 @@ type heartbeater struct {
 	rackSent bool
 	interval time.Duration // the coordinator's heartbeat interval
 	failures int
+	// describedEpoch is the member epoch at the last ShareGroupDescribe, sent to count the
+	// members when the member is assigned nothing.
+	describedEpoch int32
+}
+
+// setEpoch sets the member epoch, and shows it to Status.
+func (hb *heartbeater) setEpoch(e int32) {
+	hb.epoch = e
+	c := hb.c
+	c.mu.Lock()
+	c.health.memberEpoch = e
+	if e > 0 {
+		c.health.coordErr = nil
+	}
+	c.noteLocked()
+	c.mu.Unlock()
+}
+
+// describeIfIdle counts the group's members (ShareGroupDescribe), once per member epoch, while
+// the member is assigned nothing, so that Status and Poll's error can say how many members
+// share how many partitions. A failure leaves the count unknown.
+func (hb *heartbeater) describeIfIdle() {
+	c := hb.c
+	c.mu.Lock()
+	idle := len(c.assignment) == 0 && len(c.subscription) > 0
+	c.mu.Unlock()
+	if !idle || hb.epoch <= 0 || hb.describedEpoch == hb.epoch {
+		return
+	}
+	hb.describedEpoch = hb.epoch
+	req := kmsg.NewPtrShareGroupDescribeRequest()
+	req.GroupIDs = []string{c.cfg.group}
+	kresp, err := c.cl.Broker(int(hb.coord)).Request(c.hbCtx, req)
+	if err != nil {
+		return
+	}
+	for _, g := range kresp.(*kmsg.ShareGroupDescribeResponse).Groups {
+		if g.GroupID == c.cfg.group && g.ErrorCode == 0 {
+			c.mu.Lock()
+			c.health.members = len(g.Members)
+			c.noteLocked()
+			c.mu.Unlock()
+		}
+	}
 }
 
 // wakeHeartbeat makes the heartbeat loop send a heartbeat now.
@@ -53,6 +97,10 @@ func (c *Consumer) heartbeatLoop() {
 		case <-timer.C:
 		}
 		next := hb.step()
+		if next >= 0 && hb.epoch > 0 {
+			// Wake up in time to leave when the application stops polling.
+			next = min(next, c.pollTimeLeft())
+		}
 		timer.Stop()
 		select {
 		case <-timer.C:
@@ -76,10 +124,23 @@ func (hb *heartbeater) step() time.Duration {
 	c := hb.c
 	c.mu.Lock()
 	sub := c.subscription
-	fatal := c.fatal != nil
+	fatal, left := c.fatal != nil, c.health.left
+	timedOut := !left && hb.epoch > 0 && !c.polling.Load() && time.Since(c.lastPoll) >= c.cfg.maxPollInterval
+	var closed <-chan struct{}
+	if timedOut {
+		closed = c.leaveForPollTimeoutLocked()
+	}
 	c.mu.Unlock()
-	if fatal {
+	if timedOut {
+		select {
+		case <-closed:
+		case <-c.closing:
+		}
+		hb.leave()
 		return -1
+	}
+	if fatal || left {
+		return -1 // a member that left for want of Polls sends no heartbeat until one comes
 	}
 	if len(sub) == 0 {
 		hb.leave()
@@ -100,15 +161,27 @@ func (hb *heartbeater) step() time.Duration {
 	if err != nil {
 		if c.hbCtx.Err() == nil {
 			c.log(kgo.LogLevelWarn, "heartbeat failed; finding the coordinator again", "coordinator", hb.coord, "err", err)
+			c.mu.Lock()
+			c.errLocked(err)
+			c.mu.Unlock()
 		}
 		hb.coord = -1
 		return hb.backoff()
 	}
 	resp := kresp.(*kmsg.ShareGroupHeartbeatResponse)
+	if code := resp.ErrorCode; code != 0 {
+		c.mu.Lock()
+		c.errLocked(errors.FromKafka(code, resp.ErrorMessage))
+		switch code {
+		case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code:
+			c.health.coordErr = errors.FromKafka(code, resp.ErrorMessage)
+		}
+		c.mu.Unlock()
+	}
 	switch code := resp.ErrorCode; code {
 	case 0:
 		hb.failures = 0
-		hb.epoch = resp.MemberEpoch
+		hb.setEpoch(resp.MemberEpoch)
 		hb.sentSub = sub
 		hb.rackSent = true
 		if resp.HeartbeatIntervalMillis > 0 {
@@ -123,10 +196,11 @@ func (hb *heartbeater) step() time.Duration {
 			}
 			c.mu.Unlock()
 		}
+		hb.describeIfIdle()
 		return hb.interval
 	case kerr.FencedMemberEpoch.Code, kerr.UnknownMemberID.Code:
 		c.log(kgo.LogLevelInfo, "member fenced by the group coordinator; rejoining", "err", errors.FromKafka(code, resp.ErrorMessage))
-		hb.epoch = 0
+		hb.setEpoch(0)
 		c.mu.Lock()
 		c.setAssignmentLocked(nil)
 		c.mu.Unlock()
@@ -170,6 +244,10 @@ func (hb *heartbeater) findCoordinator(ctx context.Context) bool {
 	if err != nil {
 		if ctx.Err() == nil {
 			c.log(kgo.LogLevelWarn, "finding the group coordinator failed", "err", err)
+			c.mu.Lock()
+			c.errLocked(err)
+			c.noteLocked()
+			c.mu.Unlock()
 		}
 		return false
 	}
@@ -181,7 +259,13 @@ func (hb *heartbeater) findCoordinator(ctx context.Context) bool {
 		}
 	}
 	if code != 0 {
-		c.log(kgo.LogLevelWarn, "finding the group coordinator failed", "err", errors.FromKafka(code, msg))
+		err := errors.FromKafka(code, msg)
+		c.log(kgo.LogLevelWarn, "finding the group coordinator failed", "err", err)
+		c.mu.Lock()
+		c.errLocked(err)
+		c.health.coordErr = err
+		c.noteLocked()
+		c.mu.Unlock()
 		return false
 	}
 	v, err := c.versionsFor(ctx, node)
@@ -198,6 +282,9 @@ func (hb *heartbeater) findCoordinator(ctx context.Context) bool {
 		return false
 	}
 	hb.coord = node
+	c.mu.Lock()
+	c.health.coordErr = nil
+	c.mu.Unlock()
 	return true
 }
 
@@ -209,7 +296,7 @@ func (hb *heartbeater) leave() {
 		return
 	}
 	c := hb.c
-	hb.epoch = 0
+	hb.setEpoch(0)
 	hb.sentSub = nil
 	if hb.coord < 0 && !hb.findCoordinator(c.ctx) {
 		return
@@ -234,6 +321,9 @@ func (hb *heartbeater) leave() {
 // it through metadata.
 func (c *Consumer) setAssignmentLocked(tps []kmsg.ShareGroupHeartbeatResponseAssignmentTopicPartition) {
 	c.assignment = make(map[[16]byte][]int32, len(tps))
+	for _, n := range c.nodes {
+		n.fetchedEmpty = false
+	}
 	for _, tp := range tps {
 		c.assignment[tp.TopicID] = append(c.assignment[tp.TopicID], tp.Partitions...)
 	}
@@ -310,6 +400,7 @@ func (c *Consumer) metadataLoop() {
 			if err != nil {
 				if c.ctx.Err() == nil {
 					c.log(kgo.LogLevelWarn, "metadata request failed", "err", err)
+					c.errLocked(err)
 				}
 				ok = false
 			} else {
@@ -347,6 +438,16 @@ func (c *Consumer) metadataLoop() {
 // applyMetadataLocked records the topics of a metadata response.
 func (c *Consumer) applyMetadataLocked(resp *kmsg.MetadataResponse) {
 	for _, t := range resp.Topics {
+		if t.Topic != nil {
+			if t.ErrorCode == kerr.UnknownTopicOrPartition.Code {
+				if c.health.unknownTopics == nil {
+					c.health.unknownTopics = make(map[string]bool)
+				}
+				c.health.unknownTopics[*t.Topic] = true
+			} else if t.ErrorCode == 0 {
+				delete(c.health.unknownTopics, *t.Topic)
+			}
+		}
 		if t.ErrorCode != 0 || t.Topic == nil || t.TopicID == ([16]byte{}) {
 			continue
 		}

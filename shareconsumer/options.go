@@ -28,29 +28,33 @@ const (
 	// so an application that processes records for a while between polls must not lose its
 	// connection to idleness. Nine minutes is the Java client's connections.max.idle.ms.
 	defaultConnIdleTimeout = 9 * time.Minute
+	// defaultMaxPollInterval is Kafka's max.poll.interval.ms.
+	defaultMaxPollInterval = 5 * time.Minute
 )
 
 type cfg struct {
-	group          string
-	topics         []string
-	topicsSet      bool
-	clientOpts     []kgo.Opt
-	explicit       bool
-	maxPollRecords int
-	recordLimit    bool
-	fetchMaxWait   time.Duration
-	fetchMinBytes  int32
-	fetchMaxBytes  int32
-	fetchAhead     bool
-	onCommit       func(AcknowledgementCommit)
+	group           string
+	topics          []string
+	topicsSet       bool
+	clientOpts      []kgo.Opt
+	explicit        bool
+	maxPollRecords  int
+	recordLimit     bool
+	fetchMaxWait    time.Duration
+	fetchMinBytes   int32
+	fetchMaxBytes   int32
+	fetchAhead      bool
+	onCommit        func(AcknowledgementCommit)
+	maxPollInterval time.Duration
 }
 
 func defaultCfg() cfg {
 	return cfg{
-		maxPollRecords: defaultMaxPollRecords,
-		fetchMaxWait:   defaultFetchMaxWait,
-		fetchMinBytes:  defaultFetchMinBytes,
-		fetchMaxBytes:  defaultFetchMaxBytes,
+		maxPollRecords:  defaultMaxPollRecords,
+		fetchMaxWait:    defaultFetchMaxWait,
+		fetchMinBytes:   defaultFetchMinBytes,
+		fetchMaxBytes:   defaultFetchMaxBytes,
+		maxPollInterval: defaultMaxPollInterval,
 	}
 }
 
@@ -141,6 +145,18 @@ func OnAcknowledgementCommit(fn func(AcknowledgementCommit)) Opt {
 	return opt(func(c *cfg) { c.onCommit = fn })
 }
 
+// MaxPollInterval sets how long the application may go without a Poll before the member leaves
+// the group (Kafka's max.poll.interval.ms; default 5 minutes; whole milliseconds, at least 1ms
+// and at most math.MaxInt32 of them). The time counts from the end of the last Poll; a Poll
+// that waits counts as polling all along, and so does Process while it runs, since it takes
+// records whenever a worker is free. Past it the consumer logs why, leaves the group
+// (ShareGroupHeartbeat with MemberEpoch -1), stops fetching, and closes its share sessions, with
+// the acknowledgements recorded so far, so that the brokers release its other records at once;
+// records fetched and not yet returned go back. Status reports StateLeft and
+// errors.ReasonLeftGroup. The next Poll (or Process) rejoins, as a new member epoch; the
+// acknowledgements of records returned before the leave fail, since their session is closed.
+func MaxPollInterval(d time.Duration) Opt { return opt(func(c *cfg) { c.maxPollInterval = d }) }
+
 // validate checks every option; each message names the option and says what it takes.
 func (c *cfg) validate() error {
 	if c.group == "" {
@@ -168,6 +184,12 @@ func (c *cfg) validate() error {
 	}
 	if c.fetchMaxBytes < 1 {
 		return fmt.Errorf("shareconsumer: FetchMaxBytes(%d): must be at least 1", c.fetchMaxBytes)
+	}
+	if c.maxPollInterval < time.Millisecond || c.maxPollInterval/time.Millisecond > math.MaxInt32 {
+		return fmt.Errorf("shareconsumer: MaxPollInterval(%v): must be between 1ms and %v", c.maxPollInterval, time.Duration(math.MaxInt32)*time.Millisecond)
+	}
+	if c.maxPollInterval%time.Millisecond != 0 {
+		return fmt.Errorf("shareconsumer: MaxPollInterval(%v): must be whole milliseconds", c.maxPollInterval)
 	}
 	if c.fetchMinBytes > c.fetchMaxBytes {
 		return fmt.Errorf("shareconsumer: FetchMinBytes(%d) is above FetchMaxBytes(%d)", c.fetchMinBytes, c.fetchMaxBytes)

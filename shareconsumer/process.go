@@ -85,6 +85,7 @@ func (c *Consumer) Process(ctx context.Context, h Handler, opts ...ProcessOpt) e
 		return errors.ErrConcurrentPoll
 	}
 	defer c.polling.Store(false)
+	defer c.pollEnded()
 
 	c.runCallbacks()
 	p := newPool(c, cfg, h, ctx)

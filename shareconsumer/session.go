@@ -46,6 +46,10 @@ type node struct {
 	// versionsStale: kgo connected to the broker anew since its ApiVersions were read; they
 	// are read again before the next ShareFetch.
 	versionsStale bool
+	// fetchErr is why the last ShareFetch failed (nil: it was answered); fetchedEmpty, that it
+	// was answered with no records since the assignment last changed. Status reads them.
+	fetchErr     error
+	fetchedEmpty bool
 }
 
 // tidp names a partition by topic id, as share requests do.
@@ -235,6 +239,7 @@ func (c *Consumer) kickLocked() {
 			go c.runNode(n)
 		}
 	}
+	c.noteLocked()
 }
 
 // runNode sends n's requests, one at a time, until n has no work left.

@@ -1,0 +1,240 @@
+package shareconsumer
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kshare/kshare/errors"
+)
+
+// MemberState is where the consumer stands in its share group.
+type MemberState int8
+
+const (
+	// StateUnsubscribed: no subscription; the consumer is not a member.
+	StateUnsubscribed MemberState = iota
+	// StateJoining: subscribed, not a member yet (or again, after being fenced).
+	StateJoining
+	// StateStable: a member of the group, with a member epoch.
+	StateStable
+	// StateLeft: the member left the group because the application did not poll within
+	// MaxPollInterval; the next Poll (or Process) rejoins.
+	StateLeft
+	// StateFatal: the coordinator refused the member for good; Poll returns the
+	// *errors.FatalError.
+	StateFatal
+	// StateClosed: Close was called.
+	StateClosed
+)
+
+var stateNames = [...]string{"unsubscribed", "joining", "stable", "left", "fatal", "closed"}
+
+// String returns the state in lower case, for example "stable".
+func (s MemberState) String() string {
+	if s < 0 || int(s) >= len(stateNames) {
+		return "unknown"
+	}
+	return stateNames[s]
+}
+
+// Status is what the consumer knows of its membership and of why records do or do not come.
+type Status struct {
+	State MemberState
+	// Reason is why a Poll waiting now would get no records (errors.ReasonNone when nothing
+	// stands in the way); Detail says more: an address, a Kafka error, counts.
+	Reason errors.PollReason
+	Detail string
+	// Since is when Reason began.
+	Since time.Time
+	// MemberEpoch is the member epoch the coordinator gave; 0 while not a member.
+	MemberEpoch int32
+	// Assigned are the partitions the consumer fetches, sorted.
+	Assigned []TopicPartition
+	// LastErr is the last error the consumer met talking to the cluster (a failed dial,
+	// request or heartbeat, an error code), at LastErrAt; nil when there was none.
+	LastErr   error
+	LastErrAt time.Time
+}
+
+// health is what the consumer knows of why records do or do not come; guarded by Consumer.mu.
+type health struct {
+	dialErr       error           // the last failed connect, with its address; nil after a success
+	coordErr      error           // why the last coordinator lookup or heartbeat found no coordinator
+	memberEpoch   int32           // mirrors the heartbeat loop's epoch
+	unknownTopics map[string]bool // subscribed topics metadata says do not exist
+	members       int             // members of the group by the last ShareGroupDescribe; 0 unknown
+	left          bool            // left the group for max.poll.interval.ms
+	lastErr       error
+	lastErrAt     time.Time
+
+	reason errors.PollReason // the reason last noted (and logged)
+	detail string
+	since  time.Time
+}
+
+// Status returns the consumer's state and why a Poll would get no records now, without
+// polling. It is safe from any goroutine, also while Poll or Process runs.
+func (c *Consumer) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.noteLocked()
+	s := Status{
+		State:       c.stateLocked(),
+		Reason:      c.health.reason,
+		Detail:      c.health.detail,
+		Since:       c.health.since,
+		MemberEpoch: c.health.memberEpoch,
+		LastErr:     c.health.lastErr,
+		LastErrAt:   c.health.lastErrAt,
+	}
+	for tp := range c.assigned {
+		s.Assigned = append(s.Assigned, tp)
+	}
+	slices.SortFunc(s.Assigned, compareTP)
+	return s
+}
+
+func (c *Consumer) stateLocked() MemberState {
+	switch {
+	case c.closed.Load():
+		return StateClosed
+	case c.fatal != nil:
+		return StateFatal
+	case len(c.subscription) == 0:
+		return StateUnsubscribed
+	case c.health.left:
+		return StateLeft
+	case c.health.memberEpoch > 0:
+		return StateStable
+	}
+	return StateJoining
+}
+
+// errLocked records err as the last error met.
+func (c *Consumer) errLocked(err error) {
+	c.health.lastErr, c.health.lastErrAt = err, time.Now()
+}
+
+// reasonLocked works out why a waiting Poll would get no records now.
+func (c *Consumer) reasonLocked() (errors.PollReason, string) {
+	h := &c.health
+	switch {
+	case c.closed.Load() || c.fatal != nil || len(c.subscription) == 0:
+		return errors.ReasonNone, ""
+	case h.left:
+		return errors.ReasonLeftGroup, fmt.Sprintf("max.poll.interval.ms is %v", c.cfg.maxPollInterval)
+	case len(c.buffer) > 0 || c.renews.Ready() > 0:
+		return errors.ReasonNone, ""
+	case h.memberEpoch <= 0:
+		switch {
+		case h.dialErr != nil:
+			return errors.ReasonNoBroker, h.dialErr.Error()
+		case h.coordErr != nil:
+			return errors.ReasonNoCoordinator, h.coordErr.Error()
+		}
+		return errors.ReasonJoining, ""
+	case len(c.assignment) == 0:
+		if unknown := c.unknownSubscribedLocked(); len(unknown) > 0 {
+			return errors.ReasonUnknownTopic, "UNKNOWN_TOPIC_OR_PARTITION for " + strings.Join(unknown, ", ")
+		}
+		return errors.ReasonNoPartitions, c.shareCountsLocked()
+	}
+	want := 0
+	for _, ps := range c.assignment {
+		want += len(ps)
+	}
+	leaders := c.assignedLeadersLocked()
+	if len(c.assigned) < want || len(leaders) == 0 {
+		return errors.ReasonJoining, "looking up the assigned partitions' leaders"
+	}
+	empty := 0
+	for _, l := range leaders {
+		n := c.nodes[l]
+		switch {
+		case n == nil:
+		case n.fetchErr != nil:
+			if h.dialErr != nil {
+				return errors.ReasonNoBroker, h.dialErr.Error()
+			}
+			return errors.ReasonNoBroker, fmt.Sprintf("broker %d: %v", l, n.fetchErr)
+		case n.fetchedEmpty:
+			empty++
+		}
+	}
+	if empty == len(leaders) {
+		return errors.ReasonNothingAvailable, fmt.Sprintf("%d assigned partitions fetched from %d brokers", len(c.assigned), len(leaders))
+	}
+	return errors.ReasonFetching, ""
+}
+
+// unknownSubscribedLocked returns the subscribed topics metadata says do not exist.
+func (c *Consumer) unknownSubscribedLocked() []string {
+	var out []string
+	for _, t := range c.subscription {
+		if c.health.unknownTopics[t] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// shareCountsLocked says how many members share the subscribed topics' partitions, as far as
+// metadata and the last ShareGroupDescribe tell.
+func (c *Consumer) shareCountsLocked() string {
+	parts := 0
+	for _, t := range c.subscription {
+		if id, ok := c.byName[t]; ok {
+			parts += len(c.topics[id].leaders)
+		}
+	}
+	if c.health.members > 0 {
+		return fmt.Sprintf("%d members share %d partitions", c.health.members, parts)
+	}
+	return fmt.Sprintf("the subscribed topics have %d partitions", parts)
+}
+
+// noteLocked works out the reason and, when it changed, records since when and logs it: at
+// warn level for what the application or operator should look at, at info for a member that
+// has nothing to do, and once at info when records flow again after either.
+func (c *Consumer) noteLocked() {
+	r, detail := c.reasonLocked()
+	h := &c.health
+	if r == h.reason && detail == h.detail {
+		return
+	}
+	prev := h.reason
+	changed := r != prev
+	h.reason, h.detail = r, detail
+	if !changed {
+		return
+	}
+	h.since = time.Now()
+	switch r {
+	case errors.ReasonNoBroker, errors.ReasonNoCoordinator, errors.ReasonUnknownTopic:
+		c.log(kgo.LogLevelWarn, "no records can come: "+r.String(), "detail", detail)
+	case errors.ReasonNoPartitions:
+		c.log(kgo.LogLevelInfo, "no records can come: "+r.String(), "detail", detail)
+	case errors.ReasonNothingAvailable:
+		c.log(kgo.LogLevelDebug, r.String(), "detail", detail)
+	case errors.ReasonNone, errors.ReasonFetching:
+		switch prev {
+		case errors.ReasonNoBroker, errors.ReasonNoCoordinator, errors.ReasonUnknownTopic, errors.ReasonNoPartitions, errors.ReasonLeftGroup:
+			c.log(kgo.LogLevelInfo, "fetching again", "was", prev.String())
+		}
+	}
+}
+
+// pollTimeoutLocked wraps the error of a Poll's context that ended before records came with
+// why they did not.
+func (c *Consumer) pollTimeoutLocked(err error) error {
+	if err != context.DeadlineExceeded && err != context.Canceled {
+		return err
+	}
+	c.noteLocked()
+	return &errors.PollTimeoutError{Reason: c.health.reason, Detail: c.health.detail, Err: err}
+}
