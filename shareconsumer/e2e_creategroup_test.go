@@ -77,6 +77,7 @@ func createGroupOnClassicGroup(t *testing.T, env *e2eEnv) {
 			default:
 			}
 		}))
+	t.Cleanup(member.Close)
 	go member.PollFetches(ctx)
 	select {
 	case <-joined:

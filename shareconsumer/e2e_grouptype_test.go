@@ -43,6 +43,7 @@ func pollOnGroupOfAnotherType(t *testing.T, env *e2eEnv) {
 					}
 				}),
 			}, tc.opts...)...)
+			t.Cleanup(member.Close)
 			ctx := e2eCtx(t, 30*time.Second)
 			go member.PollFetches(ctx) // drives the join
 			select {
