@@ -236,19 +236,16 @@ func (c *Consumer) applyFetchLocked(n *node, job *ackJob, names map[[16]byte]str
 	if job.renewFetch && lock.ms > 0 {
 		c.lockNext = lock
 	}
-	type ackResult struct {
-		code int16
-		msg  *string
-	}
-	acked := make(map[tidp]ackResult, len(job.parts))
+	// A partition the answer names twice counts once, as its last entry, as in Kafka's client.
+	last := make(map[tidp]*kmsg.ShareFetchResponseTopicPartition)
 	for _, t := range resp.Topics {
-		for _, rp := range t.Partitions {
-			acked[tidp{t.TopicID, rp.Partition}] = ackResult{rp.AcknowledgeErrorCode, rp.AcknowledgeErrorMessage}
+		for i := range t.Partitions {
+			last[tidp{t.TopicID, t.Partitions[i].Partition}] = &t.Partitions[i]
 		}
 	}
 	for _, p := range job.parts {
-		if r, ok := acked[tidp{p.id, p.tp.Partition}]; ok {
-			c.finishPartLocked(job, p, ackError(p, r.code, deref(r.msg)))
+		if rp, ok := last[tidp{p.id, p.tp.Partition}]; ok {
+			c.finishPartLocked(job, p, ackError(p, rp.AcknowledgeErrorCode, deref(rp.AcknowledgeErrorMessage)))
 		} else {
 			c.finishPartLocked(job, p, ackError(p, kerr.InvalidRecordState.Code, msgInvalidResponse))
 		}
@@ -265,6 +262,9 @@ func (c *Consumer) applyFetchLocked(n *node, job *ackJob, names map[[16]byte]str
 		name, known := names[t.TopicID]
 		for i := range t.Partitions {
 			rp := &t.Partitions[i]
+			if last[tidp{t.TopicID, rp.Partition}] != rp {
+				continue
+			}
 			tp := TopicPartition{name, rp.Partition}
 			if rp.ErrorCode != 0 {
 				failed = true

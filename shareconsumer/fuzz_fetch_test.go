@@ -1,0 +1,303 @@
+package shareconsumer
+
+import (
+	stderrors "errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/acktype"
+	"github.com/kshare/kshare/errors"
+)
+
+// fuzzFetchSeed encodes a ShareFetch answer for the seeds of FuzzShareFetchResponse.
+func fuzzFetchSeed(version int16, code int16, parts ...kmsg.ShareFetchResponseTopicPartition) []byte {
+	resp := kmsg.NewPtrShareFetchResponse()
+	resp.Version = version
+	resp.ErrorCode = code
+	resp.AcquisitionLockTimeoutMillis = 30000
+	t := kmsg.NewShareFetchResponseTopic()
+	t.TopicID = fuzzTopic
+	t.Partitions = parts
+	resp.Topics = append(resp.Topics, t)
+	other := kmsg.NewShareFetchResponseTopic()
+	other.TopicID = [16]byte{9}
+	other.Partitions = parts
+	resp.Topics = append(resp.Topics, other)
+	ep := kmsg.NewShareFetchResponseNodeEndpoint()
+	ep.NodeID, ep.Host, ep.Port = 1, "localhost", 9093
+	resp.NodeEndpoints = append(resp.NodeEndpoints, ep)
+	return resp.AppendTo(nil)
+}
+
+func fuzzFetchPart(p int32, code, ackCode int16, records []byte, acquired ...kmsg.ShareFetchResponseTopicPartitionAcquiredRecord) kmsg.ShareFetchResponseTopicPartition {
+	rp := kmsg.NewShareFetchResponseTopicPartition()
+	rp.Partition, rp.ErrorCode, rp.AcknowledgeErrorCode = p, code, ackCode
+	rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
+	rp.Records, rp.AcquiredRecords = records, acquired
+	return rp
+}
+
+// fuzzMaxAcquired bounds the acquired offsets of an answer FuzzShareFetchResponse applies. The
+// consumer, as Kafka's client, accounts for acquired offsets one by one (a gap is acknowledged
+// offset by offset), so an answer acquiring billions of offsets takes as long to apply; the
+// target keeps to answers that can be checked offset by offset many times a second.
+const fuzzMaxAcquired = 1 << 16
+
+// fuzzAcquiredCount returns how many offsets resp's partitions acquire, counting every
+// partition entry, capped just above fuzzMaxAcquired.
+func fuzzAcquiredCount(resp *kmsg.ShareFetchResponse) int64 {
+	var k int64
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			for _, r := range normalizeAcquired(p.AcquiredRecords) {
+				k += min(r.last-r.first+1, fuzzMaxAcquired+1)
+				if k > fuzzMaxAcquired {
+					return k
+				}
+			}
+		}
+	}
+	return k
+}
+
+// FuzzShareFetchResponse applies a fuzzed ShareFetch answer, decoded from the wire as kgo
+// decodes it, to a consumer whose fetch carried acknowledgements, then has Poll's drain hand
+// out every record it buffered and the application acknowledge them at random. Nothing panics;
+// each acknowledgement the fetch carried gets exactly one outcome; the session epoch moves as
+// Kafka's client moves it; leader epochs never go back; and the acknowledgements built
+// afterwards are ordered, disjoint batches that name only offsets the answer acquired for the
+// consumer, each once: records Poll handed out with the type the application gave, offsets of
+// corrupt batches (rejected unless the application said otherwise), and gaps.
+func FuzzShareFetchResponse(f *testing.F) {
+	recs := tBatch(0, 4, 0, 1000, tRec{delta: 0, value: []byte("a")}, tRec{delta: 2, value: []byte("b")}, tRec{delta: 4, value: []byte("c")})
+	more := tBatch(5, 2, 0, 1000, tRec{delta: 0, value: []byte("d")}, tRec{delta: 1, value: []byte("e")}, tRec{delta: 2, value: []byte("f")})
+	gz := tCompressedBatch(f, more, kgo.GzipCompression())
+	bad := append([]byte{}, more...)
+	bad[len(bad)-2] ^= 0xff
+	notLeader := fuzzFetchPart(2, kerr.NotLeaderForPartition.Code, 0, nil)
+	notLeader.CurrentLeader.LeaderID, notLeader.CurrentLeader.LeaderEpoch = 1, 7
+	fenced := fuzzFetchPart(1, kerr.FencedLeaderEpoch.Code, 0, nil)
+	fenced.CurrentLeader.LeaderID, fenced.CurrentLeader.LeaderEpoch = 0, -5
+	for v := int16(0); v <= 2; v++ {
+		plan := []byte{0, 1, 2, 3, 4, 5, 6, 7}
+		f.Add(uint8(v), fuzzFetchSeed(v, 0, fuzzFetchPart(0, 0, 0, append(append([]byte{}, recs...), gz...), acq(0, 7, 1))), plan)
+		f.Add(uint8(v), fuzzFetchSeed(v, 0,
+			fuzzFetchPart(0, 0, kerr.InvalidRecordState.Code, append(append([]byte{}, recs...), bad...), acq(3, 9, 2), acq(0, 4, 1), acq(8, 6, 1), acq(-3, 1, -1)),
+			notLeader, fenced), plan)
+		f.Add(uint8(v), fuzzFetchSeed(v, 0, fuzzFetchPart(0, 0, 0, recs, acq(0, 4, 1)), fuzzFetchPart(0, 0, 0, recs, acq(0, 4, 2))), plan) // a partition twice
+		f.Add(uint8(v), fuzzFetchSeed(v, 0, fuzzFetchPart(0, 0, 0, nil, acq(100, 110, 1)), fuzzFetchPart(3, 0, 0, recs, acq(0, 4, 1))), plan)
+		f.Add(uint8(v), fuzzFetchSeed(v, kerr.ShareSessionNotFound.Code), plan)
+		f.Add(uint8(v), fuzzFetchSeed(v, kerr.GroupAuthorizationFailed.Code), plan)
+		f.Add(uint8(v), fuzzFetchSeed(v, 0, fuzzFetchPart(1, kerr.UnknownTopicID.Code, 0, nil), fuzzFetchPart(0, kerr.TopicAuthorizationFailed.Code, 0, recs, acq(0, 4, 1))), plan)
+		f.Add(uint8(v)|0x80, fuzzFetchSeed(v, 0), plan) // the request failed
+	}
+
+	c := fuzzConsumer(f)
+	f.Fuzz(func(t *testing.T, version uint8, wire, plan []byte) {
+		resp := kmsg.NewPtrShareFetchResponse()
+		resp.Version = int16(version&0x7f) % 3
+		if resp.ReadFrom(wire) != nil {
+			return // kgo fails such an answer as a whole: the request's error path
+		}
+		if fuzzAcquiredCount(resp) > fuzzMaxAcquired {
+			return
+		}
+		var reqErr error
+		if version&0x80 != 0 {
+			reqErr = stderrors.New("fuzz: connection reset")
+		}
+		in := fuzzInput{plan}
+
+		c.mu.Lock()
+		locked := true
+		defer func() { // a failed check must not leave the consumer locked for the next input
+			if locked {
+				c.mu.Unlock()
+			}
+		}()
+		fuzzReset(c)
+		n := c.nodeLocked(0)
+		n.epoch = 1 + int32(in.u8()%3)
+		n.sessParts = map[tidp]struct{}{{fuzzTopic, 0}: {}, {fuzzTopic, 1}: {}}
+		job := &ackJob{kind: jobPiggyback}
+		for p := range int32(in.u8() % 3) {
+			job.parts = append(job.parts, tPart(p, int64(p)*10, int64(p)*10+2, acktype.Accept))
+		}
+		names := map[[16]byte]string{fuzzTopic: "t"}
+		epochsBefore := make(map[int32]int32)
+		for p, li := range c.topics[fuzzTopic].leaders {
+			epochsBefore[p] = li.epoch
+		}
+		var decoded map[tidp]decodedPart
+		if reqErr == nil && resp.ErrorCode == 0 {
+			decoded = c.decodeResponse(resp, names, time.Now())
+		}
+		epoch := n.epoch
+		c.applyFetchLocked(n, job, names, resp, reqErr, decoded)
+
+		require.Len(t, c.completions, len(job.parts), "each acknowledgement the fetch carried gets one outcome")
+		switch {
+		case reqErr != nil, isSessionError(resp.ErrorCode):
+			require.Zero(t, n.epoch, "the session is opened anew")
+			require.Empty(t, c.buffer)
+		default:
+			require.Equal(t, nextEpoch(epoch), n.epoch)
+		}
+		for p, li := range c.topics[fuzzTopic].leaders {
+			require.GreaterOrEqual(t, li.epoch, epochsBefore[p], "partition %d: a leader hint took the leader epoch back", p)
+			require.GreaterOrEqual(t, li.node, int32(0))
+		}
+
+		// What the answer acquired for the consumer, by partition.
+		acquired := make(map[int32]map[int64]bool)
+		if reqErr == nil && resp.ErrorCode == 0 {
+			for _, rt := range resp.Topics {
+				if rt.TopicID != fuzzTopic {
+					continue
+				}
+				for _, rp := range rt.Partitions {
+					if rp.ErrorCode != 0 {
+						continue
+					}
+					for _, r := range normalizeAcquired(rp.AcquiredRecords) {
+						if acquired[rp.Partition] == nil {
+							acquired[rp.Partition] = make(map[int64]bool)
+						}
+						for o := r.first; o <= r.last; o++ {
+							acquired[rp.Partition][o] = true
+						}
+					}
+				}
+			}
+		}
+
+		// Poll hands out everything; the application acknowledges some of it.
+		type key struct {
+			p   int32
+			off int64
+		}
+		handed := make(map[key]bool) // true: an offset of a corrupt batch
+		var handedRecs []*Record
+		for len(c.buffer) > 0 {
+			got, err := c.drainLocked()
+			for _, r := range got {
+				require.Equal(t, "t", r.Topic)
+				require.True(t, acquired[r.Partition][r.Offset], "record %d-%d was not acquired", r.Partition, r.Offset)
+				_, dup := handed[key{r.Partition, r.Offset}]
+				require.False(t, dup, "record %d-%d handed out twice", r.Partition, r.Offset)
+				handed[key{r.Partition, r.Offset}] = false
+				handedRecs = append(handedRecs, r)
+			}
+			var ce *CorruptBatchError
+			if err != nil {
+				require.ErrorAs(t, err, &ce)
+				require.ErrorIs(t, err, kerr.CorruptMessage)
+				for _, o := range ce.Offsets {
+					require.True(t, acquired[ce.Partition][o], "corrupt offset %d-%d was not acquired", ce.Partition, o)
+					_, dup := handed[key{ce.Partition, o}]
+					require.False(t, dup, "offset %d-%d handed out twice", ce.Partition, o)
+					handed[key{ce.Partition, o}] = true
+				}
+			}
+		}
+		c.mu.Unlock()
+		locked = false
+
+		wantType := make(map[key]acktype.Type)
+		for in.more() && len(handed) > 0 {
+			ty := fuzzAckType(&in)
+			i := int(in.u8())
+			if i < len(handedRecs) {
+				r := handedRecs[i]
+				err := c.Acknowledge(r, ty)
+				if ty.Valid() {
+					require.NoError(t, err)
+					wantType[key{r.Partition, r.Offset}] = ty
+				} else {
+					require.ErrorIs(t, err, ErrInvalidAcknowledgeType)
+				}
+				continue
+			}
+			p, off := int32(in.u8()%4), int64(in.u8())
+			err := c.AcknowledgeOffset("t", p, off, ty)
+			switch corrupt, ok := handed[key{p, off}]; {
+			case !ty.Valid() || ty == acktype.Renew:
+				require.ErrorIs(t, err, ErrInvalidAcknowledgeType)
+			case ok && corrupt:
+				require.NoError(t, err)
+				wantType[key{p, off}] = ty
+			default:
+				require.ErrorIs(t, err, errors.ErrCannotAcknowledge)
+			}
+		}
+
+		c.mu.Lock()
+		locked = true
+		c.acceptAllLocked()
+		c.moveAckedLocked()
+		sent := make(map[key]acktype.Type)
+		for _, nn := range c.sortedNodesLocked() {
+			for _, part := range c.takeAcksLocked(nn, nil) {
+				require.Equal(t, int32(0), nn.id, "acknowledgements go to the leader the records came from")
+				require.Equal(t, "t", part.tp.Topic)
+				checkBatches(t, part.batches)
+				for o, ty := range batchTypes(part.batches) {
+					k := key{part.tp.Partition, o}
+					require.True(t, acquired[k.p][o], "acknowledgement of offset %d-%d, which the answer did not acquire", k.p, o)
+					_, dup := sent[k]
+					require.False(t, dup, "offset %d-%d acknowledged twice", k.p, o)
+					sent[k] = ty
+				}
+			}
+		}
+		for k, corrupt := range handed {
+			want, ok := wantType[k]
+			switch {
+			case ok:
+			case corrupt:
+				want = acktype.Reject
+			default:
+				want = acktype.Accept
+			}
+			require.Equal(t, want, sent[k], "offset %d-%d", k.p, k.off)
+		}
+		for k, ty := range sent {
+			if _, ok := handed[k]; !ok {
+				require.Equal(t, acktype.Gap, ty, "offset %d-%d was never handed out", k.p, k.off)
+			}
+		}
+	})
+}
+
+// A partition an answer names twice counts once, as its last entry, as in Kafka's client: its
+// records are not handed out twice (found by FuzzShareFetchResponse).
+func TestShareFetchPartitionTwiceCountsOnce(t *testing.T) {
+	t.Parallel()
+	c := fuzzConsumer(t)
+	recs := tBatch(0, 1, 0, 0, tRec{delta: 0, value: []byte("a")}, tRec{delta: 1, value: []byte("b")})
+	resp := kmsg.NewPtrShareFetchResponse()
+	require.NoError(t, resp.ReadFrom(fuzzFetchSeed(resp.Version, 0,
+		fuzzFetchPart(0, 0, kerr.InvalidRecordState.Code, recs, acq(0, 1, 1)),
+		fuzzFetchPart(0, 0, 0, recs, acq(0, 1, 2)))))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fuzzReset(c)
+	n := c.nodeLocked(0)
+	n.epoch = 1
+	job := &ackJob{kind: jobPiggyback, parts: []*ackPart{tPart(0, 5, 5, acktype.Accept)}}
+	names := map[[16]byte]string{fuzzTopic: "t"}
+	c.applyFetchLocked(n, job, names, resp, nil, c.decodeResponse(resp, names, time.Now()))
+
+	got, err := c.drainLocked()
+	require.NoError(t, err)
+	require.Equal(t, []int64{0, 1}, offsetsOf(got))
+	require.EqualValues(t, 2, got[0].DeliveryCount, "the last entry's")
+	require.Empty(t, c.buffer)
+	require.Len(t, c.completions, 1)
+	require.NoError(t, c.completions[0].Err, "the last entry's acknowledgement outcome")
+}
