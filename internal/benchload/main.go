@@ -41,12 +41,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"syscall"
 	"time"
@@ -72,11 +74,13 @@ type config struct {
 	settle            time.Duration
 	fetchAhead        bool
 	verbose           bool
+	memProfile        string
 }
 
 // figures is what one run measured.
 type figures struct {
 	brokerPerSharePartition float64
+	created                 time.Duration // every New returned
 	allJoined               time.Duration
 	stable                  time.Duration
 	idleTotal               int64
@@ -95,7 +99,8 @@ func main() {
 	fs.DurationVar(&c.heartbeatInterval, "heartbeat-interval", 0, "the broker's group.share.heartbeat.interval.ms (0: its default, 5s)")
 	fs.DurationVar(&c.settle, "settle", 3*time.Second, "how long the stable group polls the empty topic before the idle memory is read")
 	fs.BoolVar(&c.fetchAhead, "fetch-ahead", false, "run the consumers with shareconsumer.FetchAhead")
-	fs.BoolVar(&c.verbose, "v", false, "show the broker's output on stderr")
+	fs.StringVar(&c.memProfile, "memprofile", "", "write a heap profile of the idle group to this file")
+	fs.BoolVar(&c.verbose, "v", false, "show the broker's output and every member's epochs until the assignment is stable on stderr")
 	_ = fs.Parse(os.Args[1:])
 	if err := c.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "benchload:", err)
@@ -151,26 +156,38 @@ func run(ctx context.Context, c config) (figures, error) {
 		return f, err
 	}
 	defer fl.close()
+	f.created = time.Since(start)
 	idleCtx, stopIdle := context.WithCancel(ctx)
-	idleDone := make(chan error, 1)
-	go func() { idleDone <- fl.idle(idleCtx) }()
-	f.allJoined, f.stable, err = awaitStable(ctx, fl, c.partitions, start, idleDone)
-	if err != nil {
+	defer stopIdle()
+	var idleErr error
+	idleDone := make(chan struct{})
+	go func() { idleErr = fl.idle(idleCtx); close(idleDone) }()
+	endIdle := func() error {
 		stopIdle()
 		<-idleDone
-		return f, err
+		if idleErr != nil {
+			return fmt.Errorf("idle polling: %w", idleErr)
+		}
+		return nil
+	}
+	f.allJoined, f.stable, err = awaitStable(ctx, fl, c.partitions, start, idleDone, c.verbose)
+	if err != nil {
+		return f, errors.Join(err, endIdle())
 	}
 	logf("  all joined after %v, stable after %v", f.allJoined.Round(time.Millisecond), f.stable.Round(time.Millisecond))
 	select {
 	case <-time.After(c.settle):
-	case err := <-idleDone:
-		stopIdle()
-		return f, fmt.Errorf("idle polling: %w", err)
+	case <-idleDone:
+		return f, endIdle()
 	}
 	f.idleTotal = heapInUse() - base
-	stopIdle()
-	if err := <-idleDone; err != nil {
-		return f, fmt.Errorf("idle polling: %w", err)
+	if c.memProfile != "" {
+		if err := writeHeapProfile(c.memProfile); err != nil {
+			return f, errors.Join(err, endIdle())
+		}
+	}
+	if err := endIdle(); err != nil {
+		return f, err
 	}
 
 	logf("producing %d records of %d B", c.records, valueSize)
@@ -197,35 +214,56 @@ func run(ctx context.Context, c config) (figures, error) {
 
 // awaitStable reads every consumer's Status until the assignment is stable and returns when
 // every member had first joined and when the assignment became stable, both since start.
-func awaitStable(ctx context.Context, fl *fleet, partitions int, start time.Time, idleDone <-chan error) (allJoined, stable time.Duration, err error) {
+func awaitStable(ctx context.Context, fl *fleet, partitions int, start time.Time, idleDone <-chan struct{}, trace bool) (allJoined, stable time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	views := make([]assignmentView, len(fl.cons))
+	history := make([][]epochAt, len(fl.cons))
 	assigned := 0
 	for {
 		joined := true
+		now := time.Since(start)
 		for i, c := range fl.cons {
 			views[i] = viewOf(c.Status())
 			joined = joined && views[i].memberEpoch > 0
+			if h := history[i]; len(h) == 0 || h[len(h)-1].epoch != views[i].memberEpoch || h[len(h)-1].partitions != len(views[i].assigned) {
+				history[i] = append(h, epochAt{now, views[i].memberEpoch, len(views[i].assigned)})
+			}
 		}
-		now := time.Since(start)
 		if joined && allJoined == 0 {
 			allJoined = now
 		}
 		var ok bool
 		if ok, assigned = assignmentStable(views, partitions); ok {
+			if trace {
+				for i, h := range history {
+					logf("  member %d: %v", i, h)
+				}
+			}
 			return allJoined, now, nil
 		}
 		select {
 		case <-ctx.Done():
 			return allJoined, 0, fmt.Errorf("no stable assignment (%d of %d partitions assigned): %w", assigned, partitions, ctx.Err())
-		case err := <-idleDone:
-			return allJoined, 0, fmt.Errorf("idle polling: %w", err)
+		case <-idleDone:
+			return allJoined, 0, errors.New("the consumers stopped polling")
 		case <-tick.C:
 		}
 	}
+}
+
+// epochAt is a member epoch and the number of partitions assigned with it, and since when a
+// consumer's Status showed them.
+type epochAt struct {
+	at         time.Duration
+	epoch      int32
+	partitions int
+}
+
+func (e epochAt) String() string {
+	return fmt.Sprintf("%v: epoch %d, %d partitions", e.at.Round(time.Millisecond), e.epoch, e.partitions)
 }
 
 func startBroker(ctx context.Context, c config) (*brokerproc.Proc, error) {
@@ -297,6 +335,18 @@ func produce(ctx context.Context, seed string, parts, n int) error {
 	return nil
 }
 
+func writeHeapProfile(path string) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(out, 0); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
 func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 
 func printReport(out io.Writer, c config, f figures) {
@@ -308,6 +358,7 @@ func printReport(out io.Writer, c config, f figures) {
 	p("\n## Load: %d consumers on %d partitions (one testbroker, share heartbeat %s, FetchAhead %v)\n\n", c.consumers, c.partitions, hb, c.fetchAhead)
 	p("Machine: %d logical CPUs (%s), %s/%s, %s, GOMAXPROCS %d\n\n", runtime.NumCPU(), benchcmd.CPUModel(), runtime.GOOS, runtime.GOARCH, runtime.Version(), runtime.GOMAXPROCS(0))
 	p("| figure | value |\n|---|---:|\n")
+	p("| every consumer created (shareconsumer.New returned) | %v |\n", f.created.Round(time.Millisecond))
 	p("| every member joined (first member epoch) | %v |\n", f.allJoined.Round(time.Millisecond))
 	p("| stable assignment (every partition assigned, every member at the final epoch with partitions) | %v |\n", f.stable.Round(time.Millisecond))
 	p("| records/s, %s records of %d B, explicit accept, first acceptance to last CommitSync | %s |\n", benchcmd.Thousands(float64(c.records)), valueSize,
