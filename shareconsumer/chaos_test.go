@@ -198,6 +198,9 @@ func TestChaos(t *testing.T) {
 		testbroker.BrokerConfig("group.share.min.heartbeat.interval.ms", "50"),
 		testbroker.BrokerConfig("group.share.heartbeat.interval.ms", "100"),
 		testbroker.BrokerConfig("group.share.min.record.lock.duration.ms", "1000"),
+		// A stopped follower leaves the ISR, and acks=all stops waiting for it, within a second.
+		testbroker.BrokerConfig("replica.lag.time.max.ms", "1000"),
+		testbroker.BrokerConfig("replica.fetch.backoff.ms", "100"),
 	)
 	for kv := range strings.SplitSeq(fmt.Sprintf("share.auto.offset.reset=earliest,share.record.lock.duration.ms=%d,share.delivery.count.limit=%d", chaosLockMs, chaosDCLimit), ",") {
 		k, v, _ := strings.Cut(kv, "=")
@@ -333,6 +336,14 @@ func TestChaos(t *testing.T) {
 	defer producer.Close()
 	go func() { produced <- chaosProduce(ctx, producer, total, parts, *chaosDuration) }()
 
+	seen := &inspection{final: map[chaosKey]testbroker.ShareRecordInfo{}, maxDC: map[chaosKey]int16{}}
+	sampled := make(chan struct{})
+	sctx, stopSampling := context.WithCancel(ctx)
+	go func() {
+		defer close(sampled)
+		seen.run(sctx, c, parts)
+	}()
+
 	faults := &faultLog{n: map[string]int{}}
 	start := time.Now()
 	injectFaults(t, c, rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), parts, stalls, faults, produced, *chaosDuration)
@@ -354,6 +365,9 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	drainTime := time.Since(start) - faultTime
+	stopSampling()
+	<-sampled
+	seen.sample(c, parts)
 
 	cancel()
 	wg.Wait()
@@ -403,31 +417,30 @@ func TestChaos(t *testing.T) {
 		attempts[k] = true
 	}
 	var twice, notDone, badState, overLimit []string
-	states := map[testbroker.ShareRecordState]int{}
 	for p := range parts {
 		info, _ := c.Partition(chaosTopic, p)
 		start, end, ok := c.SharePartitionOffsets(chaosGroup, chaosTopic, p)
 		if !ok || start != info.HighWatermark {
 			notDone = append(notDone, fmt.Sprintf("p%d: start offset %d, end %d, high watermark %d", p, start, end, info.HighWatermark))
 		}
-		for _, sr := range c.ShareRecords(chaosGroup, chaosTopic, p) {
-			if sr.Offset >= info.HighWatermark {
-				continue
-			}
-			states[sr.State]++
-			k := chaosKey{p, sr.Offset}
-			if sr.State != testbroker.ShareAcknowledged && sr.State != testbroker.ShareArchived {
-				notDone = append(notDone, fmt.Sprintf("%d/%d %s", p, sr.Offset, sr.State))
-			}
-			if sr.DeliveryCount > chaosDCLimit {
-				overLimit = append(overLimit, fmt.Sprintf("%d/%d: %d deliveries", p, sr.Offset, sr.DeliveryCount))
-			}
-			switch {
-			case sr.State == testbroker.ShareAcknowledged && k.answer(seed) != acktype.Accept:
-				badState = append(badState, fmt.Sprintf("%d/%d ACKNOWLEDGED though nobody accepts it", p, sr.Offset))
-			case sr.State == testbroker.ShareArchived && len(accepted[k]) > 0:
-				badState = append(badState, fmt.Sprintf("%d/%d ARCHIVED though %v accepted it", p, sr.Offset, accepted[k]))
-			}
+	}
+	states := map[testbroker.ShareRecordState]int{}
+	for k, sr := range seen.final {
+		states[sr.State]++
+		switch {
+		case sr.State < 0:
+			badState = append(badState, fmt.Sprintf("%d/%d went from one terminal state to the other", k.p, k.off))
+		case sr.State == testbroker.ShareAcknowledged && k.answer(seed) != acktype.Accept:
+			badState = append(badState, fmt.Sprintf("%d/%d ACKNOWLEDGED though nobody accepts it", k.p, k.off))
+		case sr.State == testbroker.ShareArchived && len(accepted[k]) > 0:
+			badState = append(badState, fmt.Sprintf("%d/%d ARCHIVED though %v accepted it", k.p, k.off, accepted[k]))
+		case sr.State == testbroker.ShareAcknowledged && !attempts[k]:
+			badState = append(badState, fmt.Sprintf("%d/%d ACKNOWLEDGED though no consumer accepted it", k.p, k.off))
+		}
+	}
+	for k, dc := range seen.maxDC {
+		if dc > chaosDCLimit {
+			overLimit = append(overLimit, fmt.Sprintf("%d/%d: %d deliveries", k.p, k.off, dc))
 		}
 	}
 	for k, who := range accepted {
@@ -449,8 +462,8 @@ func TestChaos(t *testing.T) {
 
 	t.Logf("seed %d: %d records on %d partitions; faults for %v (%s); drained in %v",
 		seed, total, parts, faultTime.Round(time.Millisecond), faults, drainTime.Round(time.Millisecond))
-	t.Logf("final states %v; kshare accepts that succeeded %d, outcomes with an error %d, pool locks lost %d, Poll errors %d; %s",
-		states, acceptedN, failed, lost, pollErrs.Load(), pcons.ProcessStats())
+	t.Logf("final states of the %d offsets the inspection saw terminal: %v; kshare accepts that succeeded %d, outcomes with an error %d, pool locks lost %d, Poll errors %d; %s",
+		len(seen.final), states, acceptedN, failed, lost, pollErrs.Load(), pcons.ProcessStats())
 	t.Logf("invariants held: %s", strings.Join(invariants, "; "))
 }
 
@@ -620,6 +633,41 @@ func injectFaults(t *testing.T, c *testbroker.Cluster, rng *rand.Rand, parts int
 	if stopped >= 0 {
 		if err := c.StartBroker(stopped); err != nil {
 			t.Errorf("StartBroker(%d): %v", stopped, err)
+		}
+	}
+}
+
+// inspection samples the share partitions through the inspection API while the test runs: the
+// brokers forget records once the share-partition start offset passes them, so each record's
+// terminal state is caught while it is still listed.
+type inspection struct {
+	final map[chaosKey]testbroker.ShareRecordInfo
+	maxDC map[chaosKey]int16
+}
+
+func (in *inspection) run(ctx context.Context, c *testbroker.Cluster, parts int32) {
+	for {
+		in.sample(c, parts)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func (in *inspection) sample(c *testbroker.Cluster, parts int32) {
+	for p := range parts {
+		for _, sr := range c.ShareRecords(chaosGroup, chaosTopic, p) {
+			k := chaosKey{p, sr.Offset}
+			in.maxDC[k] = max(in.maxDC[k], sr.DeliveryCount)
+			if sr.State == testbroker.ShareAcknowledged || sr.State == testbroker.ShareArchived {
+				if prev, ok := in.final[k]; ok && prev.State != sr.State {
+					in.final[k] = testbroker.ShareRecordInfo{Offset: sr.Offset, State: -1}
+					continue
+				}
+				in.final[k] = sr
+			}
 		}
 	}
 }
