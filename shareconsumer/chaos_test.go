@@ -72,13 +72,18 @@ type tally struct {
 	// pending counts a poll loop's acknowledgements waiting for their outcome. Each is recorded
 	// before Acknowledge, so the callback always finds it; an outcome with none pending is the
 	// consumer's own (a release of records fetched and not returned).
-	pending map[chaosKey]int
+	// Each entry is the record's lock deadline as the consumer saw it at delivery.
+	pending map[chaosKey][]time.Time
 	// done counts a pool's handled records that were acknowledged (OnRecordDone), results the
 	// callback's outcomes in order; the pool's own releases (at shutdown) come after its
 	// handlers' acknowledgements, so the first done[k] results are the handlers'.
-	done     map[chaosKey]int
-	results  map[chaosKey][]bool
-	accepted map[chaosKey]int // successful accepts
+	done    map[chaosKey][]time.Time
+	results map[chaosKey][]ackResult
+	// accepted counts successful accepts whose outcome came before the record's lock deadline:
+	// a broker skips, without an error, acknowledgements of records below the share-partition
+	// start offset (as Kafka does), so a late accept may succeed after another member's accept.
+	accepted map[chaosKey]int
+	late     int              // successful accepts whose outcome came after the lock deadline
 	attempts map[chaosKey]int // accepts made
 	lost     int              // pool records whose lock loss was reported
 	failed   int              // outcomes with an error
@@ -87,7 +92,7 @@ type tally struct {
 }
 
 func newTally(name string) *tally {
-	return &tally{name: name, pending: map[chaosKey]int{}, done: map[chaosKey]int{}, results: map[chaosKey][]bool{},
+	return &tally{name: name, pending: map[chaosKey][]time.Time{}, done: map[chaosKey][]time.Time{}, results: map[chaosKey][]ackResult{},
 		accepted: map[chaosKey]int{}, attempts: map[chaosKey]int{}}
 }
 
@@ -104,32 +109,48 @@ func (t *tally) commitOpt(seed uint64, pool bool) shareconsumer.Opt {
 		if ac.Err != nil {
 			t.failed += len(ac.Offsets)
 		}
+		now := time.Now()
 		for _, off := range ac.Offsets {
 			k := chaosKey{ac.Partition, off}
 			if pool {
-				t.results[k] = append(t.results[k], ac.Err == nil)
+				t.results[k] = append(t.results[k], ackResult{ac.Err == nil, now})
 				continue
 			}
-			if t.pending[k] == 0 {
+			if len(t.pending[k]) == 0 {
 				continue
 			}
-			t.pending[k]--
+			deadline := t.pending[k][0]
+			t.pending[k] = t.pending[k][1:]
 			if ac.Err == nil && k.answer(seed) == acktype.Accept {
-				t.accepted[k]++
+				t.countAccept(k, deadline, now)
 			}
 		}
 	})
+}
+
+// ackResult is one outcome the callback reported for a pool's record.
+type ackResult struct {
+	ok bool
+	at time.Time
+}
+
+func (t *tally) countAccept(k chaosKey, deadline, at time.Time) {
+	if at.Before(deadline) {
+		t.accepted[k]++
+	} else {
+		t.late++
+	}
 }
 
 // settle turns a pool's records into accepts and reports what was never answered.
 func (t *tally) settle(seed uint64) (unanswered int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for k, n := range t.pending {
-		unanswered += n
-		_ = k
+	for _, ds := range t.pending {
+		unanswered += len(ds)
 	}
-	for k, n := range t.done {
+	for k, ds := range t.done {
+		n := len(ds)
 		rs := t.results[k]
 		if len(rs) < n {
 			unanswered += n - len(rs)
@@ -140,9 +161,9 @@ func (t *tally) settle(seed uint64) (unanswered int) {
 		if k.answer(seed) != acktype.Accept {
 			continue
 		}
-		for _, ok := range rs {
-			if ok {
-				t.accepted[k]++
+		for i, r := range rs {
+			if r.ok {
+				t.countAccept(k, ds[i], r.at)
 			}
 		}
 	}
@@ -276,7 +297,7 @@ func TestChaos(t *testing.T) {
 				ptl.mu.Lock()
 				defer ptl.mu.Unlock()
 				if o.Ack != 0 {
-					ptl.done[k]++
+					ptl.done[k] = append(ptl.done[k], o.Record.LockDeadline)
 					if o.Ack == acktype.Accept {
 						ptl.attempts[k]++
 					}
@@ -395,7 +416,7 @@ func TestChaos(t *testing.T) {
 	}
 	accepted := map[chaosKey][]string{}
 	attempts := map[chaosKey]bool{}
-	var unanswered, lost, failed int
+	var unanswered, lost, failed, late int
 	var maxDC int16
 	var badLoss []string
 	for _, tl := range tallies {
@@ -409,6 +430,7 @@ func TestChaos(t *testing.T) {
 			attempts[k] = true
 		}
 		lost += tl.lost
+		late += tl.late
 		failed += tl.failed
 		maxDC = max(maxDC, tl.maxDC)
 		badLoss = append(badLoss, tl.badLoss...)
@@ -462,8 +484,8 @@ func TestChaos(t *testing.T) {
 
 	t.Logf("seed %d: %d records on %d partitions; faults for %v (%s); drained in %v",
 		seed, total, parts, faultTime.Round(time.Millisecond), faults, drainTime.Round(time.Millisecond))
-	t.Logf("final states of the %d offsets the inspection saw terminal: %v; kshare accepts that succeeded %d, outcomes with an error %d, pool locks lost %d, Poll errors %d; %s",
-		len(seen.final), states, acceptedN, failed, lost, pollErrs.Load(), pcons.ProcessStats())
+	t.Logf("final states of the %d offsets the inspection saw terminal: %v; kshare accepts that succeeded in time %d (late, maybe skipped below the start offset: %d), outcomes with an error %d, pool locks lost %d, Poll errors %d; %s",
+		len(seen.final), states, acceptedN, late, failed, lost, pollErrs.Load(), pcons.ProcessStats())
 	t.Logf("invariants held: %s", strings.Join(invariants, "; "))
 }
 
@@ -499,14 +521,14 @@ func chaosPollLoop(ctx context.Context, cons *shareconsumer.Consumer, tl *tally,
 			k := chaosKey{r.Partition, r.Offset}
 			ty := k.answer(seed)
 			tl.mu.Lock()
-			tl.pending[k]++
+			tl.pending[k] = append(tl.pending[k], r.LockDeadline)
 			if ty == acktype.Accept {
 				tl.attempts[k]++
 			}
 			tl.mu.Unlock()
 			if err := cons.Acknowledge(r, ty); err != nil {
 				tl.mu.Lock()
-				tl.pending[k]--
+				tl.pending[k] = tl.pending[k][:len(tl.pending[k])-1]
 				tl.mu.Unlock()
 				fatal.CompareAndSwap(nil, fmt.Errorf("%s: Acknowledge %d/%d: %w", tl.name, k.p, k.off, err))
 				return
