@@ -4,10 +4,15 @@ package benchcmd
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Ints is a flag.Value of positive numbers separated by commas ("1,3").
@@ -63,4 +68,32 @@ func CPUModel() string {
 		}
 	}
 	return "unknown"
+}
+
+// ProduceRoundRobin produces n records of valueSize bytes to topic ("" for the client's
+// default topic), record i to partition i mod parts (the client needs kgo.ManualPartitioner),
+// and waits for all of them; it returns the first produce error.
+func ProduceRoundRobin(ctx context.Context, cl *kgo.Client, topic string, parts, n, valueSize int) error {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	value := bytes.Repeat([]byte("v"), valueSize)
+	wg.Add(n)
+	for i := range n {
+		r := &kgo.Record{Topic: topic, Partition: int32(i % parts), Value: value}
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	return firstErr
 }

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -162,29 +161,8 @@ func produce(ctx context.Context, seed string, parts, n, batchBytes int) error {
 		return err
 	}
 	defer cl.Close()
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	value := bytes.Repeat([]byte("v"), valueSize)
-	wg.Add(n)
-	for i := range n {
-		r := &kgo.Record{Partition: int32(i % parts), Value: value}
-		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
-			if err != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
-			}
-			wg.Done()
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return fmt.Errorf("producing: %w", firstErr)
+	if err := benchcmd.ProduceRoundRobin(ctx, cl, "", parts, n, valueSize); err != nil {
+		return fmt.Errorf("producing: %w", err)
 	}
 	return nil
 }

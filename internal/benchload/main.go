@@ -40,7 +40,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -50,7 +49,6 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
-	"sync"
 	"syscall"
 	"time"
 
@@ -311,29 +309,8 @@ func produce(ctx context.Context, seed string, parts, n int) error {
 		return err
 	}
 	defer cl.Close()
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	value := bytes.Repeat([]byte("v"), valueSize)
-	wg.Add(n)
-	for i := range n {
-		r := &kgo.Record{Partition: int32(i % parts), Value: value}
-		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
-			if err != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
-			}
-			wg.Done()
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return fmt.Errorf("producing: %w", firstErr)
+	if err := benchcmd.ProduceRoundRobin(ctx, cl, "", parts, n, valueSize); err != nil {
+		return fmt.Errorf("producing: %w", err)
 	}
 	return nil
 }

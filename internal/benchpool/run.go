@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -16,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/internal/benchcmd"
 	"github.com/kshare/kshare/internal/brokerproc"
 	"github.com/kshare/kshare/internal/groupconfig"
 )
@@ -220,29 +219,8 @@ func (a *admin) createTopic(ctx context.Context, topic string, parts int) error 
 
 // produce writes n records of valueSize bytes to topic, record i to partition i%parts.
 func (a *admin) produce(ctx context.Context, topic string, parts, n int) error {
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	value := bytes.Repeat([]byte("v"), valueSize)
-	wg.Add(n)
-	for i := range n {
-		r := &kgo.Record{Topic: topic, Partition: int32(i % parts), Value: value}
-		a.cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
-			if err != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
-			}
-			wg.Done()
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return fmt.Errorf("producing to %s: %w", topic, firstErr)
+	if err := benchcmd.ProduceRoundRobin(ctx, a.cl, topic, parts, n, valueSize); err != nil {
+		return fmt.Errorf("producing to %s: %w", topic, err)
 	}
 	return nil
 }
