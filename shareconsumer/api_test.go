@@ -2,7 +2,6 @@ package shareconsumer
 
 import (
 	"context"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/kshare/kshare/acktype"
 	"github.com/kshare/kshare/errors"
+	"github.com/kshare/kshare/internal/leakcheck"
 	"github.com/kshare/kshare/testbroker"
 )
 
@@ -402,20 +402,19 @@ func TestCloseReleasesAndLeaves(t *testing.T) {
 // consumerGoroutines returns the stacks of goroutines running the consumer's code or a kgo
 // client's, leaving out test functions (other tests wait in t.Parallel meanwhile) and the
 // testbroker cluster, which the test's cleanup closes.
-func consumerGoroutines() []string {
-	buf := make([]byte, 1<<20)
-	var out []string
-	for _, stack := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-		for _, line := range strings.Split(stack, "\n") {
-			ours := strings.Contains(line, "kshare/shareconsumer.") && !strings.Contains(line, "shareconsumer.Test") &&
-				!strings.Contains(line, "shareconsumer.consumerGoroutines")
-			if ours || strings.Contains(line, "franz-go/pkg/kgo.") {
-				out = append(out, stack)
-				break
-			}
+func consumerGoroutines() []string { return leakcheck.Left(isConsumerGoroutine) }
+
+// isConsumerGoroutine reports whether a goroutine runs the consumer's code (other than the
+// tests') or franz-go's.
+func isConsumerGoroutine(stack string) bool {
+	for _, line := range strings.Split(stack, "\n") {
+		ours := strings.Contains(line, "kshare/shareconsumer.") && !strings.Contains(line, "shareconsumer.Test") &&
+			!strings.Contains(line, "shareconsumer.consumerGoroutines") && !strings.Contains(line, "shareconsumer.isConsumerGoroutine")
+		if ours || strings.Contains(line, "franz-go/pkg/kgo.") {
+			return true
 		}
 	}
-	return out
+	return false
 }
 
 func TestFatalHeartbeatError(t *testing.T) {
