@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/kshare/kshare/internal/brokerproc"
 )
@@ -60,4 +62,12 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 	}
 	_, err := p.w.Write(out)
 	return len(b), err
+}
+
+// stopBroker stops a measurement's broker; a failed stop becomes the measurement's error (*err)
+// unless it failed already.
+func stopBroker(bp *brokerproc.Proc, err *error) {
+	if _, _, stopErr := bp.Stop(10 * time.Second); *err == nil && stopErr != nil {
+		*err = fmt.Errorf("stopping: %w", stopErr)
+	}
 }

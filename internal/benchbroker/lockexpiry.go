@@ -91,11 +91,7 @@ func measureLockExpiry(ctx context.Context, c *config, p *brokerProgram, samples
 	if err != nil {
 		return r, err
 	}
-	defer func() {
-		if _, _, stopErr := bp.Stop(10 * time.Second); err == nil && stopErr != nil {
-			err = fmt.Errorf("stopping: %w", stopErr)
-		}
-	}()
+	defer stopBroker(bp, &err)
 	if err := groupconfig.SetOn(ctx, bp.Seeds, shareGroupID, "share.auto.offset.reset", "earliest"); err != nil {
 		return r, err
 	}

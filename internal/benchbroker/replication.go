@@ -198,11 +198,7 @@ func measureWatermark(ctx context.Context, c *config, p *brokerProgram, kip1166 
 	if err != nil {
 		return r, err
 	}
-	defer func() {
-		if _, _, stopErr := bp.Stop(10 * time.Second); err == nil && stopErr != nil {
-			err = fmt.Errorf("stopping: %w", stopErr)
-		}
-	}()
+	defer stopBroker(bp, &err)
 
 	lanes, err := newLanes(ctx, bp.Seeds, c.repl.factor)
 	if err != nil {

@@ -94,11 +94,7 @@ func measureShare(ctx context.Context, c *config, p *brokerProgram, w workload) 
 	if err != nil {
 		return m, err
 	}
-	defer func() {
-		if _, _, stopErr := bp.Stop(10 * time.Second); err == nil && stopErr != nil {
-			err = fmt.Errorf("stopping: %w", stopErr)
-		}
-	}()
+	defer stopBroker(bp, &err)
 	if _, err := produce(ctx, bp.Seeds, topic, w, c.client); err != nil {
 		return m, err
 	}
