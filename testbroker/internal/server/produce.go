@@ -104,7 +104,10 @@ func (b *Broker) handleProduce(cn *conn, req *kmsg.ProduceRequest) kmsg.Response
 				if now.IsZero() {
 					now = c.clock.Now()
 				}
-				minISR := c.configs.MinInSyncReplicas(c.topicConfigs(t))
+				minISR := 0 // only acks=all reads min.insync.replicas: no config lookup for the others
+				if req.Acks == -1 {
+					minISR = c.configs.MinInSyncReplicas(c.topicConfigs(t))
+				}
 				var end int64
 				if end, err = b.appendProduced(p, st, rp.Records, now, req.Acks, minISR, sp); err == nil && req.Acks == -1 {
 					pending = append(pending, pendingAck{p: p, st: st, end: end, minISR: minISR, sp: sp})
