@@ -19,6 +19,13 @@ var ErrRecordLimitUnsupported = errors.New("the record-limit acquire mode needs 
 // consumer's own).
 var ErrInvalidAcknowledgeType = errors.New("not an acknowledge type the application may use")
 
+// ErrTooManyAcquired: a ShareFetch answer acquired more than 1048576 offsets of one partition,
+// more than any Kafka broker hands out at once (it keeps at most
+// group.share.partition.max.record.locks, 10000 at the most, in flight). Poll returns it in a
+// *PartitionError, once; the consumer takes nothing of that answer for the partition and
+// acknowledges none of it, so the broker releases the offsets when their locks expire.
+var ErrTooManyAcquired = errors.New("the broker acquired more than 1048576 offsets of the partition in one answer")
+
 // CorruptBatchError is returned by Poll, once, for a record batch the consumer could not decode
 // (CRC mismatch, unknown compression, malformed records). As Kafka's client does, the consumer
 // rejects every acquired offset of the batch on its own, so that the broker never delivers it
@@ -48,7 +55,8 @@ func (e *CorruptBatchError) Unwrap() []error { return []error{kerr.CorruptMessag
 // PartitionError is returned by Poll, once, when a broker refused to fetch a partition for a
 // reason the consumer cannot fix on its own (TOPIC_AUTHORIZATION_FAILED, for one). The consumer
 // keeps fetching the partition's leader, with a pause between attempts. Err wraps the code
-// Kafka sent (a *errors.KafkaError).
+// Kafka sent (a *errors.KafkaError), or is ErrTooManyAcquired for an answer the consumer
+// refused.
 type PartitionError struct {
 	Topic     string
 	Partition int32

@@ -279,6 +279,14 @@ func (c *Consumer) applyFetchLocked(n *node, job *ackJob, names map[[16]byte]str
 				continue
 			}
 			d := decoded[tidp{t.TopicID, rp.Partition}]
+			if d.invalid != nil {
+				c.log(kgo.LogLevelError, "ShareFetch answer refused; leaving its offsets to their lock's expiry", "broker", n.id, "topic", tp.Topic, "partition", tp.Partition, "err", d.invalid)
+				c.addPollErrLocked(d.invalid)
+				continue
+			}
+			if d.unfetched > 0 {
+				c.log(kgo.LogLevelWarn, "ShareFetch acquired offsets outside the records it returned; leaving them to their lock's expiry", "broker", n.id, "topic", tp.Topic, "partition", tp.Partition, "offsets", d.unfetched)
+			}
 			if len(d.gaps) > 0 {
 				acc := c.pendingLocked(n.id, tp, t.TopicID)
 				for _, g := range d.gaps {

@@ -1,6 +1,7 @@
 package shareconsumer
 
 import (
+	"encoding/binary"
 	"math"
 	"testing"
 	"time"
@@ -150,6 +151,33 @@ func FuzzDecodePartition(f *testing.F) {
 				account(o, "gap")
 			}
 		}
-		require.Len(t, seen, len(want), "some acquired offsets were not accounted for")
+		lo, hi := dataSpan(data)
+		for _, g := range d.gaps {
+			require.True(t, g.first >= lo && g.last <= hi, "gap %d-%d lies outside the data's offsets %d-%d", g.first, g.last, lo, hi)
+		}
+		require.Equal(t, int64(len(want)-len(seen)), d.unfetched, "acquired offsets neither accounted for nor unfetched")
+		require.NoError(t, d.invalid)
 	})
+}
+
+// dataSpan returns the offsets record data covers as far as its framing can be read: from the
+// first batch's base offset to the last offset of its last complete batch (lo > hi when there
+// is none).
+func dataSpan(data []byte) (lo, hi int64) {
+	lo, hi = math.MaxInt64, math.MinInt64
+	for len(data) >= batchMagicOffset+1 {
+		base := int64(binary.BigEndian.Uint64(data))
+		lo = min(lo, base)
+		length := int32(binary.BigEndian.Uint32(data[8:]))
+		if data[batchMagicOffset] != 2 || length < batchHeaderSize-12 || int(length)+12 > len(data) {
+			break
+		}
+		last := base + int64(int32(binary.BigEndian.Uint32(data[batchLastDeltaOff:])))
+		if last < base {
+			break
+		}
+		hi = max(hi, last)
+		data = data[int(length)+12:]
+	}
+	return lo, hi
 }

@@ -44,17 +44,22 @@ func fuzzFetchPart(p int32, code, ackCode int16, records []byte, acquired ...kms
 
 // fuzzMaxAcquired bounds the acquired offsets of an answer FuzzShareFetchResponse applies. The
 // consumer, as Kafka's client, accounts for acquired offsets one by one (a gap is acknowledged
-// offset by offset), so an answer acquiring billions of offsets takes as long to apply; the
-// target keeps to answers that can be checked offset by offset many times a second.
+// offset by offset) up to maxAcquiredOffsets a partition, so such an answer takes a while to
+// apply; the target keeps to answers that can be checked offset by offset many times a second.
+// Partitions over maxAcquiredOffsets are refused at once and do not count.
 const fuzzMaxAcquired = 1 << 16
 
 // fuzzAcquiredCount returns how many offsets resp's partitions acquire, counting every
-// partition entry, capped just above fuzzMaxAcquired.
+// partition entry the consumer does not refuse, capped just above fuzzMaxAcquired.
 func fuzzAcquiredCount(resp *kmsg.ShareFetchResponse) int64 {
 	var k int64
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
-			for _, r := range normalizeAcquired(p.AcquiredRecords) {
+			rs := normalizeAcquired(p.AcquiredRecords)
+			if tooManyAcquired(rs) {
+				continue
+			}
+			for _, r := range rs {
 				k += min(r.last-r.first+1, fuzzMaxAcquired+1)
 				if k > fuzzMaxAcquired {
 					return k
@@ -95,6 +100,7 @@ func FuzzShareFetchResponse(f *testing.F) {
 		f.Add(uint8(v), fuzzFetchSeed(v, kerr.GroupAuthorizationFailed.Code), plan)
 		f.Add(uint8(v), fuzzFetchSeed(v, 0, fuzzFetchPart(1, kerr.UnknownTopicID.Code, 0, nil), fuzzFetchPart(0, kerr.TopicAuthorizationFailed.Code, 0, recs, acq(0, 4, 1))), plan)
 		f.Add(uint8(v)|0x80, fuzzFetchSeed(v, 0), plan) // the request failed
+		f.Add(uint8(v), fuzzFetchSeed(v, 0, fuzzFetchPart(0, 0, 0, recs, acq(0, 1<<62, 1)), fuzzFetchPart(1, 0, 0, recs, acq(0, 4, 1))), plan)
 	}
 
 	c := fuzzConsumer(f)
@@ -155,6 +161,7 @@ func FuzzShareFetchResponse(f *testing.F) {
 
 		// What the answer acquired for the consumer, by partition.
 		acquired := make(map[int32]map[int64]bool)
+		refused := 0
 		if reqErr == nil && resp.ErrorCode == 0 {
 			for _, rt := range resp.Topics {
 				if rt.TopicID != fuzzTopic {
@@ -164,7 +171,12 @@ func FuzzShareFetchResponse(f *testing.F) {
 					if rp.ErrorCode != 0 {
 						continue
 					}
-					for _, r := range normalizeAcquired(rp.AcquiredRecords) {
+					rs := normalizeAcquired(rp.AcquiredRecords)
+					if tooManyAcquired(rs) {
+						refused++
+						continue // the consumer takes nothing of it
+					}
+					for _, r := range rs {
 						if acquired[rp.Partition] == nil {
 							acquired[rp.Partition] = make(map[int64]bool)
 						}
@@ -175,6 +187,14 @@ func FuzzShareFetchResponse(f *testing.F) {
 				}
 			}
 		}
+
+		tooMany := 0
+		for _, err := range c.pollErrs {
+			if stderrors.Is(err, ErrTooManyAcquired) {
+				tooMany++
+			}
+		}
+		require.LessOrEqual(t, tooMany, refused, "a partition refused that acquired few offsets")
 
 		// Poll hands out everything; the application acknowledges some of it.
 		type key struct {
@@ -300,4 +320,46 @@ func TestShareFetchPartitionTwiceCountsOnce(t *testing.T) {
 	require.Empty(t, c.buffer)
 	require.Len(t, c.completions, 1)
 	require.NoError(t, c.completions[0].Err, "the last entry's acknowledgement outcome")
+}
+
+// An answer acquiring 2^62 offsets of a partition, with no data behind them, is refused at once
+// (it used to hold the consumer's lock while counting them): Poll reports it, nothing of it is
+// acknowledged, and the answer's other partitions are taken as usual.
+func TestShareFetchTooManyAcquiredRefused(t *testing.T) {
+	t.Parallel()
+	c := fuzzConsumer(t)
+	recs := tBatch(0, 1, 0, 0, tRec{delta: 0, value: []byte("a")}, tRec{delta: 1, value: []byte("b")})
+	resp := kmsg.NewPtrShareFetchResponse()
+	require.NoError(t, resp.ReadFrom(fuzzFetchSeed(resp.Version, 0,
+		fuzzFetchPart(0, 0, 0, nil, acq(0, 1<<62, 1)),
+		fuzzFetchPart(1, 0, 0, recs, acq(0, 3, 1)))))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fuzzReset(c)
+	n := c.nodeLocked(0)
+	n.epoch = 1
+	names := map[[16]byte]string{fuzzTopic: "t"}
+	c.applyFetchLocked(n, &ackJob{kind: jobPiggyback}, names, resp, nil, c.decodeResponse(resp, names, time.Now()))
+
+	require.Len(t, c.pollErrs, 1)
+	var pe *PartitionError
+	require.ErrorAs(t, c.pollErrs[0], &pe)
+	require.ErrorIs(t, pe, ErrTooManyAcquired)
+	require.Equal(t, TopicPartition{"t", 0}, TopicPartition{pe.Topic, pe.Partition})
+
+	got, err := c.drainLocked()
+	require.NoError(t, err)
+	require.Equal(t, []int64{0, 1}, offsetsOf(got))
+	for _, r := range got {
+		require.Equal(t, int32(1), r.Partition)
+	}
+	c.acceptAllLocked()
+	c.moveAckedLocked()
+	for _, nn := range c.sortedNodesLocked() {
+		for _, part := range c.takeAcksLocked(nn, nil) {
+			require.Equal(t, int32(1), part.tp.Partition, "nothing of the refused partition is acknowledged")
+			require.Equal(t, map[int64]acktype.Type{0: acktype.Accept, 1: acktype.Accept}, batchTypes(part.batches),
+				"2 and 3 lie past the data: not acknowledged")
+		}
+	}
 }

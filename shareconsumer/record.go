@@ -191,11 +191,22 @@ func (c *acqCursor) overlaps(first, last int64) bool {
 	return false
 }
 
+// maxAcquiredOffsets bounds the acquired offsets of one partition in one ShareFetch answer that
+// the consumer accounts for. Kafka's broker keeps at most group.share.partition.max.record.locks
+// (10000 at the most) records of a share partition in flight, overshooting by whole batches; an
+// answer naming over a million is no Kafka broker's, and accounting for it offset by offset (as
+// gaps and corrupt batches are acknowledged) would stall the consumer.
+const maxAcquiredOffsets = 1 << 20
+
 // decodedPart is what one partition of a ShareFetch response holds: its records, in order,
-// split where a corrupt batch sits; and the acquired offsets that held no record (gaps).
+// split where a corrupt batch sits; the acquired offsets within the data that held no record
+// (gaps); how many acquired offsets lay outside the data (unfetched); or, for an answer that
+// acquired too many offsets, the error that replaces all of it (invalid).
 type decodedPart struct {
-	chunks []chunk
-	gaps   []offsetRange
+	chunks    []chunk
+	gaps      []offsetRange
+	unfetched int64
+	invalid   error
 }
 
 // chunk is a run of records, or a corrupt batch.
@@ -207,19 +218,38 @@ type chunk struct {
 type offsetRange struct{ first, last int64 }
 
 // decodePartition decodes a ShareFetch response partition: only acquired offsets become
-// records, each with the delivery count of its range. An acquired offset with no record in the
-// data (removed by compaction, a transaction marker, a record before the batch's start) is a
-// gap. A batch that cannot be decoded (CRC mismatch, unknown compression or magic, malformed
-// records) becomes a CorruptBatchError covering every acquired offset in it; when the framing
-// itself is broken, it covers every acquired offset from there on. A partial batch at the end
-// of the data is ignored, as Kafka's client ignores it, so its acquired offsets are gaps.
+// records, each with the delivery count of its range. An acquired offset within the data with
+// no record (removed by compaction, a transaction marker, a record before the batch's start)
+// is a gap. A batch that cannot be decoded (CRC mismatch, unknown compression or magic,
+// malformed records) becomes a CorruptBatchError covering every acquired offset in it; when
+// the framing itself is broken, it covers every acquired offset from there on.
+//
+// Acquired offsets outside the data (before the first batch, after the last complete one: a
+// partial batch at the end is ignored, as Kafka's client ignores it) were never fetched: they
+// are counted as unfetched and get no acknowledgement, so their locks expire and the broker
+// delivers them again. Kafka's client acknowledges those after the data as gaps, which would
+// archive any record the broker failed to send. An answer acquiring over maxAcquiredOffsets
+// offsets is invalid as a whole.
 func (d *decoder) decodePartition(topic string, partition int32, data []byte, acquired []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, deadline time.Time) decodedPart {
 	var out decodedPart
 	rs := normalizeAcquired(acquired)
 	if len(rs) == 0 {
 		return out
 	}
+	if tooManyAcquired(rs) {
+		out.invalid = &PartitionError{Topic: topic, Partition: partition, Err: ErrTooManyAcquired}
+		return out
+	}
 	cur := acqCursor{rs: rs, next: rs[0].first}
+	unfetched := func(first, last int64) { out.unfetched += last - first + 1 }
+	started := false // whether a batch set where the data starts
+	start := func(base int64) {
+		if !started {
+			started = true
+			cur.advance(base, unfetched)
+		}
+	}
+	end := int64(-1) // the last offset of the last complete batch
 	gap := func(first, last int64) {
 		if n := len(out.gaps); n > 0 && out.gaps[n-1].last+1 == first {
 			out.gaps[n-1].last = last
@@ -256,6 +286,7 @@ func (d *decoder) decodePartition(topic string, partition int32, data []byte, ac
 		length := int32(binary.BigEndian.Uint32(data[batchLengthOffset:]))
 		// Past a batch whose framing cannot be trusted nothing can be found again: every
 		// acquired offset left is part of the corrupt data.
+		start(base)
 		if magic := data[batchMagicOffset]; magic != 2 {
 			corrupt(cur.next, math.MaxInt64-1, fmt.Errorf("record batch at offset %d has magic %d; only magic 2 (Kafka 0.11+) is supported", base, magic))
 			break
@@ -275,6 +306,7 @@ func (d *decoder) decodePartition(topic string, partition int32, data []byte, ac
 			corrupt(cur.next, math.MaxInt64-1, fmt.Errorf("record batch at offset %d has a negative last offset delta", base))
 			break
 		}
+		end = max(end, last)
 		if !cur.overlaps(base, last) {
 			continue // nothing acquired in it
 		}
@@ -296,8 +328,22 @@ func (d *decoder) decodePartition(topic string, partition int32, data []byte, ac
 		pending = append(pending, recs...)
 	}
 	flush()
-	cur.advance(math.MaxInt64, gap)
+	if started && end < math.MaxInt64 {
+		cur.advance(end+1, gap)
+	}
+	cur.advance(math.MaxInt64, unfetched)
 	return out
+}
+
+// tooManyAcquired reports whether rs acquire more than maxAcquiredOffsets offsets.
+func tooManyAcquired(rs []acquiredRange) bool {
+	var n int64
+	for _, r := range rs {
+		if n += min(r.last-r.first+1, maxAcquiredOffsets+1); n > maxAcquiredOffsets {
+			return true
+		}
+	}
+	return false
 }
 
 var errTruncated = errors.New("record data is truncated")

@@ -106,13 +106,55 @@ func TestDecodeOnlyAcquired(t *testing.T) {
 func TestDecodeGaps(t *testing.T) {
 	t.Parallel()
 	// Offsets 0-9 acquired; the data holds records at 2 and 5 (compaction), a control batch at
-	// 6, and nothing from 7 on.
+	// 6, and nothing from 7 on: those were never fetched, so they are neither gaps nor records.
 	data := append(tBatch(0, 5, 0, 0, tRec{delta: 2, value: []byte("x")}, tRec{delta: 5, value: []byte("y")}),
 		tBatch(6, 0, attrControl, 0, tRec{delta: 0, key: []byte{0, 0, 0, 1}, value: []byte{0, 0, 0, 0, 0, 0}})...)
 	d := tDecoder().decodePartition("t", 0, data, []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{acq(0, 9, 1)}, time.Time{})
 	require.Len(t, d.chunks, 1)
 	assert.Equal(t, []int64{2, 5}, offsetsOf(d.chunks[0].recs))
-	assert.Equal(t, []offsetRange{{0, 1}, {3, 4}, {6, 9}}, d.gaps)
+	assert.Equal(t, []offsetRange{{0, 1}, {3, 4}, {6, 6}}, d.gaps)
+	assert.EqualValues(t, 3, d.unfetched)
+}
+
+func TestDecodeUnfetched(t *testing.T) {
+	t.Parallel()
+	data := tBatch(5, 2, 0, 0, tRec{delta: 0, value: []byte("a")}, tRec{delta: 2, value: []byte("b")})
+	// Acquired 0-9: 0-4 lie before the data, 8-9 after it; only 6 is a gap.
+	d := tDecoder().decodePartition("t", 0, data, []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{acq(0, 9, 1)}, time.Time{})
+	require.Len(t, d.chunks, 1)
+	assert.Equal(t, []int64{5, 7}, offsetsOf(d.chunks[0].recs))
+	assert.Equal(t, []offsetRange{{6, 6}}, d.gaps)
+	assert.EqualValues(t, 7, d.unfetched)
+
+	// No data at all: nothing is accounted for but as unfetched.
+	d = tDecoder().decodePartition("t", 0, nil, []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{acq(100, 109, 1)}, time.Time{})
+	assert.Empty(t, d.chunks)
+	assert.Empty(t, d.gaps)
+	assert.EqualValues(t, 10, d.unfetched)
+}
+
+// An answer acquiring 2^62 offsets with no data used to make the consumer account for them one
+// by one; it is refused as a whole, at once.
+func TestDecodeTooManyAcquired(t *testing.T) {
+	t.Parallel()
+	data := tBatch(0, 0, 0, 0, tRec{delta: 0, value: []byte("a")})
+	for _, rs := range [][]kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{
+		{acq(0, 1<<62, 1)},
+		{acq(0, maxAcquiredOffsets, 1)},
+		{acq(0, maxAcquiredOffsets/2, 1), acq(maxAcquiredOffsets, maxAcquiredOffsets+maxAcquiredOffsets/2, 1)},
+	} {
+		d := tDecoder().decodePartition("t", 4, data, rs, time.Time{})
+		require.Empty(t, d.chunks)
+		require.Empty(t, d.gaps)
+		var pe *PartitionError
+		require.ErrorAs(t, d.invalid, &pe)
+		assert.Equal(t, TopicPartition{"t", 4}, TopicPartition{pe.Topic, pe.Partition})
+		assert.ErrorIs(t, d.invalid, ErrTooManyAcquired)
+	}
+	// At the bound, the answer is taken.
+	d := tDecoder().decodePartition("t", 4, data, []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{acq(0, maxAcquiredOffsets-1, 1)}, time.Time{})
+	require.NoError(t, d.invalid)
+	assert.EqualValues(t, maxAcquiredOffsets-1, d.unfetched)
 }
 
 func TestDecodeCorruptBatch(t *testing.T) {
@@ -174,7 +216,8 @@ func TestDecodePartialTrailingBatch(t *testing.T) {
 	d := tDecoder().decodePartition("t", 0, append(good, next[:len(next)-3]...), []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{acq(0, 2, 1)}, time.Time{})
 	require.Len(t, d.chunks, 1)
 	assert.Equal(t, []int64{0}, offsetsOf(d.chunks[0].recs))
-	assert.Equal(t, []offsetRange{{1, 2}}, d.gaps, "as Kafka's client, a partial batch is ignored")
+	assert.Empty(t, d.gaps, "as Kafka's client, a partial batch is ignored; but its offsets are not gaps")
+	assert.EqualValues(t, 2, d.unfetched)
 }
 
 func TestNormalizeAcquired(t *testing.T) {
