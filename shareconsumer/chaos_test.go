@@ -89,17 +89,46 @@ type tally struct {
 	failed   int              // outcomes with an error
 	maxDC    int16
 	badLoss  []string
+	log      *acceptLog
 }
 
-func newTally(name string) *tally {
+func newTally(name string, log *acceptLog) *tally {
 	return &tally{name: name, pending: map[chaosKey][]time.Time{}, done: map[chaosKey][]time.Time{}, results: map[chaosKey][]ackResult{},
-		accepted: map[chaosKey]int{}, attempts: map[chaosKey]int{}}
+		accepted: map[chaosKey]int{}, attempts: map[chaosKey]int{}, log: log}
 }
 
 func (t *tally) delivered(r *shareconsumer.Record) {
+	t.log.delivered(t.name, chaosKey{r.Partition, r.Offset})
 	t.mu.Lock()
 	t.maxDC = max(t.maxDC, r.DeliveryCount)
 	t.mu.Unlock()
+}
+
+// acceptLog is when an accept of each offset first succeeded, as a poll loop's callback said,
+// and the deliveries, to any consumer, franz-go's included, that came after it: a broker never
+// delivers an acknowledged record again. (The success of a late accept comes only after the
+// other member's accept, and so after that member received the record.)
+type acceptLog struct {
+	mu    sync.Mutex
+	at    map[chaosKey]time.Time
+	after []string
+}
+
+func (l *acceptLog) accepted(k chaosKey, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.at[k]; !ok {
+		l.at[k] = at
+	}
+}
+
+func (l *acceptLog) delivered(who string, k chaosKey) {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if at, ok := l.at[k]; ok && now.After(at) {
+		l.after = append(l.after, fmt.Sprintf("%d/%d delivered to %s %v after an accept of it succeeded", k.p, k.off, who, now.Sub(at)))
+	}
 }
 
 func (t *tally) commitOpt(seed uint64, pool bool) shareconsumer.Opt {
@@ -123,6 +152,7 @@ func (t *tally) commitOpt(seed uint64, pool bool) shareconsumer.Opt {
 			t.pending[k] = t.pending[k][1:]
 			if ac.Err == nil && k.answer(seed) == acktype.Accept {
 				t.countAccept(k, deadline, now)
+				t.log.accepted(k, now)
 			}
 		}
 	})
@@ -239,6 +269,7 @@ func TestChaos(t *testing.T) {
 
 	// Three poll loops, each with a channel on which the fault injector tells it to stall.
 	var tallies []*tally
+	accepts := &acceptLog{at: map[chaosKey]time.Time{}}
 	var stalls []chan time.Duration
 	var consumers []*shareconsumer.Consumer
 	newConsumer := func(tl *tally, pool bool) *shareconsumer.Consumer {
@@ -260,7 +291,7 @@ func TestChaos(t *testing.T) {
 		return cons
 	}
 	for i := range 3 {
-		tl := newTally(fmt.Sprintf("poll-%d", i))
+		tl := newTally(fmt.Sprintf("poll-%d", i), accepts)
 		cons := newConsumer(tl, false)
 		stall := make(chan time.Duration, 1)
 		stalls = append(stalls, stall)
@@ -269,7 +300,7 @@ func TestChaos(t *testing.T) {
 
 	// The Process pool; about one handler in two hundred works past the lock duration, so
 	// that its lock is renewed.
-	ptl := newTally("pool")
+	ptl := newTally("pool", accepts)
 	pcons := newConsumer(ptl, true)
 	wg.Go(func() {
 		err := pcons.Process(ctx, func(hctx context.Context, r *shareconsumer.Record) error {
@@ -315,11 +346,22 @@ func TestChaos(t *testing.T) {
 	})
 
 	// franz-go's share consumer, whose acknowledgements count as attempts only: its callback
-	// does not name offsets.
+	// does not name offsets. What it receives is checked as the others' deliveries are.
 	var outsiderMu sync.Mutex
 	outsiderAcks := map[chaosKey]int{}
+	var outsiderDC int32
+	var outsiderFailed int
 	outsider, err := kgo.NewClient(append(clientOpts, kgo.ConsumeTopics(chaosTopic), kgo.ShareGroup(chaosGroup),
-		kgo.FetchMaxWait(100*time.Millisecond))...)
+		kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) {
+			outsiderMu.Lock()
+			defer outsiderMu.Unlock()
+			for _, r := range rs {
+				if r.Err != nil {
+					outsiderFailed++
+				}
+			}
+		}))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,6 +372,10 @@ func TestChaos(t *testing.T) {
 			fs := outsider.PollRecords(ctx, 50)
 			fs.EachRecord(func(r *kgo.Record) {
 				k := chaosKey{r.Partition, r.Offset}
+				accepts.delivered("franz-go", k)
+				outsiderMu.Lock()
+				outsiderDC = max(outsiderDC, r.DeliveryCount())
+				outsiderMu.Unlock()
 				switch k.answer(seed) {
 				case acktype.Reject:
 					r.Ack(kgo.AckReject)
@@ -476,15 +522,16 @@ func TestChaos(t *testing.T) {
 	check("every offset ACKNOWLEDGED or ARCHIVED", len(notDone) == 0, "%d not: %v", len(notDone), first(notDone))
 	check("no offset accepted twice", len(twice) == 0, "%d offsets: %v", len(twice), first(twice))
 	check("final states match the answers", len(badState) == 0, "%d offsets: %v", len(badState), first(badState))
-	check("delivery counts within the limit", len(overLimit) == 0 && maxDC <= chaosDCLimit,
-		"broker: %v; most deliveries a consumer saw: %d", first(overLimit), maxDC)
+	check("delivery counts within the limit", len(overLimit) == 0 && maxDC <= chaosDCLimit && outsiderDC <= chaosDCLimit,
+		"broker: %v; most deliveries a kshare consumer saw: %d, franz-go: %d", first(overLimit), maxDC, outsiderDC)
+	check("no record delivered after its accept succeeded", len(accepts.after) == 0, "%d deliveries: %v", len(accepts.after), first(accepts.after))
 	check("every acknowledgement's outcome reported", unanswered == 0, "%d acknowledgements without an outcome", unanswered)
 	check("every handled record acknowledged or its loss reported", len(badLoss) == 0, "%v", first(badLoss))
 
 	t.Logf("seed %d: %d records on %d partitions; faults for %v (%s); drained in %v",
 		seed, total, parts, faultTime.Round(time.Millisecond), faults, drainTime.Round(time.Millisecond))
-	t.Logf("final states of the %d offsets the inspection saw terminal: %v; kshare accepts that succeeded in time %d (late, maybe skipped below the start offset: %d), outcomes with an error %d, pool locks lost %d, Poll errors %d; %s",
-		len(seen.final), states, acceptedN, late, failed, lost, pollErrs.Load(), pcons.ProcessStats())
+	t.Logf("final states of the %d offsets the inspection saw terminal: %v; kshare accepts that succeeded in time %d (late, maybe skipped below the start offset: %d), outcomes with an error %d, pool locks lost %d, Poll errors %d; franz-go: %d accepts made, %d partition outcomes with an error; %s",
+		len(seen.final), states, acceptedN, late, failed, lost, pollErrs.Load(), len(outsiderAcks), outsiderFailed, pcons.ProcessStats())
 	t.Logf("invariants held: %s", strings.Join(invariants, "; "))
 }
 
