@@ -3,6 +3,7 @@ package shareconsumer
 import (
 	"context"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -254,5 +255,37 @@ func TestProcessOnKafka41NeverRenews(t *testing.T) {
 		// returns, and may or may not have happened by then.
 		assert.Equal(t, uint64(0), s.Accepted+s.Rejected)
 		assert.LessOrEqual(t, s.Released, uint64(1))
+	})
+}
+
+// A record whose lock runs out while it waits for a worker never reaches a handler: the broker
+// may have given it to another member by then. Its loss is reported.
+func TestProcessRecordWhoseLockRanOutInTheQueueIsNotHandled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := sStart(t, 2, testbroker.Kafka41()) // no renewing: the locks run out
+		cons := sNew(t, c)
+		var mu sync.Mutex // outcomes of lost records are reported from goroutines of their own
+		var handled []int64
+		var outcomes []RecordOutcome
+		err := runUntil(t, cons, func(ctx context.Context, r *Record) error {
+			mu.Lock()
+			handled = append(handled, r.Offset)
+			mu.Unlock()
+			<-ctx.Done() // the first record's lock deadline; the second waits behind it
+			return nil
+		}, func(o RecordOutcome) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			outcomes = append(outcomes, o)
+			return len(outcomes) == 2
+		}, Workers(1), QueueSize(1))
+		mu.Lock()
+		defer mu.Unlock()
+		require.NoError(t, err)
+		assert.Equal(t, []int64{0}, handled, "the second record's lock ran out in the queue")
+		require.Len(t, outcomes, 2)
+		for _, o := range outcomes {
+			requireLost(t, o.Err, LockDeadlinePassed)
+		}
 	})
 }
