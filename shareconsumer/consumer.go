@@ -92,10 +92,12 @@ type Consumer struct {
 	assigned map[TopicPartition]*assignedPart
 
 	nodes       map[int32]*node
-	pollWaiting bool   // a Poll waits for records: fetches may be sent
-	pollSeq     uint64 // counts Polls; node.fetchedPoll compares with it
-	returned    uint64 // counts Polls that returned records; node.fetchedAhead compares with it
-	limitNode   int32  // RecordLimitAcquire: the one leader fetched at a time; -1 none yet
+	nodeOrder   []*node // nodes sorted by id; nil when a node was added since (sortedNodesLocked)
+	leadersBuf  []int32 // assignedLeadersLocked's answer, reused from call to call
+	pollWaiting bool    // a Poll waits for records: fetches may be sent
+	pollSeq     uint64  // counts Polls; node.fetchedPoll compares with it
+	returned    uint64  // counts Polls that returned records; node.fetchedAhead compares with it
+	limitNode   int32   // RecordLimitAcquire: the one leader fetched at a time; -1 none yet
 
 	buffer     []bufItem // acquired records not yet returned, in arrival order
 	bufRecords int

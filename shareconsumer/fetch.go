@@ -36,11 +36,12 @@ func (c *Consumer) buildFetchLocked(n *node) func() {
 	}
 	return func() {
 		sent := time.Now()
-		kresp, err := c.cl.Broker(int(n.id)).Request(c.ctx, req)
+		kresp, err := n.kgoBroker(c.cl).Request(c.cl.Context(), req)
 		resp, _ := kresp.(*kmsg.ShareFetchResponse)
 		var decoded map[tidp]decodedPart
 		if err == nil && resp.ErrorCode == 0 {
-			decoded = c.decodeResponse(resp, names, sent)
+			decoded = c.decodeResponse(resp, names, sent, n.decoded)
+			n.decoded = decoded
 		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -80,7 +81,11 @@ func (c *Consumer) fetchRequestLocked(n *node) (*kmsg.ShareFetchRequest, *ackJob
 		req.ShareAcquireMode = 1
 	}
 	job := &ackJob{kind: jobPiggyback}
-	names := make(map[[16]byte]string)
+	if n.fetchNames == nil {
+		n.fetchNames = make(map[[16]byte]string)
+	}
+	names := n.fetchNames
+	clear(names)
 	topicIndex := make(map[[16]byte]int)
 	partIndex := make(map[tidp]int)
 	// add lists a partition in Topics, once; the pointer it returns is valid until the next add.
@@ -105,10 +110,16 @@ func (c *Consumer) fetchRequestLocked(n *node) (*kmsg.ShareFetchRequest, *ackJob
 		return &(*ps)[len(*ps)-1]
 	}
 
-	wantSet := make(map[tidp]struct{}, len(want))
 	for _, ap := range want {
-		wantSet[tidp{ap.id, ap.tp.Partition}] = struct{}{}
 		names[ap.id] = ap.tp.Topic
+	}
+	// Most fetches keep the session's partitions: then its set is used as it is.
+	wantSet := n.sessParts
+	if !sameParts(want, n.sessParts) {
+		wantSet = make(map[tidp]struct{}, len(want))
+		for _, ap := range want {
+			wantSet[tidp{ap.id, ap.tp.Partition}] = struct{}{}
+		}
 	}
 	if n.epoch == 0 {
 		if parts := c.takeAcksLocked(n, nil); len(parts) > 0 {
@@ -167,13 +178,30 @@ func (c *Consumer) fetchRequestLocked(n *node) (*kmsg.ShareFetchRequest, *ackJob
 	return req, job, names
 }
 
-// decodeResponse decodes the records of every partition of resp, outside the lock.
-func (c *Consumer) decodeResponse(resp *kmsg.ShareFetchResponse, names map[[16]byte]string, sent time.Time) map[tidp]decodedPart {
+// sameParts reports whether want lists exactly the partitions of set (want has no duplicates).
+func sameParts(want []*assignedPart, set map[tidp]struct{}) bool {
+	if set == nil || len(want) != len(set) {
+		return false
+	}
+	for _, ap := range want {
+		if _, ok := set[tidp{ap.id, ap.tp.Partition}]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeResponse decodes the records of every partition of resp, outside the lock, into out
+// (emptied first; nil makes a new map) and returns it.
+func (c *Consumer) decodeResponse(resp *kmsg.ShareFetchResponse, names map[[16]byte]string, sent time.Time, out map[tidp]decodedPart) map[tidp]decodedPart {
 	var deadline time.Time
 	if resp.AcquisitionLockTimeoutMillis > 0 {
 		deadline = sent.Add(time.Duration(resp.AcquisitionLockTimeoutMillis) * time.Millisecond)
 	}
-	out := make(map[tidp]decodedPart)
+	if out == nil {
+		out = make(map[tidp]decodedPart)
+	}
+	clear(out)
 	for _, t := range resp.Topics {
 		name, ok := names[t.TopicID]
 		if !ok {

@@ -141,7 +141,7 @@ func FuzzShareFetchResponse(f *testing.F) {
 		}
 		var decoded map[tidp]decodedPart
 		if reqErr == nil && resp.ErrorCode == 0 {
-			decoded = c.decodeResponse(resp, names, time.Now())
+			decoded = c.decodeResponse(resp, names, time.Now(), nil)
 		}
 		epoch := n.epoch
 		c.applyFetchLocked(n, job, names, resp, reqErr, decoded)
@@ -311,7 +311,7 @@ func TestShareFetchPartitionTwiceCountsOnce(t *testing.T) {
 	n.epoch = 1
 	job := &ackJob{kind: jobPiggyback, parts: []*ackPart{tPart(0, 5, 5, acktype.Accept)}}
 	names := map[[16]byte]string{fuzzTopic: "t"}
-	c.applyFetchLocked(n, job, names, resp, nil, c.decodeResponse(resp, names, time.Now()))
+	c.applyFetchLocked(n, job, names, resp, nil, c.decodeResponse(resp, names, time.Now(), nil))
 
 	got, err := c.drainLocked()
 	require.NoError(t, err)
@@ -339,7 +339,7 @@ func TestShareFetchTooManyAcquiredRefused(t *testing.T) {
 	n := c.nodeLocked(0)
 	n.epoch = 1
 	names := map[[16]byte]string{fuzzTopic: "t"}
-	c.applyFetchLocked(n, &ackJob{kind: jobPiggyback}, names, resp, nil, c.decodeResponse(resp, names, time.Now()))
+	c.applyFetchLocked(n, &ackJob{kind: jobPiggyback}, names, resp, nil, c.decodeResponse(resp, names, time.Now(), nil))
 
 	require.Len(t, c.pollErrs, 1)
 	var pe *PartitionError

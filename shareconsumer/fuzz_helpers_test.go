@@ -48,7 +48,7 @@ func fuzzConsumer(tb testing.TB) *Consumer {
 func fuzzReset(c *Consumer) {
 	c.topics = map[[16]byte]*topicMeta{fuzzTopic: {name: "t", id: fuzzTopic, leaders: map[int32]leaderInfo{0: {0, 1}, 1: {0, 1}, 2: {1, 1}, 3: {1, 1}}}}
 	c.byName = map[string][16]byte{"t": fuzzTopic}
-	c.nodes = make(map[int32]*node)
+	c.nodes, c.nodeOrder = make(map[int32]*node), nil
 	c.buffer, c.bufRecords = nil, 0
 	c.inflight = inflight{parts: make(map[TopicPartition]*curPart)}
 	c.completions, c.pollErrs = nil, nil

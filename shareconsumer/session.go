@@ -27,13 +27,19 @@ type node struct {
 	// sessParts are the partitions the broker's session holds, as the consumer told it.
 	sessParts map[tidp]struct{}
 
-	busy        bool
-	piggyback   *ackJob       // the acknowledgements on the ShareFetch in flight, if any
-	sending     *ackJob       // the ShareAcknowledge in flight, if any
-	pause       time.Duration // wait this long before the next request (after a failure)
-	jobs        []*ackJob
-	pending     map[TopicPartition]*pendingPart
-	fetchedPoll uint64 // the Poll that last sent this node a ShareFetch
+	busy      bool
+	piggyback *ackJob       // the acknowledgements on the ShareFetch in flight, if any
+	sending   *ackJob       // the ShareAcknowledge in flight, if any
+	pause     time.Duration // wait this long before the next request (after a failure)
+	jobs      []*ackJob
+	pending   map[TopicPartition]*pendingPart
+	// fetchNames and decoded are the memory of the ShareFetch in flight (the topic names it
+	// asks for, its decoded partitions), used again by the next: a node has one request in
+	// flight at a time. Two maps fewer per ShareFetch.
+	fetchNames  map[[16]byte]string
+	decoded     map[tidp]decodedPart
+	broker      *kgo.Broker // the handle requests to this node go through, made once
+	fetchedPoll uint64      // the Poll that last sent this node a ShareFetch
 	// fetchedAhead is Consumer.returned when this node was last sent a ShareFetch: FetchAhead
 	// sends one per leader after each Poll that returned records.
 	fetchedAhead uint64
@@ -84,22 +90,41 @@ func (n *node) resetSessionLocked() {
 	n.sessParts = nil
 }
 
+// kgoBroker returns the kgo handle of n's broker. Share requests go through it with the kgo
+// client's own context rather than the consumer's: kgo watches any other context with a
+// context.AfterFunc per request (two allocations a ShareFetch), and the client's context ends
+// at Close, right after the consumer's, so requests in flight end as before.
+func (n *node) kgoBroker(cl *kgo.Client) *kgo.Broker {
+	if n.broker == nil {
+		n.broker = cl.Broker(int(n.id))
+	}
+	return n.broker
+}
+
 func (c *Consumer) nodeLocked(id int32) *node {
 	n := c.nodes[id]
 	if n == nil {
 		n = &node{id: id, pending: make(map[TopicPartition]*pendingPart)}
 		c.nodes[id] = n
+		c.nodeOrder = nil
 	}
 	return n
 }
 
+// sortedNodesLocked returns the nodes sorted by id. The slice is shared and must not be
+// changed; it stays valid while nodes are added (a new node makes a new slice), so a caller
+// may add nodes while it ranges over it. Building it once per added node rather than per call
+// saves an allocation on every ShareFetch.
 func (c *Consumer) sortedNodesLocked() []*node {
-	ns := make([]*node, 0, len(c.nodes))
-	for _, n := range c.nodes {
-		ns = append(ns, n)
+	if c.nodeOrder == nil {
+		ns := make([]*node, 0, len(c.nodes))
+		for _, n := range c.nodes {
+			ns = append(ns, n)
+		}
+		slices.SortFunc(ns, func(a, b *node) int { return cmp64(int64(a.id), int64(b.id)) })
+		c.nodeOrder = ns
 	}
-	slices.SortFunc(ns, func(a, b *node) int { return cmp64(int64(a.id), int64(b.id)) })
-	return ns
+	return c.nodeOrder
 }
 
 // leaderLocked returns the leader of tp as the consumer knows it.
@@ -155,15 +180,18 @@ func (c *Consumer) rotateLimitNodeLocked() {
 	c.limitNode = leaders[i%len(leaders)]
 }
 
-// assignedLeadersLocked returns the leaders of the assigned partitions, sorted.
+// assignedLeadersLocked returns the leaders of the assigned partitions, sorted, in memory it
+// uses again at the next call (several calls each ShareFetch): callers use the answer before
+// they call it again.
 func (c *Consumer) assignedLeadersLocked() []int32 {
-	var ls []int32
+	ls := c.leadersBuf[:0]
 	for _, ap := range c.assigned {
 		if l, ok := c.leaderLocked(ap.tp); ok && !slices.Contains(ls, l) {
 			ls = append(ls, l)
 		}
 	}
 	slices.Sort(ls)
+	c.leadersBuf = ls
 	return ls
 }
 
@@ -429,7 +457,7 @@ func (c *Consumer) buildAckLocked(n *node, j *ackJob) func() {
 	j.parts = parts // those sent: a CommitSync that adopts j waits for these
 	n.sending = j
 	return func() {
-		kresp, err := c.cl.Broker(int(n.id)).Request(c.ctx, req)
+		kresp, err := n.kgoBroker(c.cl).Request(c.cl.Context(), req)
 		resp, _ := kresp.(*kmsg.ShareAcknowledgeResponse)
 		c.mu.Lock()
 		defer c.mu.Unlock()
