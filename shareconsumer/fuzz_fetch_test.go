@@ -294,24 +294,31 @@ func FuzzShareFetchResponse(f *testing.F) {
 	})
 }
 
+// applyTestFetch applies a ShareFetch answer with parts, read from the wire, to a consumer whose
+// session with broker 0 is open and whose fetch carried job, and returns the consumer locked.
+func applyTestFetch(t *testing.T, job *ackJob, parts ...kmsg.ShareFetchResponseTopicPartition) *Consumer {
+	t.Helper()
+	c := fuzzConsumer(t)
+	resp := kmsg.NewPtrShareFetchResponse()
+	require.NoError(t, resp.ReadFrom(fuzzFetchSeed(resp.Version, 0, parts...)))
+	c.mu.Lock()
+	fuzzReset(c)
+	n := c.nodeLocked(0)
+	n.epoch = 1
+	names := map[[16]byte]string{fuzzTopic: "t"}
+	c.applyFetchLocked(n, job, names, resp, nil, c.decodeResponse(resp, names, time.Now(), nil))
+	return c
+}
+
 // A partition an answer names twice counts once, as its last entry, as in Kafka's client: its
 // records are not handed out twice (found by FuzzShareFetchResponse).
 func TestShareFetchPartitionTwiceCountsOnce(t *testing.T) {
 	t.Parallel()
-	c := fuzzConsumer(t)
 	recs := tBatch(0, 1, 0, 0, tRec{delta: 0, value: []byte("a")}, tRec{delta: 1, value: []byte("b")})
-	resp := kmsg.NewPtrShareFetchResponse()
-	require.NoError(t, resp.ReadFrom(fuzzFetchSeed(resp.Version, 0,
+	c := applyTestFetch(t, &ackJob{kind: jobPiggyback, parts: []*ackPart{tPart(0, 5, 5, acktype.Accept)}},
 		fuzzFetchPart(0, 0, kerr.InvalidRecordState.Code, recs, acq(0, 1, 1)),
-		fuzzFetchPart(0, 0, 0, recs, acq(0, 1, 2)))))
-	c.mu.Lock()
+		fuzzFetchPart(0, 0, 0, recs, acq(0, 1, 2)))
 	defer c.mu.Unlock()
-	fuzzReset(c)
-	n := c.nodeLocked(0)
-	n.epoch = 1
-	job := &ackJob{kind: jobPiggyback, parts: []*ackPart{tPart(0, 5, 5, acktype.Accept)}}
-	names := map[[16]byte]string{fuzzTopic: "t"}
-	c.applyFetchLocked(n, job, names, resp, nil, c.decodeResponse(resp, names, time.Now(), nil))
 
 	got, err := c.drainLocked()
 	require.NoError(t, err)
@@ -327,19 +334,11 @@ func TestShareFetchPartitionTwiceCountsOnce(t *testing.T) {
 // acknowledged, and the answer's other partitions are taken as usual.
 func TestShareFetchTooManyAcquiredRefused(t *testing.T) {
 	t.Parallel()
-	c := fuzzConsumer(t)
 	recs := tBatch(0, 1, 0, 0, tRec{delta: 0, value: []byte("a")}, tRec{delta: 1, value: []byte("b")})
-	resp := kmsg.NewPtrShareFetchResponse()
-	require.NoError(t, resp.ReadFrom(fuzzFetchSeed(resp.Version, 0,
+	c := applyTestFetch(t, &ackJob{kind: jobPiggyback},
 		fuzzFetchPart(0, 0, 0, nil, acq(0, 1<<62, 1)),
-		fuzzFetchPart(1, 0, 0, recs, acq(0, 3, 1)))))
-	c.mu.Lock()
+		fuzzFetchPart(1, 0, 0, recs, acq(0, 3, 1)))
 	defer c.mu.Unlock()
-	fuzzReset(c)
-	n := c.nodeLocked(0)
-	n.epoch = 1
-	names := map[[16]byte]string{fuzzTopic: "t"}
-	c.applyFetchLocked(n, &ackJob{kind: jobPiggyback}, names, resp, nil, c.decodeResponse(resp, names, time.Now(), nil))
 
 	require.Len(t, c.pollErrs, 1)
 	var pe *PartitionError
