@@ -351,6 +351,13 @@ func (p *pool) start(h *heldRecord) (context.Context, bool) {
 		p.mu.Unlock()
 		return nil, false
 	}
+	if !h.deadline.IsZero() && h.renewSent.IsZero() && !time.Now().Before(h.deadline) {
+		// The lock ran out while h waited, and the lease loop has not seen it yet: the broker
+		// may give h to another member, so no handler works on it.
+		p.loseLocked(h, LockDeadlinePassed, nil)
+		p.mu.Unlock()
+		return nil, false
+	}
 	if p.stopping.Load() {
 		p.removeLocked(h)
 		p.mu.Unlock()
