@@ -25,8 +25,9 @@ const (
 // (the client delivers only acquired offsets). The slices are the log's storage, which never
 // changes once appended, so the response refers to them rather than copying: in record-limit
 // mode each acquisition of 500 records resends its whole stored batch (hundreds of KB), and the
-// two copies of it (here and in the response's encoding) were a fifth of the broker's CPU per
-// record (1.65 -> 1.27 µs, docs/benchmarks.md). It follows Kafka's SharePartition.acquire:
+// two copies of it (here and in the response's encoding) were 16-19% of the broker's CPU
+// samples (broker CPU 1.47-1.65 -> 1.27-1.43 µs/rec, docs/benchmarks.md). It follows Kafka's
+// SharePartition.acquire:
 //
 //   - It starts at the first AVAILABLE record (released, or whose lock expired), else after
 //     the SPEO, and reads the log from there as a fetch would: whole batches below the high
