@@ -42,7 +42,7 @@ func benchAcquireAccept(b *testing.B, perBatch int) {
 	defer func() { p.Close() }()
 	accept := []int8{ackAccept}
 	acks := make([]AckBatch, 0, 4)
-	var dst []byte
+	var dst [][]byte
 
 	b.ReportAllocs()
 	b.ResetTimer()

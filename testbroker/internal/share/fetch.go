@@ -11,9 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// maxRetainedBuf caps the records buffer a session keeps for its next fetch.
-const maxRetainedBuf = 1 << 20
-
 // maxFetchBytes caps the records of one fetch response, as Kafka's fetch.max.bytes default
 // (55 MiB) does.
 const maxFetchBytes = 55 << 20
@@ -32,8 +29,8 @@ type FetchTarget struct {
 
 	entry      *sessionPart
 	sp         *Partition // nil on Err, and until the fetch creates it
-	start, end int        // the records of its first acquisition, in the fetch's buffer
-	more       [][2]int   // the records of later ones (a fetch waiting for MinBytes)
+	start, end int        // the batches of its first acquisition, in the fetch's batch list
+	more       [][2]int   // the batches of later ones (a fetch waiting for MinBytes)
 }
 
 // HasRecords reports whether the fetch acquired records from the partition.
@@ -50,8 +47,6 @@ type Fetch struct {
 	Targets []FetchTarget
 
 	ss            *Sessions
-	sess          *session
-	conn          Conn
 	group, member string
 	gen           uint64 // the manager's generation the targets were resolved at
 
@@ -62,8 +57,8 @@ type Fetch struct {
 	perPart     int // the bytes each acquisition may give (Kafka's uniform split of MaxBytes)
 	bytesLeft   int
 	recordsLeft int
-	bytes       int // record bytes acquired
-	buf         []byte
+	bytes       int      // record bytes acquired
+	batches     [][]byte // the batches acquired, slices of the logs' storage
 }
 
 // FetchLimits are a ShareFetch's limits.
@@ -91,20 +86,8 @@ type FetchLimits struct {
 // so those records' locks start earlier. A partition whose leader moves meanwhile, or whose
 // topic is deleted, wakes the fetch and ends NOT_LEADER_OR_FOLLOWER or
 // UNKNOWN_TOPIC_OR_PARTITION, without the records acquired from it, which its new leader holds
-// AVAILABLE. The fetch's buffer is its session's from the last fetch when the same connection
-// opened both.
+// AVAILABLE.
 func (f *Fetch) Poll(lim FetchLimits) {
-	ownBuf := f.sess.conn == f.conn
-	if ownBuf {
-		f.buf = f.sess.buf[:0]
-	}
-	f.poll(lim)
-	if ownBuf && cap(f.buf) <= maxRetainedBuf {
-		f.sess.buf = f.buf
-	}
-}
-
-func (f *Fetch) poll(lim FetchLimits) {
 	m := f.ss.m
 	for i := range f.Targets {
 		t := &f.Targets[i]
@@ -216,9 +199,9 @@ func (f *Fetch) acquire() {
 		if t.Err != nil {
 			continue
 		}
-		start := len(f.buf)
-		ranges, buf, err := t.sp.Acquire(f.buf, f.member, f.recordsLeft, f.batchSize, min(f.perPart, f.bytesLeft), f.mode)
-		f.buf = buf
+		start := len(f.batches)
+		ranges, batches, err := t.sp.Acquire(f.batches, f.member, f.recordsLeft, f.batchSize, min(f.perPart, f.bytesLeft), f.mode)
+		f.batches = batches
 		if err != nil {
 			t.Err = kerrOf(err)
 			f.fetchable--
@@ -228,12 +211,15 @@ func (f *Fetch) acquire() {
 			continue
 		}
 		if t.end == t.start {
-			t.Ranges, t.start, t.end = ranges, start, len(buf)
+			t.Ranges, t.start, t.end = ranges, start, len(batches)
 		} else {
 			t.Ranges = slices.Concat(t.Ranges, ranges)
-			t.more = append(t.more, [2]int{start, len(buf)})
+			t.more = append(t.more, [2]int{start, len(batches)})
 		}
-		got := len(buf) - start
+		got := 0
+		for _, b := range batches[start:] {
+			got += len(b)
+		}
 		f.bytes += got
 		f.bytesLeft -= got
 		for _, r := range ranges {
@@ -251,37 +237,26 @@ func kerrOf(err error) *kerr.Error {
 	return kerr.UnknownServerError
 }
 
-// Records returns a target's records: those of its one acquisition as they are in the
-// fetch's buffer, or, after several, every batch once in offset order with Ranges sorted to
-// match. The records are valid until the session's next fetch.
-func (f *Fetch) Records(t *FetchTarget) []byte {
+// Records returns a target's records as the log batches that hold them, slices of the logs'
+// storage that the response refers to rather than copies: those of its one acquisition as
+// they came, or, after several, every batch once in offset order with Ranges sorted to match.
+// The batches never change.
+func (f *Fetch) Records(t *FetchTarget) [][]byte {
 	if len(t.more) == 0 {
-		return f.buf[t.start:t.end:t.end]
+		return f.batches[t.start:t.end:t.end]
 	}
-	type batch struct {
-		base int64
-		b    []byte
-	}
-	var batches []batch
-	size := 0
+	var out [][]byte
 	for _, span := range append([][2]int{{t.start, t.end}}, t.more...) {
-		for b := f.buf[span[0]:span[1]]; len(b) >= 12; {
-			n := 12 + int(int32(binary.BigEndian.Uint32(b[8:12])))
-			batches = append(batches, batch{int64(binary.BigEndian.Uint64(b)), b[:n]})
-			size += n
-			b = b[n:]
-		}
+		out = append(out, f.batches[span[0]:span[1]]...)
 	}
-	slices.SortStableFunc(batches, func(a, b batch) int { return cmp.Compare(a.base, b.base) })
-	out := make([]byte, 0, size)
-	for i, b := range batches {
-		if i == 0 || b.base != batches[i-1].base {
-			out = append(out, b.b...)
-		}
-	}
+	slices.SortStableFunc(out, func(a, b []byte) int { return cmp.Compare(baseOffset(a), baseOffset(b)) })
+	out = slices.CompactFunc(out, func(a, b []byte) bool { return baseOffset(a) == baseOffset(b) })
 	slices.SortFunc(t.Ranges, func(a, b AcquiredRange) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
 	return out
 }
+
+// baseOffset returns the base offset of a stored record batch.
+func baseOffset(batch []byte) int64 { return int64(binary.BigEndian.Uint64(batch)) }
 
 // Answered returns which targets the response lists, as Kafka does: on a new session every
 // partition the fetch looked at; afterwards only those with records, with an error, or added

@@ -1,6 +1,7 @@
 package share
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -140,8 +141,9 @@ func runRandomOperations(t *testing.T, seed uint64) {
 				mr.State, mr.DeliveryCount, mr.Member, mr.LockDeadline = Acquired, r.DeliveryCount, who, now.Add(m.lockFor)
 			}
 		}
-		batches, err := log.SplitBatches(records)
+		batches, err := log.SplitBatches(bytes.Join(records, nil))
 		require.NoError(t, err)
+		require.Len(t, batches, len(records), "one slice per batch")
 		require.LessOrEqual(t, batches[0].Header.BaseOffset, ranges[0].FirstOffset)
 		require.Greater(t, batches[0].Header.LastOffset(), ranges[0].FirstOffset-1)
 		require.GreaterOrEqual(t, batches[len(batches)-1].Header.LastOffset(), prev)

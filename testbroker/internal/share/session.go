@@ -28,9 +28,6 @@ type session struct {
 	conn  Conn
 	parts []*sessionPart // in the order they joined the session
 	index map[TopicPartition]*sessionPart
-	// buf holds the records of the session's last ShareFetch response; the next ShareFetch on
-	// the same connection reuses it, since the response has been written by then.
-	buf []byte
 }
 
 // sessionPart is one partition of a share session, with what it resolved to.
@@ -116,15 +113,11 @@ func (ss *Sessions) OpenFetch(req FetchRequest) (*Fetch, error) {
 		if req.HasAcks {
 			return nil, kerr.InvalidRequest
 		}
-		old := ss.sessions[key]
 		delete(ss.sessions, key)
 		if len(ss.sessions) >= maxSessions {
 			return nil, kerr.ShareSessionLimitReached
 		}
 		sess := &session{key: key, epoch: 1, conn: req.Conn, index: make(map[TopicPartition]*sessionPart)}
-		if old != nil && old.conn == req.Conn {
-			sess.buf = old.buf
-		}
 		ss.addParts(sess, req.Partitions, false)
 		ss.sessions[key] = sess
 		ss.watchLocked(req.Conn)
@@ -134,7 +127,7 @@ func (ss *Sessions) OpenFetch(req FetchRequest) (*Fetch, error) {
 		if sess == nil {
 			return nil, kerr.ShareSessionNotFound
 		}
-		return &Fetch{ss: ss, sess: sess, conn: req.Conn, group: req.Group, member: req.Member, Final: true}, nil
+		return &Fetch{ss: ss, group: req.Group, member: req.Member, Final: true}, nil
 	}
 	sess := ss.sessions[key]
 	if sess == nil {
@@ -153,7 +146,7 @@ func (ss *Sessions) OpenFetch(req FetchRequest) (*Fetch, error) {
 
 func (ss *Sessions) newFetch(req FetchRequest, sess *session, gen uint64, subsequent bool) *Fetch {
 	return &Fetch{
-		ss: ss, sess: sess, conn: req.Conn, group: req.Group, member: req.Member,
+		ss: ss, group: req.Group, member: req.Member,
 		Subsequent: subsequent, gen: gen, Targets: ss.resolveLocked(sess, gen),
 	}
 }
