@@ -1,7 +1,7 @@
 // Package wire reads and writes Kafka's framing: size-prefixed frames, request headers v1/v2,
 // response headers v0/v1. Request and response bodies are kmsg types; a response is written as
-// a Frame, in which a Fetch response (FetchResponse) refers to its record batches where they
-// lie instead of copying them. Nothing here panics on bad input: every failure is an error
+// a Frame, in which a Fetch response (FetchResponse) or a ShareFetch response
+// (ShareFetchResponse) refers to its record batches where they lie instead of copying them. Nothing here panics on bad input: every failure is an error
 // that says what was wrong with the frame.
 package wire
 
