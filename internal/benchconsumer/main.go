@@ -60,8 +60,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/kshare/kshare/internal/benchcmd"
 )
@@ -91,31 +93,48 @@ func isClientMode(args []string) bool {
 
 // parentConfig is the parent's command line.
 type parentConfig struct {
-	records      int
+	records      int // 0: per value size, see cellRecords
 	partitions   []int
 	brokers      []string
 	clients      []string
+	valueBytes   []int
+	compressions []string
+	workloads    map[string]bool
 	releaseEvery int
 	verbose      bool
 	profileDir   string
 	batchBytes   int
+
+	samples                  int
+	intervalMin, intervalMax time.Duration
 }
 
+const (
+	workloadThroughput = "throughput"
+	workloadLatency    = "latency"
+)
+
 func runParent() error {
-	c := parentConfig{partitions: []int{1, 3}}
+	c := parentConfig{partitions: []int{1}, valueBytes: []int{16, 1024}}
 	fs := flag.NewFlagSet("benchconsumer", flag.ExitOnError)
-	fs.IntVar(&c.records, "records", 1_000_000, "records to produce and consume per run")
+	fs.IntVar(&c.records, "records", 0, "records to produce and consume per cell (default: 1,000,000 of 16 B, 200,000 of 1 KiB; min(1M, 200 MiB / value size))")
 	fs.Var((*benchcmd.Ints)(&c.partitions), "partitions", "partition counts to run, separated by commas")
-	brokers := fs.String("brokers-to-run", "testbroker,kfake", "broker programs to run, separated by commas")
-	clients := fs.String("clients", "kshare,franz", "clients to run, separated by commas")
+	fs.Var((*benchcmd.Ints)(&c.valueBytes), "value-bytes", "record value sizes to run, in bytes, separated by commas")
+	compressions := fs.String("compression", "none,lz4,zstd", "producer batch compressions to run, separated by commas (none, gzip, snappy, lz4, zstd)")
+	brokers := fs.String("brokers-to-run", "testbroker", "broker programs to run, separated by commas (testbroker, kfake)")
+	clients := fs.String("clients", "floor,kshare,franz", "clients to run, separated by commas (floor: franz-go's direct consumer; kshare; franz: franz-go's share consumer)")
+	workloads := fs.String("workloads", "throughput,latency", "workloads to run, separated by commas (throughput, latency)")
 	fs.IntVar(&c.batchBytes, "batch-bytes", 16384, "largest record batch the producer writes, in bytes (kgo.ProducerBatchMaxBytes)")
 	fs.IntVar(&c.releaseEvery, "release-every", 10, "in the release scenario, release every Nth record at its first delivery")
+	fs.IntVar(&c.samples, "samples", 1000, "latency workload: records produced and timed per client")
+	fs.DurationVar(&c.intervalMin, "interval-min", 5*time.Millisecond, "latency workload: least time between two records")
+	fs.DurationVar(&c.intervalMax, "interval-max", 10*time.Millisecond, "latency workload: most time between two records")
 	fs.BoolVar(&c.verbose, "v", false, "show the brokers' and clients' output on stderr")
-	fs.StringVar(&c.profileDir, "cpuprofile-dir", "", "write a CPU profile of every client run into this directory")
+	fs.StringVar(&c.profileDir, "cpuprofile-dir", "", "write a CPU profile of every client run into this directory, one file per broker, partitions, value size, codec, client and scenario")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
 	}
-	if c.records < 1 {
+	if c.records < 0 {
 		return fmt.Errorf("-records must be at least 1")
 	}
 	if c.batchBytes < 1024 {
@@ -124,22 +143,45 @@ func runParent() error {
 	if c.releaseEvery < 2 {
 		return fmt.Errorf("-release-every must be at least 2")
 	}
+	if c.samples < 1 || c.intervalMin <= 0 || c.intervalMax < c.intervalMin {
+		return fmt.Errorf("-samples must be at least 1, and 0 < -interval-min <= -interval-max")
+	}
 	c.brokers = strings.Split(*brokers, ",")
 	c.clients = strings.Split(*clients, ",")
+	c.compressions = strings.Split(*compressions, ",")
+	c.workloads = map[string]bool{}
+	for _, w := range strings.Split(*workloads, ",") {
+		if w != workloadThroughput && w != workloadLatency {
+			return fmt.Errorf("-workloads: unknown workload %q (throughput, latency)", w)
+		}
+		c.workloads[w] = true
+	}
 	for _, b := range c.brokers {
 		if _, ok := brokerPackages[b]; !ok {
 			return fmt.Errorf("-brokers-to-run: unknown broker %q (testbroker, kfake)", b)
 		}
 	}
 	for _, cl := range c.clients {
-		if cl != clientKshare && cl != clientFranz {
-			return fmt.Errorf("-clients: unknown client %q (kshare, franz)", cl)
+		if _, ok := clientNames[cl]; !ok {
+			return fmt.Errorf("-clients: unknown client %q (floor, kshare, franz)", cl)
+		}
+	}
+	for _, codec := range c.compressions {
+		if _, ok := codecs[codec]; !ok {
+			return fmt.Errorf("-compression: unknown codec %q (none, gzip, snappy, lz4, zstd)", codec)
+		}
+	}
+	if c.profileDir != "" {
+		if err := os.MkdirAll(c.profileDir, 0o755); err != nil {
+			return err
 		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	results, err := runAll(ctx, c)
-	printReport(os.Stdout, c, results)
+	rep, err := runAll(ctx, c)
+	printReport(os.Stdout, c, rep)
 	return err
 }
+
+func numCPU() int { return runtime.NumCPU() }
