@@ -16,7 +16,7 @@ import (
 // adds up the wire size of its acknowledgement batches.
 
 // requestBytes is a kgo.HookBrokerWrite counting the bytes of ShareFetch and ShareAcknowledge
-// requests.
+// requests, and of Fetch requests (the floor's), counted as fetches.
 type requestBytes struct {
 	fetchReqs, fetchBytes atomic.Int64
 	ackReqs, ackBytes     atomic.Int64
@@ -27,7 +27,7 @@ func (h *requestBytes) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, n int, _, 
 		return
 	}
 	switch kmsg.Key(key) {
-	case kmsg.ShareFetch:
+	case kmsg.ShareFetch, kmsg.Fetch:
 		h.fetchReqs.Add(1)
 		h.fetchBytes.Add(int64(n))
 	case kmsg.ShareAcknowledge:

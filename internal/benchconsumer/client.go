@@ -23,9 +23,13 @@ import (
 // clientResult as JSON on stdout.
 
 const (
+	clientFloor  = "floor"
 	clientKshare = "kshare"
 	clientFranz  = "franz"
 )
+
+// clientNames are the clients' names in the report, by -clients name.
+var clientNames = map[string]string{clientFloor: "floor", clientKshare: "kshare", clientFranz: "franz-go"}
 
 // clientConfig is the command line of client mode.
 type clientConfig struct {
@@ -38,6 +42,10 @@ type clientConfig struct {
 	releaseEvery int  // 0: accept every record
 	decodeAcks   bool // wrap the connections to decode acknowledgement batches
 	timeout      time.Duration
+
+	latency                  bool // run the latency workload instead
+	samples                  int
+	intervalMin, intervalMax time.Duration
 }
 
 // clientResult is what a client child reports.
@@ -74,7 +82,7 @@ type clientResult struct {
 func runClient(args []string) error {
 	var c clientConfig
 	fs := flag.NewFlagSet("benchconsumer client", flag.ContinueOnError)
-	fs.StringVar(&c.client, "client", "", "kshare or franz")
+	fs.StringVar(&c.client, "client", "", "floor, kshare or franz")
 	fs.StringVar(&c.seed, "seed", "", "broker host:port")
 	fs.StringVar(&c.topic, "topic", "", "topic to consume")
 	fs.StringVar(&c.group, "group", "", "share group")
@@ -83,6 +91,10 @@ func runClient(args []string) error {
 	fs.IntVar(&c.releaseEvery, "release-every", 0, "release every Nth offset at its first delivery (0: never)")
 	fs.BoolVar(&c.decodeAcks, "decode-acks", false, "decode the acknowledgement batches written")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up after this long")
+	fs.BoolVar(&c.latency, "latency", false, "run the latency workload: produce -samples records one at a time and time each to its Poll")
+	fs.IntVar(&c.samples, "samples", 1000, "latency: records to time")
+	fs.DurationVar(&c.intervalMin, "interval-min", 5*time.Millisecond, "latency: least time between two records")
+	fs.DurationVar(&c.intervalMax, "interval-max", 10*time.Millisecond, "latency: most time between two records")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the client run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -98,21 +110,33 @@ func runClient(args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	if c.latency {
+		if c.seed == "" || c.topic == "" || c.group == "" || c.samples < 1 {
+			return errors.New("latency client mode needs -seed, -topic, -group and -samples")
+		}
+		res, err := runLatencyClient(ctx, c)
+		if err != nil {
+			return err
+		}
+		return json.NewEncoder(os.Stdout).Encode(res)
+	}
 	if c.seed == "" || c.topic == "" || c.group == "" || c.records < 1 {
 		return errors.New("client mode needs -seed, -topic, -group and -records")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-	defer cancel()
 
 	var res clientResult
 	var err error
 	switch c.client {
+	case clientFloor:
+		res, err = consumeFloor(ctx, c)
 	case clientKshare:
 		res, err = consumeKshare(ctx, c)
 	case clientFranz:
 		res, err = consumeFranz(ctx, c)
 	default:
-		err = fmt.Errorf("-client: want kshare or franz, got %q", c.client)
+		err = fmt.Errorf("-client: want floor, kshare or franz, got %q", c.client)
 	}
 	if err != nil {
 		return err
@@ -336,6 +360,51 @@ func consumeFranz(ctx context.Context, c clientConfig) (clientResult, error) {
 	}
 	if err := cl.FlushAcks(ctx); err != nil {
 		return res, fmt.Errorf("FlushAcks: %w", err)
+	}
+	return res, m.stop(&res)
+}
+
+// consumeFloor reads every partition from its start with franz-go's direct consumer (no group,
+// no acknowledgements) until it has every record: the cost of the same bytes without share
+// semantics.
+func consumeFloor(ctx context.Context, c clientConfig) (clientResult, error) {
+	res := clientResult{Client: clientFloor}
+	m := newMeter(c)
+	if err := m.start(); err != nil {
+		return res, err
+	}
+	parts := make(map[int32]kgo.Offset, c.partitions)
+	for p := range c.partitions {
+		parts[int32(p)] = kgo.NewOffset().AtStart()
+	}
+	opts := append(m.kgoOpts(c), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.topic: parts}))
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return res, err
+	}
+	defer cl.Close()
+	for m.done < m.records {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("after %d records: %w", m.done, ctx.Err())
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) {
+			if ferr == nil {
+				ferr = fmt.Errorf("fetching %s/%d: %w", t, p, err)
+			}
+		})
+		if ferr != nil {
+			return res, ferr
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if ferr == nil {
+				_, ferr = m.decide(c, r.Partition, r.Offset, 1)
+			}
+		})
+		if ferr != nil {
+			return res, ferr
+		}
 	}
 	return res, m.stop(&res)
 }

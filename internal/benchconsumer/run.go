@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,105 +10,155 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kshare/kshare/internal/groupconfig"
-
 	"github.com/kshare/kshare/internal/benchcmd"
+	"github.com/kshare/kshare/internal/groupconfig"
 )
 
 const (
 	benchTopic = "bench"
-	valueSize  = 16
 
 	scenarioAccept  = "accept"
 	scenarioRelease = "release"
+
+	// recordBytesBudget sets the default record count of a cell: as many records as fit in
+	// this many value bytes, at most defaultRecords (1M of 16 B, 200k of 1 KiB).
+	recordBytesBudget = 200_000 * 1024
+	defaultRecords    = 1_000_000
 )
 
-// runResult is one client's runs against one broker and partition count.
-type runResult struct {
-	broker     string
-	partitions int
-	client     string
-	accept     clientResult
-	release    clientResult
+// cell is one combination of the throughput matrix, run against one broker process.
+type cell struct {
+	broker      string
+	partitions  int
+	valueBytes  int
+	compression string
+	records     int
+	// Of the batches the producer wrote: records, value bytes before and batch bytes after
+	// compression (kgo's ProduceBatchMetrics).
+	batchRecords, uncompressed, compressed int64
 }
 
-// runAll runs every broker, partition count, scenario and client, and returns what it measured
-// until the first failure.
-func runAll(ctx context.Context, c parentConfig) ([]runResult, error) {
+// runResult is one client's runs in one cell. A floor client has no release run.
+type runResult struct {
+	cell
+	client  string
+	accept  clientResult
+	release clientResult
+}
+
+// cellRecords is the record count of a cell of values of size bytes: -records when given,
+// else as many as recordBytesBudget holds, at most defaultRecords.
+func cellRecords(c parentConfig, size int) int {
+	if c.records > 0 {
+		return c.records
+	}
+	return min(defaultRecords, recordBytesBudget/size)
+}
+
+// runAll runs every broker, partition count, value size, compression and client, then the
+// latency workload, and returns what it measured until the first failure.
+func runAll(ctx context.Context, c parentConfig) (report, error) {
+	var rep report
 	dir, err := os.MkdirTemp("", "benchconsumer")
 	if err != nil {
-		return nil, err
+		return rep, err
 	}
 	defer os.RemoveAll(dir)
 	self, err := os.Executable()
 	if err != nil {
-		return nil, err
+		return rep, err
 	}
-	var results []runResult
 	for _, b := range c.brokers {
 		fmt.Fprintf(os.Stderr, "building %s\n", b)
 		bin, err := buildBroker(ctx, b, dir)
 		if err != nil {
-			return results, err
+			return rep, err
 		}
 		for _, parts := range c.partitions {
-			rs, err := runBroker(ctx, c, self, b, bin, parts)
-			results = append(results, rs...)
-			if err != nil {
-				return results, fmt.Errorf("%s, %d partitions: %w", b, parts, err)
+			if c.workloads[workloadThroughput] {
+				for _, size := range c.valueBytes {
+					for _, codec := range c.compressions {
+						ce := cell{broker: b, partitions: parts, valueBytes: size, compression: codec, records: cellRecords(c, size)}
+						rs, err := runCell(ctx, c, self, bin, ce)
+						rep.throughput = append(rep.throughput, rs...)
+						if err != nil {
+							return rep, fmt.Errorf("%s, %d partitions, %d B, %s: %w", b, parts, size, codec, err)
+						}
+					}
+				}
+			}
+			if c.workloads[workloadLatency] {
+				rs, err := runLatency(ctx, c, self, b, bin, parts)
+				rep.latency = append(rep.latency, rs...)
+				if err != nil {
+					return rep, fmt.Errorf("%s, %d partitions, latency: %w", b, parts, err)
+				}
 			}
 		}
 	}
-	return results, nil
+	return rep, nil
 }
 
-// runBroker starts one broker process, produces the records, and runs every client in both
-// scenarios against it, each with a share group of its own.
-func runBroker(ctx context.Context, c parentConfig, self, name, bin string, parts int) ([]runResult, error) {
-	bp, err := startBrokerProc(ctx, name, bin, benchTopic, parts, c.verbose)
+// runCell starts one broker process, produces the cell's records, and runs every client
+// against it: the share consumers in both scenarios, each with a share group of its own, the
+// floor once.
+func runCell(ctx context.Context, c parentConfig, self, bin string, ce cell) ([]runResult, error) {
+	bp, err := startBrokerProc(ctx, ce.broker, bin, benchTopic, ce.partitions, c.verbose)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _, _, _ = bp.Stop(10 * time.Second) }()
-	fmt.Fprintf(os.Stderr, "%s: producing %d records of %d B to %d partitions, in batches of up to %d B\n", name, c.records, valueSize, parts, c.batchBytes)
+	fmt.Fprintf(os.Stderr, "%s: producing %d records of %d B to %d partitions, %s, in batches of up to %d B\n",
+		ce.broker, ce.records, ce.valueBytes, ce.partitions, ce.compression, c.batchBytes)
 	start := time.Now()
-	if err := produce(ctx, bp.Seeds[0], parts, c.records, c.batchBytes); err != nil {
+	var bm batchMetrics
+	if err := produce(ctx, bp.Seeds[0], ce, c.batchBytes, &bm); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(os.Stderr, "  produced in %v\n", time.Since(start).Round(time.Millisecond))
+	ce.batchRecords, ce.uncompressed, ce.compressed = bm.records.Load(), bm.uncompressed.Load(), bm.compressed.Load()
+	fmt.Fprintf(os.Stderr, "  produced in %v, %.1f batch bytes per record\n", time.Since(start).Round(time.Millisecond), float64(ce.compressed)/float64(ce.batchRecords))
 
 	var out []runResult
 	for _, client := range c.clients {
-		r := runResult{broker: name, partitions: parts, client: client}
-		for _, sc := range []string{scenarioAccept, scenarioRelease} {
+		r := runResult{cell: ce, client: client}
+		scenarios := []string{scenarioAccept, scenarioRelease}
+		if client == clientFloor {
+			scenarios = scenarios[:1]
+		}
+		for _, sc := range scenarios {
 			group := fmt.Sprintf("%s-%s", client, sc)
-			if err := groupconfig.SetOn(ctx, bp.Seeds, group, "share.auto.offset.reset", "earliest"); err != nil {
-				return out, err
+			if client != clientFloor {
+				if err := groupconfig.SetOn(ctx, bp.Seeds, group, "share.auto.offset.reset", "earliest"); err != nil {
+					return out, err
+				}
 			}
 			args := []string{
 				"-client=" + client, "-seed", bp.Seeds[0], "-topic", benchTopic, "-group", group,
-				"-records", strconv.Itoa(c.records), "-partitions", strconv.Itoa(parts),
+				"-records", strconv.Itoa(ce.records), "-partitions", strconv.Itoa(ce.partitions),
 			}
 			if c.profileDir != "" {
-				args = append(args, "-cpuprofile", filepath.Join(c.profileDir, fmt.Sprintf("%s-%dp-%s.pprof", name, parts, group)))
+				name := fmt.Sprintf("%s-%dp-%dB-%s-%s.pprof", ce.broker, ce.partitions, ce.valueBytes, ce.compression, group)
+				args = append(args, "-cpuprofile", filepath.Join(c.profileDir, name))
 			}
 			if sc == scenarioRelease {
 				args = append(args, "-release-every", strconv.Itoa(c.releaseEvery), "-decode-acks")
 			}
-			fmt.Fprintf(os.Stderr, "%s, %d partitions: %s, %s\n", name, parts, client, sc)
-			res, err := runChild(ctx, self, args, c.verbose)
+			fmt.Fprintf(os.Stderr, "%s, %d partitions, %d B, %s: %s, %s\n", ce.broker, ce.partitions, ce.valueBytes, ce.compression, client, sc)
+			res, err := runRepeated(ctx, c, self, args, ce.partitions)
 			if err != nil {
 				return out, fmt.Errorf("%s %s: %w", client, sc, err)
 			}
-			fmt.Fprintf(os.Stderr, "  %.0f rec/s (%.0f with the join) in %v, %.2f µs CPU/rec, %.1f allocs/rec, %d deliveries, %d ShareFetch (%d B), %d ShareAcknowledge (%d B)\n",
+			fmt.Fprintf(os.Stderr, "  %.0f rec/s (%.0f with the join) in %v, %.3f µs CPU/rec, %.3f allocs/rec, %d deliveries, %d fetches (%d B), %d ShareAcknowledge (%d B)\n",
 				rate(res), rateWithJoin(res), time.Duration(res.ElapsedNs).Round(time.Millisecond), perRecordMicros(res.CPUNs, res.Records),
-				float64(res.Mallocs)/float64(res.Records), res.Deliveries, res.ShareFetchRequests, res.ShareFetchBytes,
+				allocsPerRecord(res), res.Deliveries, res.ShareFetchRequests, res.ShareFetchBytes,
 				res.ShareAckRequests, res.ShareAckBytes)
 			if sc == scenarioAccept {
 				r.accept = res
@@ -120,9 +171,61 @@ func runBroker(ctx context.Context, c parentConfig, self, name, bin string, part
 	return out, nil
 }
 
-// runChild runs this program in client mode and decodes the result it prints.
-func runChild(ctx context.Context, self string, args []string, verbose bool) (clientResult, error) {
-	var res clientResult
+// runRepeated runs one client child c.count times, each time with a share group of its own
+// (the group's name with the run's number appended, from the second run on), and returns the
+// run with the median CPU per record.
+func runRepeated(ctx context.Context, c parentConfig, self string, args []string, parts int) (clientResult, error) {
+	var runs []clientResult
+	for i := range c.count {
+		a := slices.Clone(args)
+		if i > 0 {
+			for j := range a {
+				if a[j] == "-group" {
+					a[j+1] += "-" + strconv.Itoa(i+1)
+					if err := setEarliest(ctx, a); err != nil {
+						return clientResult{}, err
+					}
+				}
+				if a[j] == "-cpuprofile" {
+					a[j+1] = strings.TrimSuffix(a[j+1], ".pprof") + "-" + strconv.Itoa(i+1) + ".pprof"
+				}
+			}
+		}
+		var res clientResult
+		if err := runChild(ctx, self, a, c.verbose, &res); err != nil {
+			return res, err
+		}
+		if err := res.check(); err != nil {
+			return res, err
+		}
+		runs = append(runs, res)
+	}
+	slices.SortFunc(runs, func(x, y clientResult) int {
+		return cmp.Compare(float64(x.CPUNs)/float64(x.Records), float64(y.CPUNs)/float64(y.Records))
+	})
+	return runs[(len(runs)-1)/2], nil
+}
+
+// setEarliest makes the share group named in a child's arguments start at the earliest offset;
+// nothing for the floor.
+func setEarliest(ctx context.Context, args []string) error {
+	var seed, group string
+	for j := 0; j+1 < len(args); j++ {
+		switch args[j] {
+		case "-seed":
+			seed = args[j+1]
+		case "-group":
+			group = args[j+1]
+		}
+	}
+	if slices.Contains(args, "-client="+clientFloor) {
+		return nil
+	}
+	return groupconfig.SetOn(ctx, []string{seed}, group, "share.auto.offset.reset", "earliest")
+}
+
+// runChild runs this program in client mode and decodes the JSON result it prints into res.
+func runChild(ctx context.Context, self string, args []string, verbose bool, res any) error {
 	cmd := exec.CommandContext(ctx, self, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
@@ -131,40 +234,68 @@ func runChild(ctx context.Context, self string, args []string, verbose bool) (cl
 		cmd.Stderr = io.MultiWriter(&stderr, os.Stderr)
 	}
 	if err := cmd.Run(); err != nil {
-		return res, fmt.Errorf("%v\n%s", err, bytes.TrimSpace(stderr.Bytes()))
+		return fmt.Errorf("%v\n%s", err, bytes.TrimSpace(stderr.Bytes()))
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		return res, fmt.Errorf("decoding the client's result %q: %w", stdout.String(), err)
+	if err := json.Unmarshal(stdout.Bytes(), res); err != nil {
+		return fmt.Errorf("decoding the client's result %q: %w", stdout.String(), err)
 	}
-	if res.AckErrors > 0 {
-		return res, fmt.Errorf("%d acknowledgements failed, first: %s", res.AckErrors, res.FirstErr)
-	}
-	if res.BadFrames > 0 {
-		return res, fmt.Errorf("%d share requests could not be decoded", res.BadFrames)
-	}
-	return res, nil
+	return nil
 }
 
-// produce writes n records of valueSize bytes, record i to partition i%parts, in record
-// batches of at most batchBytes bytes.
-func produce(ctx context.Context, seed string, parts, n, batchBytes int) error {
+// check returns an error for a run whose acknowledgements failed or whose requests could not
+// be decoded.
+func (r clientResult) check() error {
+	if r.AckErrors > 0 {
+		return fmt.Errorf("%d acknowledgements failed, first: %s", r.AckErrors, r.FirstErr)
+	}
+	if r.BadFrames > 0 {
+		return fmt.Errorf("%d share requests could not be decoded", r.BadFrames)
+	}
+	return nil
+}
+
+// batchMetrics adds up the producer's record batches (kgo.HookProduceBatchWritten).
+type batchMetrics struct {
+	records, uncompressed, compressed atomic.Int64
+}
+
+func (m *batchMetrics) OnProduceBatchWritten(_ kgo.BrokerMetadata, _ string, _ int32, bm kgo.ProduceBatchMetrics) {
+	m.records.Add(int64(bm.NumRecords))
+	m.uncompressed.Add(int64(bm.UncompressedBytes))
+	m.compressed.Add(int64(bm.CompressedBytes))
+}
+
+// produce writes the cell's records, record i to partition i%parts, in record batches of at
+// most batchBytes bytes compressed with the cell's codec.
+func produce(ctx context.Context, seed string, ce cell, batchBytes int, bm *batchMetrics) error {
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(seed),
 		kgo.DefaultProduceTopic(benchTopic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerBatchCompression(codecs[ce.compression]),
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.ProducerBatchMaxBytes(int32(batchBytes)),
 		kgo.MaxBufferedRecords(100_000),
+		kgo.WithHooks(bm),
 	)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	if err := benchcmd.ProduceRoundRobin(ctx, cl, "", parts, n, valueSize); err != nil {
+	values := newValueMaker(ce.valueBytes)
+	if err := benchcmd.ProduceValues(ctx, cl, "", ce.partitions, ce.records, func(int) []byte { return values.next() }); err != nil {
 		return fmt.Errorf("producing: %w", err)
 	}
 	return nil
+}
+
+// codecs are the -compression names.
+var codecs = map[string]kgo.CompressionCodec{
+	"none":   kgo.NoCompression(),
+	"gzip":   kgo.GzipCompression(),
+	"snappy": kgo.SnappyCompression(),
+	"lz4":    kgo.Lz4Compression(),
+	"zstd":   kgo.ZstdCompression(),
 }
 
 // rate is the records per second from the first record received to the flushed
@@ -183,53 +314,10 @@ func perRecordMicros(ns int64, records int) float64 {
 	return float64(ns) / 1e3 / float64(records)
 }
 
-func per1000(n int64, records int) float64 {
-	return float64(n) * 1000 / float64(records)
+func allocsPerRecord(r clientResult) float64 {
+	return float64(r.Mallocs) / float64(r.Records)
 }
 
-// printReport writes the Markdown tables.
-func printReport(out io.Writer, c parentConfig, results []runResult) {
-	if len(results) == 0 {
-		return
-	}
-	p := func(format string, args ...any) { fmt.Fprintf(out, format, args...) }
-	p("\n## Share consumers: kshare and franz-go (%s records of %d B, each client its own process)\n\n", benchcmd.Thousands(float64(c.records)), valueSize)
-	p("Accept scenario (every record accepted explicitly, one call per record): rec/s from the first record received to the acknowledgements flushed, and from the client's creation (group join included); client CPU and allocations from the client's creation to the acknowledgements flushed.\n")
-	p("Release scenario (every %dth record released at first delivery, accepted on redelivery): bytes of ShareFetch+ShareAcknowledge requests written, and the exact wire size of their acknowledgement batches, per 1000 records.\n\n", c.releaseEvery)
-	p("The acceptances of redelivered records (one batch of one offset each, since the released offsets are never adjacent: at least 19 B per record) are also counted apart; \"first-delivery ack bytes\" leaves them out.\n\n")
-	p("| broker | partitions | client | rec/s | rec/s incl. join | CPU µs/rec | allocs/rec | req bytes/1000 (accept) | req bytes/1000 (release) | ack batches/1000 (release) | ack bytes/1000 (release) | of which redelivery acks | first-delivery ack bytes/1000 |\n")
-	p("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, r := range results {
-		a, rl := r.accept, r.release
-		p("| %s | %d | %s | %s | %s | %.2f | %.1f | %s | %s | %.1f | %s | %s | %s |\n", r.broker, r.partitions, r.client,
-			benchcmd.Thousands(rate(a)), benchcmd.Thousands(rateWithJoin(a)), perRecordMicros(a.CPUNs, a.Records), float64(a.Mallocs)/float64(a.Records),
-			benchcmd.Thousands(per1000(a.ShareFetchBytes+a.ShareAckBytes, a.Records)),
-			benchcmd.Thousands(per1000(rl.ShareFetchBytes+rl.ShareAckBytes, rl.Records)),
-			per1000(rl.AckBatches, rl.Records), benchcmd.Thousands(per1000(rl.AckBatchBytes, rl.Records)),
-			benchcmd.Thousands(per1000(rl.RedeliveryAckBytes, rl.Records)), benchcmd.Thousands(per1000(rl.AckBatchBytes-rl.RedeliveryAckBytes, rl.Records)))
-	}
-	var cmp []string
-	for _, k := range results {
-		if k.client != clientKshare {
-			continue
-		}
-		for _, f := range results {
-			if f.client != clientFranz || f.broker != k.broker || f.partitions != k.partitions {
-				continue
-			}
-			speed := rate(k.accept) / rate(f.accept)
-			cpu := perRecordMicros(k.accept.CPUNs, k.accept.Records) / perRecordMicros(f.accept.CPUNs, f.accept.Records)
-			ackRatio := float64(k.release.AckBatchBytes) / float64(f.release.AckBatchBytes)
-			firstRatio := float64(k.release.AckBatchBytes-k.release.RedeliveryAckBytes) / float64(f.release.AckBatchBytes-f.release.RedeliveryAckBytes)
-			reqRatio := float64(k.release.ShareFetchBytes+k.release.ShareAckBytes) / float64(f.release.ShareFetchBytes+f.release.ShareAckBytes)
-			cmp = append(cmp, fmt.Sprintf("| %s | %d | %.2f | %s | %.2f | %.2f | %s | %.2f | %s | %.2f |", k.broker, k.partitions,
-				speed, benchcmd.YesNo(speed >= 2), cpu, ackRatio, benchcmd.YesNo(ackRatio <= 1.0/3), firstRatio, benchcmd.YesNo(firstRatio <= 1.0/3), reqRatio))
-		}
-	}
-	if len(cmp) > 0 {
-		p("\nGoals: kshare at least 2x franz-go's records/s; kshare's ack bytes at most 1/3 of franz-go's at 10%% releases.\n\n")
-		p("| broker | partitions | rec/s kshare/franz | ≥ 2x | CPU/rec kshare/franz | ack bytes kshare/franz | ≤ 1/3 | first-delivery ack bytes kshare/franz | ≤ 1/3 | request bytes kshare/franz |\n")
-		p("|---|---:|---:|---|---:|---:|---|---:|---|---:|\n")
-		p("%s\n", strings.Join(cmp, "\n"))
-	}
+func per1000(n int64, records int) float64 {
+	return float64(n) * 1000 / float64(records)
 }
