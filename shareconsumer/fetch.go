@@ -36,7 +36,7 @@ func (c *Consumer) buildFetchLocked(n *node) func() {
 	}
 	return func() {
 		sent := time.Now()
-		kresp, err := n.kgoBroker(c.cl).Request(c.cl.Context(), req)
+		kresp, err := n.kgoBroker(c.cl).Request(c.requestCtx(), req)
 		resp, _ := kresp.(*kmsg.ShareFetchResponse)
 		var decoded map[tidp]decodedPart
 		if err == nil && resp.ErrorCode == 0 {
@@ -310,6 +310,7 @@ func (c *Consumer) applyFetchLocked(n *node, job *ackJob, names map[[16]byte]str
 			if d.invalid != nil {
 				c.log(kgo.LogLevelError, "ShareFetch answer refused; leaving its offsets to their lock's expiry", "broker", n.id, "topic", tp.Topic, "partition", tp.Partition, "err", d.invalid)
 				c.addPollErrLocked(d.invalid)
+				failed = true // the next fetch of this leader waits a pause, as after a partition error
 				continue
 			}
 			if d.unfetched > 0 {

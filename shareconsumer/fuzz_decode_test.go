@@ -161,17 +161,17 @@ func FuzzDecodePartition(f *testing.F) {
 }
 
 // dataSpan returns the offsets record data covers as far as its framing can be read: from the
-// first batch's base offset to the last offset of its last complete batch (lo > hi when there
+// first complete batch's base offset to the last offset of its last complete batch (lo > hi when there
 // is none).
 func dataSpan(data []byte) (lo, hi int64) {
 	lo, hi = math.MaxInt64, math.MinInt64
 	for len(data) >= batchMagicOffset+1 {
 		base := int64(binary.BigEndian.Uint64(data))
-		lo = min(lo, base)
 		length := int32(binary.BigEndian.Uint32(data[8:]))
 		if data[batchMagicOffset] != 2 || length < batchHeaderSize-12 || int(length)+12 > len(data) {
 			break
 		}
+		lo = min(lo, base)
 		last := base + int64(int32(binary.BigEndian.Uint32(data[batchLastDeltaOff:])))
 		if last < base {
 			break

@@ -286,7 +286,6 @@ func (d *decoder) decodePartition(topic string, partition int32, data []byte, ac
 		length := int32(binary.BigEndian.Uint32(data[batchLengthOffset:]))
 		// Past a batch whose framing cannot be trusted nothing can be found again: every
 		// acquired offset left is part of the corrupt data.
-		start(base)
 		if magic := data[batchMagicOffset]; magic != 2 {
 			corrupt(cur.next, math.MaxInt64-1, fmt.Errorf("record batch at offset %d has magic %d; only magic 2 (Kafka 0.11+) is supported", base, magic))
 			break
@@ -299,6 +298,7 @@ func (d *decoder) decodePartition(topic string, partition int32, data []byte, ac
 		if size > len(data) {
 			break // a partial batch at the end
 		}
+		start(base) // only a complete batch's base offset says where the data starts
 		batch := data[:size]
 		data = data[size:]
 		last := base + int64(int32(binary.BigEndian.Uint32(batch[batchLastDeltaOff:])))

@@ -207,7 +207,7 @@ func (b *Broker) shareFetchResponse(resp *kmsg.ShareFetchResponse, f *share.Fetc
 // withShareRecords returns resp with the record batches in it, written from the logs' storage
 // without a copy (wire.ShareFetchResponse): a record-limit acquisition of 500 records resends
 // its whole stored batch, and copying it into the response and then into the frame took
-// 16-19% of the broker's CPU samples (1.47-1.65 -> 1.27-1.43 µs/rec, docs/benchmarks.md).
+// 16-19% of the broker's CPU samples (docs/benchmarks.md).
 func withShareRecords(resp *kmsg.ShareFetchResponse, records []shareRecords) kmsg.Response {
 	if len(records) == 0 {
 		return resp

@@ -26,7 +26,7 @@ const (
 // changes once appended, so the response refers to them rather than copying: in record-limit
 // mode each acquisition of 500 records resends its whole stored batch (hundreds of KB), and the
 // two copies of it (here and in the response's encoding) were 16-19% of the broker's CPU
-// samples (broker CPU 1.47-1.65 -> 1.27-1.43 µs/rec, docs/benchmarks.md). It follows Kafka's
+// samples (docs/benchmarks.md; the gain in µs/rec is within this machine's noise). It follows Kafka's
 // SharePartition.acquire:
 //
 //   - It starts at the first AVAILABLE record (released, or whose lock expired), else after
