@@ -326,16 +326,7 @@ func consumeFranz(ctx context.Context, c clientConfig) (clientResult, error) {
 	}
 	defer cl.Close()
 	for m.done < m.records {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return res, fmt.Errorf("after %d records: %w", m.done, ctx.Err())
-		}
-		var ferr error
-		fs.EachError(func(t string, p int32, err error) {
-			if ferr == nil {
-				ferr = fmt.Errorf("fetching %s/%d: %w", t, p, err)
-			}
-		})
+		fs, ferr := pollFetches(ctx, cl, m.done)
 		if ferr != nil {
 			return res, ferr
 		}
@@ -384,16 +375,7 @@ func consumeFloor(ctx context.Context, c clientConfig) (clientResult, error) {
 	}
 	defer cl.Close()
 	for m.done < m.records {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return res, fmt.Errorf("after %d records: %w", m.done, ctx.Err())
-		}
-		var ferr error
-		fs.EachError(func(t string, p int32, err error) {
-			if ferr == nil {
-				ferr = fmt.Errorf("fetching %s/%d: %w", t, p, err)
-			}
-		})
+		fs, ferr := pollFetches(ctx, cl, m.done)
 		if ferr != nil {
 			return res, ferr
 		}
@@ -407,4 +389,20 @@ func consumeFloor(ctx context.Context, c clientConfig) (clientResult, error) {
 		}
 	}
 	return res, m.stop(&res)
+}
+
+// pollFetches polls cl and returns the fetches, or the context's end or the first fetch error,
+// saying how many records had been consumed (done).
+func pollFetches(ctx context.Context, cl *kgo.Client, done int) (kgo.Fetches, error) {
+	fs := cl.PollFetches(ctx)
+	if ctx.Err() != nil {
+		return fs, fmt.Errorf("after %d records: %w", done, ctx.Err())
+	}
+	var ferr error
+	fs.EachError(func(t string, p int32, err error) {
+		if ferr == nil {
+			ferr = fmt.Errorf("fetching %s/%d: %w", t, p, err)
+		}
+	})
+	return fs, ferr
 }
