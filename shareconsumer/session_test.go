@@ -188,10 +188,31 @@ func TestFetchRequestShape(t *testing.T) {
 	assert.Equal(t, map[tidp]struct{}{{id, 0}: {}, {id, 1}: {}}, n.sessParts)
 	assert.Empty(t, n.pending, "the acknowledgements were taken")
 
-	// Record-limit mode asks for it.
+	// Record-limit mode asks for it. The session keeps its partitions: nothing joins or leaves.
 	c.cfg.recordLimit = true
-	req, _, _ = c.fetchRequestLocked(n)
+	n.epoch++
+	req, _, names = c.fetchRequestLocked(n)
 	assert.EqualValues(t, 1, req.ShareAcquireMode)
+	assert.Empty(t, req.Topics)
+	assert.Empty(t, req.ForgottenTopicsData)
+	assert.Equal(t, map[[16]byte]string{id: "t"}, names)
+	assert.Equal(t, map[tidp]struct{}{{id, 0}: {}, {id, 1}: {}}, n.sessParts)
+
+	// The next fetch, whose memory the earlier ones used: partition 1 leaves, a topic joins,
+	// and the names are only those this fetch asks for.
+	other := [16]byte{2}
+	c.topics[other] = &topicMeta{name: "u", id: other, leaders: map[int32]leaderInfo{0: {0, 1}}}
+	c.byName["u"] = other
+	delete(c.assigned, TopicPartition{"t", 1})
+	delete(c.assigned, TopicPartition{"t", 0})
+	c.assigned[TopicPartition{"u", 0}] = &assignedPart{tp: TopicPartition{"u", 0}, id: other}
+	n.epoch++
+	req, _, names = c.fetchRequestLocked(n)
+	assert.Equal(t, map[[16]byte]string{other: "u"}, names)
+	require.Len(t, req.Topics, 1)
+	assert.Equal(t, other, req.Topics[0].TopicID)
+	assert.Equal(t, []kmsg.ShareFetchRequestForgottenTopicsData{{TopicID: id, Partitions: []int32{0, 1}}}, req.ForgottenTopicsData)
+	assert.Equal(t, map[tidp]struct{}{{other, 0}: {}}, n.sessParts)
 }
 
 func TestFetchErrorHintsLeader(t *testing.T) {
