@@ -115,6 +115,19 @@ func (b *batcher) add(a Ack) {
 	}
 }
 
+// addRun adds the offsets first..last, all of type t, as add would one at a time. Once the open
+// batch has become a single-type one of t, the rest of the run only moves its end.
+func (b *batcher) addRun(first, last int64, t Type) {
+	for o := first; o <= last; o++ {
+		b.add(Ack{Offset: o, Type: t})
+		if b.long {
+			b.run += int(last - o)
+			b.last = last
+			return
+		}
+	}
+}
+
 func (b *batcher) begin(a Ack) {
 	b.first, b.last, b.run, b.long, b.open = a.Offset, a.Offset, 1, false, true
 	b.start = len(b.buf)

@@ -10,13 +10,14 @@ import (
 )
 
 // BenchmarkBatching500 measures collecting and batching one poll's worth of acknowledgements
-// (500 records, 10% released, the rest accepted), and reports what they cost on the wire next to
+// (500 records: all accepted, or 10% released and the rest accepted), and reports what they cost on the wire next to
 // franz-go's scheme, which sends one single-type batch per run of equal types.
 func BenchmarkBatching500(b *testing.B) {
 	for _, bc := range []struct {
 		name    string
 		release func(offset int64) bool
 	}{
+		{"allAccepted", func(int64) bool { return false }},
 		{"every10thReleased", func(o int64) bool { return o%10 == 9 }},
 		{"random10pctReleased", randomReleases(500, 0.1)},
 	} {

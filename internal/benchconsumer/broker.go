@@ -24,10 +24,10 @@ func buildBroker(ctx context.Context, name, dir string) (string, error) {
 	return brokerproc.Build(ctx, root, dir, name, brokerPackages[name])
 }
 
-// startBrokerProc starts bin with one broker on a free loopback port and topic with
-// partitions; see brokerproc.Start.
-func startBrokerProc(ctx context.Context, name, bin, topic string, partitions int, verbose bool) (*brokerproc.Proc, error) {
-	o := brokerproc.Options{Name: name, Bin: bin, Brokers: 1, Topic: topic, Partitions: partitions}
+// startBrokerProc starts bin with one broker on a free loopback port, topic with partitions
+// and the broker configs (key=value); see brokerproc.Start.
+func startBrokerProc(ctx context.Context, name, bin, topic string, partitions int, configs []string, verbose bool) (*brokerproc.Proc, error) {
+	o := brokerproc.Options{Name: name, Bin: bin, Brokers: 1, Topic: topic, Partitions: partitions, Configs: configs}
 	if verbose {
 		o.Echo = os.Stderr
 	}

@@ -40,6 +40,7 @@ type clientConfig struct {
 	records      int
 	partitions   int
 	releaseEvery int  // 0: accept every record
+	maxRecords   int  // share consumers: records per ShareFetch (kshare: MaxPollRecords)
 	decodeAcks   bool // wrap the connections to decode acknowledgement batches
 	timeout      time.Duration
 
@@ -90,6 +91,7 @@ func runClient(args []string) error {
 	fs.IntVar(&c.partitions, "partitions", 1, "partitions of the topic")
 	fs.IntVar(&c.releaseEvery, "release-every", 0, "release every Nth offset at its first delivery (0: never)")
 	fs.BoolVar(&c.decodeAcks, "decode-acks", false, "decode the acknowledgement batches written")
+	fs.IntVar(&c.maxRecords, "max-records", defaultShareMaxRecords, "share consumers: MaxRecords of every ShareFetch (kshare: MaxPollRecords; franz-go: ShareMaxRecords)")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up after this long")
 	fs.BoolVar(&c.latency, "latency", false, "run the latency workload: produce -samples records one at a time and time each to its Poll")
 	fs.IntVar(&c.samples, "samples", 1000, "latency: records to time")
@@ -259,6 +261,7 @@ func consumeKshare(ctx context.Context, c clientConfig) (clientResult, error) {
 		shareconsumer.Topics(c.topic),
 		shareconsumer.ExplicitAcknowledgement(),
 		shareconsumer.FetchAhead(),
+		shareconsumer.MaxPollRecords(c.maxRecords),
 		shareconsumer.OnAcknowledgementCommit(func(ac shareconsumer.AcknowledgementCommit) {
 			if ac.Err != nil {
 				m.ackErr(ac.Err)
@@ -314,6 +317,7 @@ func consumeFranz(ctx context.Context, c clientConfig) (clientResult, error) {
 	opts := append(m.kgoOpts(c),
 		kgo.ConsumeTopics(c.topic),
 		kgo.ShareGroup(c.group),
+		kgo.ShareMaxRecords(int32(c.maxRecords)),
 		kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) {
 			if err := rs.Error(); err != nil {
 				m.ackErr(err)

@@ -60,7 +60,7 @@ type latencyResult struct {
 // child against it, each with a share group of its own (share.auto.offset.reset latest: a
 // client sees only the records produced after it joined).
 func runLatency(ctx context.Context, c parentConfig, self, name, bin string, parts int) ([]latencyRow, error) {
-	bp, err := startBrokerProc(ctx, name, bin, latencyTopic, parts, c.verbose)
+	bp, err := startBrokerProc(ctx, name, bin, latencyTopic, parts, nil, c.verbose)
 	if err != nil {
 		return nil, err
 	}

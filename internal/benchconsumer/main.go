@@ -134,6 +134,9 @@ type parentConfig struct {
 	profileDir   string
 	batchBytes   int
 	count        int
+	// shareMaxRecords are the MaxRecords values the share consumers run with, each a run
+	// of its own.
+	shareMaxRecords []int
 
 	samples                  int
 	intervalMin, intervalMax time.Duration
@@ -145,7 +148,7 @@ const (
 )
 
 func runParent() error {
-	c := parentConfig{partitions: []int{1}, valueBytes: []int{16, 1024}}
+	c := parentConfig{partitions: []int{1}, valueBytes: []int{16, 1024}, shareMaxRecords: []int{defaultShareMaxRecords}}
 	fs := flag.NewFlagSet("benchconsumer", flag.ExitOnError)
 	fs.IntVar(&c.records, "records", 0, "records to produce and consume per cell (default: 1,000,000 of 16 B, 200,000 of 1 KiB; min(1M, 200 MiB / value size))")
 	fs.Var((*benchcmd.Ints)(&c.partitions), "partitions", "partition counts to run, separated by commas")
@@ -155,6 +158,7 @@ func runParent() error {
 	clients := fs.String("clients", "floor,kshare,franz", "clients to run, separated by commas (floor: franz-go's direct consumer; kshare; franz: franz-go's share consumer)")
 	workloads := fs.String("workloads", "throughput,latency", "workloads to run, separated by commas (throughput, latency)")
 	fs.IntVar(&c.batchBytes, "batch-bytes", 16384, "largest record batch the producer writes, in bytes (kgo.ProducerBatchMaxBytes)")
+	fs.Var((*benchcmd.Ints)(&c.shareMaxRecords), "share-max-records", "records every ShareFetch asks for (MaxRecords), separated by commas, each a run of the share consumers (kshare: MaxPollRecords; franz-go: ShareMaxRecords); above 2000, the group's share.partition.max.record.locks is raised to match, at most 10000")
 	fs.IntVar(&c.releaseEvery, "release-every", 10, "in the release scenario, release every Nth record at its first delivery")
 	fs.IntVar(&c.samples, "samples", 1000, "latency workload: records produced and timed per client")
 	fs.DurationVar(&c.intervalMin, "interval-min", 5*time.Millisecond, "latency workload: least time between two records")
@@ -173,6 +177,11 @@ func runParent() error {
 	}
 	if c.releaseEvery < 2 {
 		return fmt.Errorf("-release-every must be at least 2")
+	}
+	for _, n := range c.shareMaxRecords {
+		if n < 1 || n > maxRecordLocksCap {
+			return fmt.Errorf("-share-max-records: %d is not between 1 and %d", n, maxRecordLocksCap)
+		}
 	}
 	if c.count < 1 {
 		return fmt.Errorf("-count must be at least 1")

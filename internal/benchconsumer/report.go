@@ -36,8 +36,9 @@ func printThroughput(p func(string, ...any), c parentConfig, results []runResult
 	p("\n## Consumers: the floor (franz-go's direct consumer), kshare and franz-go's share consumer (each client its own process)\n\n")
 	p("Accept scenario (share consumers: every record accepted explicitly, one call per record; floor: every partition read from the start): rec/s from the first record received to the acknowledgements flushed, and from the client's creation (group join included); client CPU and allocations from the client's creation to the acknowledgements flushed. Request bytes: ShareFetch+ShareAcknowledge (floor: Fetch) requests written, per 1000 records.\n")
 	p("Release scenario (share consumers only; every %dth record released at first delivery, accepted on redelivery): request bytes, and the exact wire size of the acknowledgement batches, all and those of first deliveries, per 1000 records.\n\n", c.releaseEvery)
-	p("| broker | partitions | value B | codec | batch B/rec | records | client | rec/s | rec/s incl. join | CPU µs/rec | allocs/rec | req bytes/1000 (accept) | req bytes/1000 (release) | ack bytes/1000 (release) | first-delivery ack bytes/1000 |\n")
-	p("|---|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("MaxRecords: what every ShareFetch asks for (kshare: MaxPollRecords; franz-go: ShareMaxRecords; %d is Kafka's max.poll.records default); above %d, the group's share.partition.max.record.locks is raised to match.\n\n", defaultShareMaxRecords, defaultMaxRecordLocks)
+	p("| broker | partitions | value B | codec | batch B/rec | records | client | MaxRecords | rec/s | rec/s incl. join | CPU µs/rec | allocs/rec | req bytes/1000 (accept) | req bytes/1000 (release) | ack bytes/1000 (release) | first-delivery ack bytes/1000 |\n")
+	p("|---|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range results {
 		a, rl := r.accept, r.release
 		release := "– | – | –"
@@ -45,8 +46,8 @@ func printThroughput(p func(string, ...any), c parentConfig, results []runResult
 			release = fmt.Sprintf("%s | %s | %s", benchcmd.Thousands(per1000(rl.ShareFetchBytes+rl.ShareAckBytes, rl.Records)),
 				benchcmd.Thousands(per1000(rl.AckBatchBytes, rl.Records)), benchcmd.Thousands(per1000(rl.AckBatchBytes-rl.RedeliveryAckBytes, rl.Records)))
 		}
-		p("| %s | %d | %d | %s | %.1f | %s | %s | %s | %s | %.3f | %.3f | %s | %s |\n", r.broker, r.partitions, r.valueBytes, r.compression,
-			float64(r.compressed)/float64(r.batchRecords), benchcmd.Thousands(float64(r.records)), clientNames[r.client],
+		p("| %s | %d | %d | %s | %.1f | %s | %s | %s | %s | %s | %.3f | %.3f | %s | %s |\n", r.broker, r.partitions, r.valueBytes, r.compression,
+			float64(r.compressed)/float64(r.batchRecords), benchcmd.Thousands(float64(r.records)), clientNames[r.client], maxRecordsCell(r),
 			benchcmd.Thousands(rate(a)), benchcmd.Thousands(rateWithJoin(a)), perRecordMicros(a.CPUNs, a.Records), allocsPerRecord(a),
 			benchcmd.Thousands(per1000(a.ShareFetchBytes+a.ShareAckBytes, a.Records)), release)
 	}
@@ -56,20 +57,20 @@ func printThroughput(p func(string, ...any), c parentConfig, results []runResult
 		if k.client != clientKshare {
 			continue
 		}
-		floor, hasFloor := findResult(results, k.cell, clientFloor)
-		franz, hasFranz := findResult(results, k.cell, clientFranz)
+		floor, hasFloor := findResult(results, k.cell, clientFloor, 0)
+		franz, hasFranz := findResult(results, k.cell, clientFranz, k.maxRecords)
 		kcpu := perRecordMicros(k.accept.CPUNs, k.accept.Records)
-		row := []string{k.broker, fmt.Sprint(k.partitions), fmt.Sprint(k.valueBytes), k.compression, "–", fmt.Sprintf("%.3f", kcpu), "–", "–", "–", "–", "–", "–", "–"}
+		row := []string{k.broker, fmt.Sprint(k.partitions), fmt.Sprint(k.valueBytes), k.compression, fmt.Sprint(k.maxRecords), "–", fmt.Sprintf("%.3f", kcpu), "–", "–", "–", "–", "–", "–", "–"}
 		if hasFloor {
 			fcpu := perRecordMicros(floor.accept.CPUNs, floor.accept.Records)
-			row[4], row[7], row[8] = fmt.Sprintf("%.3f", fcpu), fmt.Sprintf("%.2f", kcpu/fcpu), benchcmd.YesNo(kcpu/fcpu <= goalFloorRatio)
+			row[5], row[8], row[9] = fmt.Sprintf("%.3f", fcpu), fmt.Sprintf("%.2f", kcpu/fcpu), benchcmd.YesNo(kcpu/fcpu <= goalFloorRatio)
 		}
 		if hasFranz {
 			zcpu := perRecordMicros(franz.accept.CPUNs, franz.accept.Records)
-			row[6], row[9], row[10] = fmt.Sprintf("%.3f", zcpu), fmt.Sprintf("%.2f", kcpu/zcpu), benchcmd.YesNo(kcpu/zcpu <= goalFranzRatio)
-			row[11] = fmt.Sprintf("%.2f", rate(k.accept)/rate(franz.accept))
+			row[7], row[10], row[11] = fmt.Sprintf("%.3f", zcpu), fmt.Sprintf("%.2f", kcpu/zcpu), benchcmd.YesNo(kcpu/zcpu <= goalFranzRatio)
+			row[12] = fmt.Sprintf("%.2f", rate(k.accept)/rate(franz.accept))
 			kr, fr := k.release, franz.release
-			row[12] = fmt.Sprintf("%.2f", float64(kr.AckBatchBytes-kr.RedeliveryAckBytes)/float64(fr.AckBatchBytes-fr.RedeliveryAckBytes))
+			row[13] = fmt.Sprintf("%.2f", float64(kr.AckBatchBytes-kr.RedeliveryAckBytes)/float64(fr.AckBatchBytes-fr.RedeliveryAckBytes))
 		}
 		rows = append(rows, "| "+strings.Join(row, " | ")+" |")
 	}
@@ -77,15 +78,23 @@ func printThroughput(p func(string, ...any), c parentConfig, results []runResult
 		return
 	}
 	p("\nGoals: kshare's CPU per record at most %.1fx the floor's and at most %.1fx franz-go's share consumer's (accept scenario).\n\n", goalFloorRatio, goalFranzRatio)
-	p("| broker | partitions | value B | codec | CPU µs/rec floor | kshare | franz-go | kshare/floor | ≤ %.1f | kshare/franz-go | ≤ %.1f | rec/s kshare/franz-go | first-delivery ack bytes kshare/franz-go |\n", goalFloorRatio, goalFranzRatio)
-	p("|---|---:|---:|---|---:|---:|---:|---:|---|---:|---|---:|---:|\n")
+	p("| broker | partitions | value B | codec | MaxRecords | CPU µs/rec floor | kshare | franz-go | kshare/floor | ≤ %.1f | kshare/franz-go | ≤ %.1f | rec/s kshare/franz-go | first-delivery ack bytes kshare/franz-go |\n", goalFloorRatio, goalFranzRatio)
+	p("|---|---:|---:|---|---:|---:|---:|---:|---:|---|---:|---|---:|---:|\n")
 	p("%s\n", strings.Join(rows, "\n"))
 }
 
-// findResult returns the result of client in the cell ce.
-func findResult(results []runResult, ce cell, client string) (runResult, bool) {
+// maxRecordsCell is a result's MaxRecords column: – for the floor.
+func maxRecordsCell(r runResult) string {
+	if r.client == clientFloor {
+		return "–"
+	}
+	return benchcmd.Thousands(float64(r.maxRecords))
+}
+
+// findResult returns the result of client with maxRecords in the cell ce.
+func findResult(results []runResult, ce cell, client string, maxRecords int) (runResult, bool) {
 	for _, r := range results {
-		if r.client == client && r.broker == ce.broker && r.partitions == ce.partitions && r.valueBytes == ce.valueBytes && r.compression == ce.compression {
+		if r.client == client && r.maxRecords == maxRecords && r.broker == ce.broker && r.partitions == ce.partitions && r.valueBytes == ce.valueBytes && r.compression == ce.compression {
 			return r, true
 		}
 	}

@@ -32,6 +32,15 @@ const (
 	// this many value bytes, at most defaultRecords (1M of 16 B, 200k of 1 KiB).
 	recordBytesBudget = 200_000 * 1024
 	defaultRecords    = 1_000_000
+
+	// defaultShareMaxRecords is what both share consumers ask for per ShareFetch by default
+	// (Kafka's max.poll.records).
+	defaultShareMaxRecords = 500
+	// A broker keeps at most share.partition.max.record.locks records of a partition in flight
+	// (2000 by default, at most 10000), so a share consumer asking for more per fetch gets
+	// no more unless the group's limit is raised.
+	defaultMaxRecordLocks = 2000
+	maxRecordLocksCap     = 10000
 )
 
 // cell is one combination of the throughput matrix, run against one broker process.
@@ -46,12 +55,14 @@ type cell struct {
 	batchRecords, uncompressed, compressed int64
 }
 
-// runResult is one client's runs in one cell. A floor client has no release run.
+// runResult is one client's runs in one cell. A floor client has no release run and no
+// maxRecords.
 type runResult struct {
 	cell
-	client  string
-	accept  clientResult
-	release clientResult
+	client     string
+	maxRecords int
+	accept     clientResult
+	release    clientResult
 }
 
 // cellRecords is the record count of a cell of values of size bytes: -records when given,
@@ -111,7 +122,11 @@ func runAll(ctx context.Context, c parentConfig) (report, error) {
 // against it: the share consumers in both scenarios, each with a share group of its own, the
 // floor once.
 func runCell(ctx context.Context, c parentConfig, self, bin string, ce cell) ([]runResult, error) {
-	bp, err := startBrokerProc(ctx, ce.broker, bin, benchTopic, ce.partitions, c.verbose)
+	var configs []string
+	if slices.Max(c.shareMaxRecords) > defaultMaxRecordLocks {
+		configs = append(configs, fmt.Sprintf("group.share.max.partition.max.record.locks=%d", maxRecordLocksCap))
+	}
+	bp, err := startBrokerProc(ctx, ce.broker, bin, benchTopic, ce.partitions, configs, c.verbose)
 	if err != nil {
 		return nil, err
 	}
@@ -128,47 +143,67 @@ func runCell(ctx context.Context, c parentConfig, self, bin string, ce cell) ([]
 
 	var out []runResult
 	for _, client := range c.clients {
-		r := runResult{cell: ce, client: client}
-		scenarios := []string{scenarioAccept, scenarioRelease}
+		maxRecords := c.shareMaxRecords
 		if client == clientFloor {
-			scenarios = scenarios[:1]
+			maxRecords = []int{0}
 		}
-		for _, sc := range scenarios {
-			group := fmt.Sprintf("%s-%s", client, sc)
-			if client != clientFloor {
-				if err := groupconfig.SetOn(ctx, bp.Seeds, group, "share.auto.offset.reset", "earliest"); err != nil {
-					return out, err
-				}
-			}
-			args := []string{
-				"-client=" + client, "-seed", bp.Seeds[0], "-topic", benchTopic, "-group", group,
-				"-records", strconv.Itoa(ce.records), "-partitions", strconv.Itoa(ce.partitions),
-			}
-			if c.profileDir != "" {
-				name := fmt.Sprintf("%s-%dp-%dB-%s-%s.pprof", ce.broker, ce.partitions, ce.valueBytes, ce.compression, group)
-				args = append(args, "-cpuprofile", filepath.Join(c.profileDir, name))
-			}
-			if sc == scenarioRelease {
-				args = append(args, "-release-every", strconv.Itoa(c.releaseEvery), "-decode-acks")
-			}
-			fmt.Fprintf(os.Stderr, "%s, %d partitions, %d B, %s: %s, %s\n", ce.broker, ce.partitions, ce.valueBytes, ce.compression, client, sc)
-			res, err := runRepeated(ctx, c, self, args, ce.partitions)
+		for _, n := range maxRecords {
+			r, err := runClientInCell(ctx, c, self, bp.Seeds[0], ce, client, n)
 			if err != nil {
-				return out, fmt.Errorf("%s %s: %w", client, sc, err)
+				return out, err
 			}
-			fmt.Fprintf(os.Stderr, "  %.0f rec/s (%.0f with the join) in %v, %.3f µs CPU/rec, %.3f allocs/rec, %d deliveries, %d fetches (%d B), %d ShareAcknowledge (%d B)\n",
-				rate(res), rateWithJoin(res), time.Duration(res.ElapsedNs).Round(time.Millisecond), perRecordMicros(res.CPUNs, res.Records),
-				allocsPerRecord(res), res.Deliveries, res.ShareFetchRequests, res.ShareFetchBytes,
-				res.ShareAckRequests, res.ShareAckBytes)
-			if sc == scenarioAccept {
-				r.accept = res
-			} else {
-				r.release = res
-			}
+			out = append(out, r)
 		}
-		out = append(out, r)
 	}
 	return out, nil
+}
+
+// runClientInCell runs one client against the cell's broker: a share consumer in both
+// scenarios with MaxRecords maxRecords, the floor once.
+func runClientInCell(ctx context.Context, c parentConfig, self, seed string, ce cell, client string, maxRecords int) (runResult, error) {
+	r := runResult{cell: ce, client: client, maxRecords: maxRecords}
+	scenarios := []string{scenarioAccept, scenarioRelease}
+	if client == clientFloor {
+		scenarios = scenarios[:1]
+	}
+	for _, sc := range scenarios {
+		group := fmt.Sprintf("%s-%s", client, sc)
+		if maxRecords != defaultShareMaxRecords && client != clientFloor {
+			group += fmt.Sprintf("-r%d", maxRecords)
+		}
+		args := []string{
+			"-client=" + client, "-seed", seed, "-topic", benchTopic, "-group", group,
+			"-records", strconv.Itoa(ce.records), "-partitions", strconv.Itoa(ce.partitions),
+		}
+		if client != clientFloor {
+			args = append(args, "-max-records", strconv.Itoa(maxRecords))
+		}
+		if err := prepareGroup(ctx, args); err != nil {
+			return r, err
+		}
+		if c.profileDir != "" {
+			name := fmt.Sprintf("%s-%dp-%dB-%s-%s.pprof", ce.broker, ce.partitions, ce.valueBytes, ce.compression, group)
+			args = append(args, "-cpuprofile", filepath.Join(c.profileDir, name))
+		}
+		if sc == scenarioRelease {
+			args = append(args, "-release-every", strconv.Itoa(c.releaseEvery), "-decode-acks")
+		}
+		fmt.Fprintf(os.Stderr, "%s, %d partitions, %d B, %s: %s, %s\n", ce.broker, ce.partitions, ce.valueBytes, ce.compression, group, sc)
+		res, err := runRepeated(ctx, c, self, args, ce.partitions)
+		if err != nil {
+			return r, fmt.Errorf("%s %s: %w", client, sc, err)
+		}
+		fmt.Fprintf(os.Stderr, "  %.0f rec/s (%.0f with the join) in %v, %.3f µs CPU/rec, %.3f allocs/rec, %d deliveries, %d fetches (%d B), %d ShareAcknowledge (%d B)\n",
+			rate(res), rateWithJoin(res), time.Duration(res.ElapsedNs).Round(time.Millisecond), perRecordMicros(res.CPUNs, res.Records),
+			allocsPerRecord(res), res.Deliveries, res.ShareFetchRequests, res.ShareFetchBytes,
+			res.ShareAckRequests, res.ShareAckBytes)
+		if sc == scenarioAccept {
+			r.accept = res
+		} else {
+			r.release = res
+		}
+	}
+	return r, nil
 }
 
 // runRepeated runs one client child c.count times, each time with a share group of its own
@@ -182,7 +217,7 @@ func runRepeated(ctx context.Context, c parentConfig, self string, args []string
 			for j := range a {
 				if a[j] == "-group" {
 					a[j+1] += "-" + strconv.Itoa(i+1)
-					if err := setEarliest(ctx, a); err != nil {
+					if err := prepareGroup(ctx, a); err != nil {
 						return clientResult{}, err
 					}
 				}
@@ -206,22 +241,38 @@ func runRepeated(ctx context.Context, c parentConfig, self string, args []string
 	return runs[(len(runs)-1)/2], nil
 }
 
-// setEarliest makes the share group named in a child's arguments start at the earliest offset;
-// nothing for the floor.
-func setEarliest(ctx context.Context, args []string) error {
+// prepareGroup makes the share group named in a child's arguments start at the earliest
+// offset and, when the child asks for more records per ShareFetch than a broker keeps in flight
+// by default, raises the group's share.partition.max.record.locks to match; nothing for the
+// floor.
+func prepareGroup(ctx context.Context, args []string) error {
 	var seed, group string
+	maxRecords := defaultShareMaxRecords
 	for j := 0; j+1 < len(args); j++ {
 		switch args[j] {
 		case "-seed":
 			seed = args[j+1]
 		case "-group":
 			group = args[j+1]
+		case "-max-records":
+			n, err := strconv.Atoi(args[j+1])
+			if err != nil {
+				return err
+			}
+			maxRecords = n
 		}
 	}
 	if slices.Contains(args, "-client="+clientFloor) {
 		return nil
 	}
-	return groupconfig.SetOn(ctx, []string{seed}, group, "share.auto.offset.reset", "earliest")
+	seeds := []string{seed}
+	if err := groupconfig.SetOn(ctx, seeds, group, "share.auto.offset.reset", "earliest"); err != nil {
+		return err
+	}
+	if maxRecords <= defaultMaxRecordLocks {
+		return nil
+	}
+	return groupconfig.SetOn(ctx, seeds, group, "share.partition.max.record.locks", strconv.Itoa(maxRecords))
 }
 
 // runChild runs this program in client mode and decodes the JSON result it prints into res.
