@@ -160,13 +160,15 @@ func (a *acquisition) run(fetch, maxRecords, batchSize, maxLocks int64) {
 		return
 	}
 
+	// No record before fetch is AVAILABLE: the split batches' scans start there.
+	scanFrom := max(firstBase, fetch)
 	end := p.end
 	var acquired int64
 	for ; i < len(p.batches) && p.batches[i].first <= lastToAcquire && acquired < maxAcquire; i++ {
 		b := &p.batches[i]
 		full := b.first >= firstBase && b.last <= lastToAcquire
 		overLimit := a.mode == RecordLimit && b.size() > maxAcquire-acquired
-		throttled := a.throttled(b, firstBase, lastToAcquire)
+		throttled := a.throttled(b, scanFrom, lastToAcquire)
 		if throttled && acquired > 0 {
 			// The throttled records go alone in a later fetch.
 			return
@@ -178,7 +180,7 @@ func (a *acquisition) run(fetch, maxRecords, batchSize, maxLocks int64) {
 				}
 				b.split()
 			}
-			n := a.acquireOffsets(b, maxAcquire-acquired, firstBase, lastToAcquire)
+			n := a.acquireOffsets(b, maxAcquire-acquired, scanFrom, lastToAcquire)
 			acquired += n
 			if throttled && n > 0 {
 				return
@@ -205,6 +207,9 @@ func (a *acquisition) run(fetch, maxRecords, batchSize, maxLocks int64) {
 func (a *acquisition) throttled(b *inflight, first, last int64) bool {
 	if b.offs == nil {
 		return b.rec.state == Available && b.rec.count >= a.throttleAt
+	}
+	if b.maxCount < a.throttleAt {
+		return false
 	}
 	for o := max(b.first, first); o <= min(b.last, last); o++ {
 		if r := &b.offs[o-b.first]; r.state == Available && r.count >= a.throttleAt {
@@ -247,6 +252,7 @@ func (a *acquisition) acquireOffsets(b *inflight, remaining, first, last int64) 
 		}
 		r.state, r.member = Acquired, a.member
 		r.count++
+		b.maxCount = max(b.maxCount, r.count)
 		a.p.avail--
 		acquired++
 		if runFirst >= 0 && o == runLast+1 && r.count == runCount {
@@ -287,12 +293,13 @@ func (a *acquisition) acquireNew(first, last, batchSize, maxAcquire int64) {
 		// delivery count 0, as Kafka's createPartiallyAcquiredBatch.
 		acqLast := firstAcq + maxAcquire - 1
 		l := a.lock(firstAcq, acqLast)
-		b := inflight{first: firstAcq, last: lastAcq, offs: make([]rec, n)}
+		b := inflight{first: firstAcq, last: lastAcq, offs: make([]rec, n), maxCount: 1}
 		for k := range b.offs[:maxAcquire] {
 			b.offs[k] = rec{state: Acquired, count: 1, member: a.member, lock: l}
 		}
 		p.batches = append(p.batches, b)
 		p.avail += n - maxAcquire
+		p.availFrom = min(p.availFrom, acqLast+1)
 		a.freed = true
 		a.out = append(a.out, AcquiredRange{FirstOffset: firstAcq, LastOffset: acqLast, DeliveryCount: 1})
 	case a.mode == RecordLimit || batchSize <= 0 || n <= batchSize:

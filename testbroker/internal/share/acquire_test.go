@@ -192,6 +192,22 @@ func TestThrottledRedelivery(t *testing.T) {
 	assert.Zero(t, f.p.Lag())
 }
 
+func TestThrottledRedeliveryOfASplitBatch(t *testing.T) {
+	// A batch of 16 split by a record-limit acquisition while its counts are low, then a batch
+	// of 4. With limit 5 the throttle starts at count 3: once acquisitions have raised the
+	// first 12 records to count 3, they go at most 8 (16>>1) at a time, and nothing after them.
+	f := newFixture(t, defaults(), 16, 4)
+	for count := int16(1); count <= 3; count++ {
+		got, _, err := f.p.Acquire(nil, "m", 12, 12, 1<<30, RecordLimit)
+		require.NoError(t, err)
+		require.Equal(t, []AcquiredRange{rng(0, 11, count)}, got)
+		require.NoError(t, f.ack("m", 0, 11, ackRelease))
+	}
+	got, _, err := f.p.Acquire(nil, "m", 100, 100, 1<<30, RecordLimit)
+	require.NoError(t, err)
+	assert.Equal(t, []AcquiredRange{rng(0, 7, 4)}, got, "throttled records end the fetch")
+}
+
 func TestThrottledRecordsStopTheFetch(t *testing.T) {
 	// Limit 3 throttles from count 2 (and that is the last attempt but one).
 	set := defaults()

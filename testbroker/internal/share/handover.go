@@ -45,7 +45,8 @@ func (p *Partition) Handover(lg *log.Partition) *Partition {
 		lg = p.log
 	}
 	q := &Partition{group: p.group, log: lg, clk: p.clk, settings: p.settings,
-		start: p.start, end: p.end, avail: p.avail, done: p.done}
+		start: p.start, end: p.end, avail: p.avail, done: p.done} // availFrom 0: records become AVAILABLE below
+
 	q.batches = make([]inflight, 0, len(p.batches)-p.head)
 	for i := p.head; i < len(p.batches); i++ {
 		b := p.batches[i]

@@ -221,6 +221,10 @@ func runRandomOperations(t *testing.T, seed uint64) {
 			}
 		}
 		require.Equal(t, hwm-spso-done, f.p.Lag(), "lag after %s", step())
+		f.p.mu.Lock()
+		wantNext, gotNext := scanNextFetchOffset(f.p), f.p.nextFetchOffset()
+		f.p.mu.Unlock()
+		require.Equal(t, wantNext, gotNext, "next fetch offset after %s", step())
 		require.LessOrEqual(t, f.clk.Pending(), acquired, "timers after %s", step())
 		require.Equal(t, acquired > 0, f.clk.Pending() > 0, "timers after %s", step())
 	}
@@ -306,4 +310,21 @@ func runRandomOperations(t *testing.T, seed uint64) {
 	}
 	require.Empty(t, f.p.Records())
 	require.Zero(t, f.clk.Pending())
+}
+
+// scanNextFetchOffset is nextFetchOffset without its availFrom bound: a scan of every cached
+// record from the first.
+func scanNextFetchOffset(p *Partition) int64 {
+	if !p.cached() || p.start > p.end {
+		return p.end
+	}
+	for i := p.head; i < len(p.batches); i++ {
+		b := &p.batches[i]
+		for o := b.first; o <= b.last; o++ {
+			if b.at(o).state == Available {
+				return o
+			}
+		}
+	}
+	return p.end + 1
 }
