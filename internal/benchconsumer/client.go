@@ -58,8 +58,11 @@ type clientResult struct {
 	ElapsedNs  int64  `json:"elapsed_ns"` // client created to acknowledgements flushed
 	ConsumeNs  int64  `json:"consume_ns"` // first record received to acknowledgements flushed
 	CPUNs      int64  `json:"cpu_ns"`     // this process's user+system CPU in that span
-	Mallocs    uint64 `json:"mallocs"`    // heap allocations in that span
-	AllocBytes uint64 `json:"alloc_bytes"`
+	// ConsumeCPUNs is the CPU from the first record received to the flushed acknowledgements:
+	// without the client's creation, group join and first fetch.
+	ConsumeCPUNs int64  `json:"consume_cpu_ns"`
+	Mallocs      uint64 `json:"mallocs"` // heap allocations in that span
+	AllocBytes   uint64 `json:"alloc_bytes"`
 
 	ShareFetchRequests int64 `json:"share_fetch_requests"`
 	ShareFetchBytes    int64 `json:"share_fetch_bytes"`
@@ -156,6 +159,7 @@ type meter struct {
 	deliv int
 	rel   int
 	first time.Time // when the first record was received
+	cpu1  time.Duration
 
 	seen    [][]bool // per partition, by offset: accepted
 	done    int
@@ -195,7 +199,7 @@ func (m *meter) stop(res *clientResult) error {
 	}
 	var mem runtime.MemStats
 	runtime.ReadMemStats(&mem)
-	res.CPUNs = int64(cpu - m.cpu0)
+	res.CPUNs, res.ConsumeCPUNs = int64(cpu-m.cpu0), int64(cpu-m.cpu1)
 	res.Mallocs = mem.Mallocs - m.mem0.Mallocs
 	res.AllocBytes = mem.TotalAlloc - m.mem0.TotalAlloc
 	res.Records, res.Deliveries, res.Released = m.done, m.deliv, m.rel
@@ -227,6 +231,11 @@ func (m *meter) decide(c clientConfig, p int32, offset int64, delivery int) (rel
 	}
 	if m.deliv == 0 {
 		m.first = time.Now()
+		cpu, err := selfCPU()
+		if err != nil {
+			return false, err
+		}
+		m.cpu1 = cpu
 	}
 	m.deliv++
 	if c.releaseEvery > 0 && offset%int64(c.releaseEvery) == 0 && delivery <= 1 {

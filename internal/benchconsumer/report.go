@@ -52,7 +52,7 @@ func printThroughput(p func(string, ...any), c parentConfig, results []runResult
 			benchcmd.Thousands(per1000(a.ShareFetchBytes+a.ShareAckBytes, a.Records)), release)
 	}
 
-	var rows []string
+	var rows, steadyRows []string
 	for _, k := range results {
 		if k.client != clientKshare {
 			continue
@@ -73,6 +73,15 @@ func printThroughput(p func(string, ...any), c parentConfig, results []runResult
 			row[13] = fmt.Sprintf("%.2f", float64(kr.AckBatchBytes-kr.RedeliveryAckBytes)/float64(fr.AckBatchBytes-fr.RedeliveryAckBytes))
 		}
 		rows = append(rows, "| "+strings.Join(row, " | ")+" |")
+
+		steady := []string{k.broker, fmt.Sprint(k.partitions), fmt.Sprint(k.valueBytes), k.compression, fmt.Sprint(k.maxRecords), "–", fmt.Sprintf("%.3f", consumeMicros(k.accept)), "–", "–", "–"}
+		if hasFloor {
+			steady[5], steady[8] = fmt.Sprintf("%.3f", consumeMicros(floor.accept)), fmt.Sprintf("%.2f", consumeMicros(k.accept)/consumeMicros(floor.accept))
+		}
+		if hasFranz {
+			steady[7], steady[9] = fmt.Sprintf("%.3f", consumeMicros(franz.accept)), fmt.Sprintf("%.2f", consumeMicros(k.accept)/consumeMicros(franz.accept))
+		}
+		steadyRows = append(steadyRows, "| "+strings.Join(steady, " | ")+" |")
 	}
 	if len(rows) == 0 {
 		return
@@ -81,7 +90,14 @@ func printThroughput(p func(string, ...any), c parentConfig, results []runResult
 	p("| broker | partitions | value B | codec | MaxRecords | CPU µs/rec floor | kshare | franz-go | kshare/floor | ≤ %.1f | kshare/franz-go | ≤ %.1f | rec/s kshare/franz-go | first-delivery ack bytes kshare/franz-go |\n", goalFloorRatio, goalFranzRatio)
 	p("|---|---:|---:|---|---:|---:|---:|---:|---:|---|---:|---|---:|---:|\n")
 	p("%s\n", strings.Join(rows, "\n"))
+	p("\nThe same, with CPU counted from the first record received on (without the client's creation, the group join and the decoding of the first fetch), per record.\n\n")
+	p("| broker | partitions | value B | codec | MaxRecords | CPU µs/rec floor | kshare | franz-go | kshare/floor | kshare/franz-go |\n")
+	p("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|\n")
+	p("%s\n", strings.Join(steadyRows, "\n"))
 }
+
+// consumeMicros is a run's CPU per record from its first record received on.
+func consumeMicros(r clientResult) float64 { return perRecordMicros(r.ConsumeCPUNs, r.Records) }
 
 // maxRecordsCell is a result's MaxRecords column: – for the floor.
 func maxRecordsCell(r runResult) string {

@@ -15,12 +15,21 @@ import (
 // whenever it runs out.
 func BenchmarkAcquireAccept(b *testing.B) {
 	for _, perBatch := range []int{500, 50, 1} {
-		b.Run(fmt.Sprintf("batch=%d", perBatch), func(b *testing.B) { benchAcquireAccept(b, perBatch) })
+		b.Run(fmt.Sprintf("batch=%d", perBatch), func(b *testing.B) { benchAcquireAccept(b, perBatch, BatchOptimized) })
 	}
 }
 
-func benchAcquireAccept(b *testing.B, perBatch int) {
-	const perOp, opsPerLog = 500, 200
+// BenchmarkAcquireAcceptRecordLimit is BenchmarkAcquireAccept in record-limit mode with log
+// batches larger than a fetch, which every acquisition of 500 splits further: the case whose
+// per-fetch scans of a split batch's records availFrom and maxCount bound.
+func BenchmarkAcquireAcceptRecordLimit(b *testing.B) {
+	for _, perBatch := range []int{2000, 10000} {
+		b.Run(fmt.Sprintf("batch=%d", perBatch), func(b *testing.B) { benchAcquireAccept(b, perBatch, RecordLimit) })
+	}
+}
+
+func benchAcquireAccept(b *testing.B, perBatch int, mode AcquireMode) {
+	const perOp, opsPerLog = 500, 400
 	batch := encode(perBatch, 8, t0.UnixMilli())
 	set := defaults()
 	settings := func() Settings { return set }
@@ -52,7 +61,7 @@ func benchAcquireAccept(b *testing.B, perBatch int) {
 			fresh()
 			b.StartTimer()
 		}
-		ranges, records, err := p.Acquire(dst[:0], "member", perOp, perOp, 1<<20, BatchOptimized)
+		ranges, records, err := p.Acquire(dst[:0], "member", perOp, perOp, 1<<20, mode)
 		if err != nil || len(ranges) != 1 || ranges[0].LastOffset-ranges[0].FirstOffset+1 != perOp {
 			b.Fatalf("acquired %v: %v", ranges, err)
 		}
