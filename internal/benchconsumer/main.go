@@ -37,7 +37,10 @@
 //     group included). The floor's first fetch brings up to 1 MiB of records at once, so its
 //     first figure overstates its pace on small runs; its CPU is the figure to compare;
 //   - CPU per record: the child's own user+system CPU time (getrusage RUSAGE_SELF) from
-//     creating the client to the flushed acknowledgements, divided by the records;
+//     creating the client to the flushed acknowledgements, divided by the records; and, in a
+//     second goal table, from the first record received to the flushed acknowledgements
+//     (without the client's creation, the group join and the first fetch's decoding, which
+//     weigh on short runs of small records), divided by the same records;
 //   - allocations per record: runtime.MemStats.Mallocs over that span, divided by the records;
 //   - request bytes per 1000 records: the bytes of every ShareFetch and ShareAcknowledge (the
 //     floor: Fetch) request the client wrote (kgo's HookBrokerWrite: whole frames, size prefix
@@ -50,6 +53,13 @@
 // The rate, CPU and allocations come from the accept scenario. The request and ack bytes come
 // from the release scenario, the only one in which the connection wrapper that decodes the
 // requests runs, so that its cost stays out of the accept figures.
+//
+// Each share consumer runs once per -share-max-records value (default 500, Kafka's
+// max.poll.records): what every ShareFetch asks for (kshare: MaxPollRecords; franz-go:
+// ShareMaxRecords). Above 2000, the broker's default share.partition.max.record.locks, the
+// parent raises that group config to match (and the broker's
+// group.share.max.partition.max.record.locks to 10000), since a broker acquires no more of a
+// partition at once.
 //
 // The second table puts each cell's CPU per record side by side, with the ratios kshare/floor
 // and kshare/franz-go and issue 13's goal: kshare within 1.3x of the floor and at most half of
@@ -76,6 +86,7 @@
 //	go run ./internal/benchconsumer -workloads throughput -value-bytes 16 -compression none
 //	go run ./internal/benchconsumer -brokers-to-run testbroker,kfake -partitions 1,3
 //	go run ./internal/benchconsumer -count 3            # every run three times, the median shown
+//	go run ./internal/benchconsumer -share-max-records 500,10000   # also with 10,000 records per ShareFetch
 //	go run ./internal/benchconsumer -cpuprofile-dir /tmp/prof  # one CPU profile per client run
 //
 // The profiles are named broker-partitions-valuebytes-codec-group.pprof (group: client and
