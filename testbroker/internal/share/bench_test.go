@@ -30,7 +30,6 @@ func BenchmarkAcquireAcceptRecordLimit(b *testing.B) {
 
 func benchAcquireAccept(b *testing.B, perBatch int, mode AcquireMode) {
 	const perOp, opsPerLog = 500, 400
-	batch := encode(perBatch, 8, t0.UnixMilli())
 	set := defaults()
 	settings := func() Settings { return set }
 	var p *Partition
@@ -40,7 +39,8 @@ func benchAcquireAccept(b *testing.B, perBatch int, mode AcquireMode) {
 		}
 		lg := log.NewPartition(log.Config{})
 		for range opsPerLog * perOp / perBatch {
-			if _, err := lg.Append(batch, t0); err != nil {
+			// A fresh batch each time: the log may keep the slice and write its offsets in.
+			if _, err := lg.Append(encode(perBatch, 8, t0.UnixMilli()), t0); err != nil {
 				b.Fatal(err)
 			}
 		}
