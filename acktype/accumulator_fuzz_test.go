@@ -17,6 +17,7 @@ func FuzzAccumulator(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 1, 0, 2, 0, 3})
 	f.Add([]byte{0, 5, 1, 3, 0, 4, 2, 5, 3, 4, 0, 3})
 	f.Add([]byte{4, 10, 0, 0, 0, 1, 0, 2, 5, 1})
+	f.Add([]byte{0x40, 3, 0x80, 4, 0xC0, 3, 0x41, 5, 0, 4, 0x80, 3}) // AddIfAbsent and Gap
 	long := make([]byte, 0, 80)
 	for o := range 30 {
 		long = append(long, 0, byte(o))
@@ -69,15 +70,22 @@ func TestAccumulatorRandom(t *testing.T) {
 			if rng.IntN(8) == 0 {
 				ty = acktype.Type(rng.IntN(4) + 1)
 			}
+			if rng.IntN(6) == 0 {
+				ty = acktype.Gap
+			}
 			if rng.IntN(10) == 0 {
-				if _, had := model[off]; !had {
+				_, had := model[off]
+				if !had {
 					model[off] = ty
 				}
-				acc.AddIfAbsent(off, ty)
-				continue
+				require.Equal(t, !had, acc.AddIfAbsent(off, ty))
+			} else {
+				acc.Add(off, ty)
+				model[off] = ty
 			}
-			acc.Add(off, ty)
-			model[off] = ty
+			got, ok := acc.Get(off)
+			require.True(t, ok)
+			require.Equal(t, model[off], got)
 		}
 		require.Equal(t, len(model), acc.Len())
 		require.Equal(t, modelBatches(model), acc.Take())

@@ -299,6 +299,8 @@ func (a *acquisition) acquireNew(first, last, batchSize, maxAcquire int64) {
 		}
 		p.batches = append(p.batches, b)
 		p.avail += n - maxAcquire
+		// nextFetchOffset left availFrom at most at the old SPEO + 1, below these records, but
+		// the bound must not rest on that.
 		p.availFrom = min(p.availFrom, acqLast+1)
 		a.freed = true
 		a.out = append(a.out, AcquiredRange{FirstOffset: firstAcq, LastOffset: acqLast, DeliveryCount: 1})

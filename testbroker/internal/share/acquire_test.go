@@ -208,6 +208,26 @@ func TestThrottledRedeliveryOfASplitBatch(t *testing.T) {
 	assert.Equal(t, []AcquiredRange{rng(0, 7, 4)}, got, "throttled records end the fetch")
 }
 
+func TestThrottledRedeliveryOfABatchSplitByAnAcknowledgement(t *testing.T) {
+	// A batch of 16 delivered whole three times (limit 5: throttled from count 3), then split
+	// by an acknowledgement that accepts 4 and releases 12: the released records go at most
+	// 8 (16>>1) at a time, and nothing after them, not the batch of 4 behind.
+	f := newFixture(t, defaults(), 16, 4)
+	for count := int16(1); count <= 3; count++ {
+		require.Equal(t, []AcquiredRange{rng(0, 15, count)}, f.acquire("m", 16))
+		if count < 3 {
+			require.NoError(t, f.ack("m", 0, 15, ackRelease))
+		}
+	}
+	require.NoError(t, f.p.Acknowledge("m", []AckBatch{
+		{FirstOffset: 0, LastOffset: 3, Types: []int8{ackAccept}},
+		{FirstOffset: 4, LastOffset: 15, Types: []int8{ackRelease}},
+	}))
+	got, _, err := f.p.Acquire(nil, "m", 100, 100, 1<<30, RecordLimit)
+	require.NoError(t, err)
+	assert.Equal(t, []AcquiredRange{rng(4, 11, 4)}, got, "throttled records end the fetch")
+}
+
 func TestThrottledRecordsStopTheFetch(t *testing.T) {
 	// Limit 3 throttles from count 2 (and that is the last attempt but one).
 	set := defaults()

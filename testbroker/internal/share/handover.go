@@ -44,9 +44,9 @@ func (p *Partition) Handover(lg *log.Partition) *Partition {
 	if lg == nil {
 		lg = p.log
 	}
+	// availFrom stays 0: the records unacquired below become AVAILABLE.
 	q := &Partition{group: p.group, log: lg, clk: p.clk, settings: p.settings,
-		start: p.start, end: p.end, avail: p.avail, done: p.done} // availFrom 0: records become AVAILABLE below
-
+		start: p.start, end: p.end, avail: p.avail, done: p.done}
 	q.batches = make([]inflight, 0, len(p.batches)-p.head)
 	for i := p.head; i < len(p.batches); i++ {
 		b := p.batches[i]

@@ -130,7 +130,7 @@ type Partition struct {
 	// records AVAILABLE lowers it, and nextFetchOffset raises it to what it finds. In
 	// record-limit mode a stored batch is split and acquired 500 records at a time; without
 	// the bound each acquisition scanned the batch's records from its first, three times
-	// (16% of the broker's CPU samples in the record-limit share benchmark).
+	// (9-16% of the broker's CPU samples in the record-limit share benchmark).
 	availFrom int64
 	done      int64 // cached terminal records at or after the SPSO (Kafka's deliveryCompleteCount)
 	wake      chan struct{}
