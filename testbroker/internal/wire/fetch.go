@@ -78,20 +78,7 @@ func (r *FetchResponse) AppendFrame(f *Frame) {
 				b = kbin.AppendInt32(b, p.PreferredReadReplica)
 			}
 			if i < len(r.Records) && r.Records[i] != nil {
-				n := 0
-				for _, s := range r.Records[i] {
-					n += len(s)
-				}
-				if flex {
-					b = kbin.AppendUvarint(b, uint32(n)+1)
-				} else {
-					b = kbin.AppendInt32(b, int32(n))
-				}
-				f.B = b
-				for _, s := range r.Records[i] {
-					f.Ref(s)
-				}
-				b = f.B
+				b = f.appendRecordRefs(b, r.Records[i], flex)
 			} else if flex {
 				b = kbin.AppendCompactNullableBytes(b, p.RecordBatches)
 			} else {

@@ -51,16 +51,7 @@ func (r *ShareFetchResponse) AppendFrame(f *Frame) {
 			b = kbin.AppendInt32(b, p.CurrentLeader.LeaderEpoch)
 			b = appendTagsWithCount(b, &p.CurrentLeader.UnknownTags)
 			if i < len(r.Records) && r.Records[i] != nil {
-				n := 0
-				for _, s := range r.Records[i] {
-					n += len(s)
-				}
-				b = kbin.AppendUvarint(b, uint32(n)+1)
-				f.B = b
-				for _, s := range r.Records[i] {
-					f.Ref(s)
-				}
-				b = f.B
+				b = f.appendRecordRefs(b, r.Records[i], true)
 			} else {
 				b = kbin.AppendCompactNullableBytes(b, p.Records)
 			}

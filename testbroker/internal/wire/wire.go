@@ -1,8 +1,9 @@
 // Package wire reads and writes Kafka's framing: size-prefixed frames, request headers v1/v2,
 // response headers v0/v1. Request and response bodies are kmsg types; a response is written as
 // a Frame, in which a Fetch response (FetchResponse) or a ShareFetch response
-// (ShareFetchResponse) refers to its record batches where they lie instead of copying them. Nothing here panics on bad input: every failure is an error
-// that says what was wrong with the frame.
+// (ShareFetchResponse) refers to its record batches where they lie instead of copying them.
+// Nothing here panics on bad input: every failure is an error that says what was wrong with
+// the frame.
 package wire
 
 import (
@@ -12,6 +13,7 @@ import (
 	"io"
 	"net"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -231,6 +233,26 @@ func (f *Frame) Ref(b []byte) {
 		return
 	}
 	f.refs = append(f.refs, ref{at: len(f.B), data: b})
+}
+
+// appendRecordRefs appends to b, the frame's bytes so far, the length of the concatenation of
+// records (compact when flex, else an int32) and refers to each slice; it returns the frame's
+// bytes after them.
+func (f *Frame) appendRecordRefs(b []byte, records [][]byte, flex bool) []byte {
+	n := 0
+	for _, s := range records {
+		n += len(s)
+	}
+	if flex {
+		b = kbin.AppendUvarint(b, uint32(n)+1)
+	} else {
+		b = kbin.AppendInt32(b, int32(n))
+	}
+	f.B = b
+	for _, s := range records {
+		f.Ref(s)
+	}
+	return f.B
 }
 
 // Len returns the frame's length in bytes.
