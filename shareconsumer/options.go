@@ -99,9 +99,9 @@ func ExplicitAcknowledgement() Opt { return opt(func(c *cfg) { c.explicit = true
 //
 // Each ShareFetch is a round trip the poll loop may wait for, so with small records the
 // default costs CPU per record: at 16 B, over 4M records, 500 records per fetch cost kshare
-// about 1.5-2.1x the CPU per record of 10,000 (docs/benchmarks.md). A broker acquires no more than the group's
-// share.partition.max.record.locks (2000 by default) of a partition at once, so asking for
-// more per fetch needs that raised too.
+// about 1.5-2.1x the CPU per record of 10,000 (docs/benchmarks.md). A broker acquires no more
+// than the group's share.partition.max.record.locks (2000 by default) of a partition at once,
+// so asking for more per fetch needs that raised too.
 func MaxPollRecords(n int) Opt { return opt(func(c *cfg) { c.maxPollRecords = n }) }
 
 // RecordLimitAcquire makes the broker acquire at most MaxPollRecords records per fetch,

@@ -338,29 +338,20 @@ func consumeFranz(ctx context.Context, c clientConfig) (clientResult, error) {
 		return res, err
 	}
 	defer cl.Close()
-	for m.done < m.records {
-		fs, ferr := pollFetches(ctx, cl, m.done)
-		if ferr != nil {
-			return res, ferr
+	err = pollUntilDone(ctx, cl, m, func(r *kgo.Record) error {
+		release, err := m.decide(c, r.Partition, r.Offset, int(r.DeliveryCount()))
+		if err != nil {
+			return err
 		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if ferr != nil {
-				return
-			}
-			release, err := m.decide(c, r.Partition, r.Offset, int(r.DeliveryCount()))
-			if err != nil {
-				ferr = err
-				return
-			}
-			if release {
-				r.Ack(kgo.AckRelease)
-			} else {
-				r.Ack(kgo.AckAccept)
-			}
-		})
-		if ferr != nil {
-			return res, ferr
+		if release {
+			r.Ack(kgo.AckRelease)
+		} else {
+			r.Ack(kgo.AckAccept)
 		}
+		return nil
+	})
+	if err != nil {
+		return res, err
 	}
 	if err := cl.FlushAcks(ctx); err != nil {
 		return res, fmt.Errorf("FlushAcks: %w", err)
@@ -387,35 +378,39 @@ func consumeFloor(ctx context.Context, c clientConfig) (clientResult, error) {
 		return res, err
 	}
 	defer cl.Close()
-	for m.done < m.records {
-		fs, ferr := pollFetches(ctx, cl, m.done)
-		if ferr != nil {
-			return res, ferr
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if ferr == nil {
-				_, ferr = m.decide(c, r.Partition, r.Offset, 1)
-			}
-		})
-		if ferr != nil {
-			return res, ferr
-		}
+	err = pollUntilDone(ctx, cl, m, func(r *kgo.Record) error {
+		_, err := m.decide(c, r.Partition, r.Offset, 1)
+		return err
+	})
+	if err != nil {
+		return res, err
 	}
 	return res, m.stop(&res)
 }
 
-// pollFetches polls cl and returns the fetches, or the context's end or the first fetch error,
-// saying how many records had been consumed (done).
-func pollFetches(ctx context.Context, cl *kgo.Client, done int) (kgo.Fetches, error) {
-	fs := cl.PollFetches(ctx)
-	if ctx.Err() != nil {
-		return fs, fmt.Errorf("after %d records: %w", done, ctx.Err())
-	}
-	var ferr error
-	fs.EachError(func(t string, p int32, err error) {
-		if ferr == nil {
-			ferr = fmt.Errorf("fetching %s/%d: %w", t, p, err)
+// pollUntilDone polls cl and gives every record to handle until m has every record, and
+// returns the first error: the context's end or a fetch error (saying how many records had
+// been consumed), or handle's, after which the records polled with it are not handled.
+func pollUntilDone(ctx context.Context, cl *kgo.Client, m *meter, handle func(*kgo.Record) error) error {
+	for m.done < m.records {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return fmt.Errorf("after %d records: %w", m.done, ctx.Err())
 		}
-	})
-	return fs, ferr
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) {
+			if ferr == nil {
+				ferr = fmt.Errorf("fetching %s/%d: %w", t, p, err)
+			}
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			if ferr == nil {
+				ferr = handle(r)
+			}
+		})
+		if ferr != nil {
+			return ferr
+		}
+	}
+	return nil
 }
