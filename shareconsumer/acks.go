@@ -3,6 +3,7 @@ package shareconsumer
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -12,7 +13,7 @@ import (
 	"github.com/kshare/kshare/errors"
 )
 
-// AcknowledgementCommit is the outcome of one partition's acknowledgements in one completed
+// AcknowledgementCommit is the outcome of the acknowledgements of one partition sent in one
 // request, as the OnAcknowledgementCommit callback receives it.
 type AcknowledgementCommit struct {
 	TopicPartition
@@ -31,104 +32,8 @@ const (
 	msgInvalidResponse = "Acknowledgement not successful due to invalid response from broker"
 	msgEpochZero       = "acknowledgements cannot travel on a request that opens a share session; the session with the leader was new or had been reset"
 	msgClosing         = "the consumer closed before the acknowledgements could be sent"
+	msgNoSession       = "no share session was open with the leader"
 )
-
-// inflight holds the records Poll returned whose acknowledgements have not been taken for
-// sending yet, and the offsets of corrupt batches Poll reported (acknowledged by the consumer,
-// overridable). Acknowledgements stay here until the next Poll, commit or Close takes them
-// (moveAckedLocked); until then a later Acknowledge replaces the type.
-type inflight struct {
-	parts   map[TopicPartition]*curPart
-	unacked int // records with no acknowledgement recorded yet
-	lastTP  TopicPartition
-	last    *curPart // the partition get found last
-}
-
-// curPart is one partition's records in flight, sorted by offset.
-type curPart struct {
-	id   [16]byte
-	recs []curRec
-	hint int // where find looks first
-}
-
-// curRec is one record in flight: the leader it came from (its acknowledgement goes there and
-// nowhere else), and its acknowledgement, if it has one.
-type curRec struct {
-	off         int64
-	rec         *Record // nil for an undecodable offset
-	node        int32
-	acked       bool
-	ty          acktype.Type
-	undecodable bool
-}
-
-// add records a delivery of rec (or of offset off, undecodable, with rec nil) from node,
-// unacknowledged, or acknowledged as ty by the consumer itself for an undecodable offset. A
-// record delivered again replaces its earlier delivery.
-func (s *inflight) add(tp TopicPartition, id [16]byte, node int32, off int64, rec *Record, undecodable bool, ty acktype.Type) {
-	cp := s.get(tp)
-	if cp == nil {
-		cp = &curPart{}
-		s.parts[tp] = cp
-	}
-	cp.id = id
-	r := curRec{off: off, rec: rec, node: node, acked: undecodable, ty: ty, undecodable: undecodable}
-	if !r.acked {
-		s.unacked++
-	}
-	n := len(cp.recs)
-	if n == 0 || cp.recs[n-1].off < off {
-		cp.recs = append(cp.recs, r)
-		return
-	}
-	i, found := slices.BinarySearchFunc(cp.recs, off, func(r curRec, o int64) int { return cmp64(r.off, o) })
-	if found {
-		if !cp.recs[i].acked {
-			s.unacked--
-		}
-		cp.recs[i] = r
-		return
-	}
-	cp.recs = slices.Insert(cp.recs, i, r)
-}
-
-// get returns tp's records in flight, nil for none; consecutive calls for one partition skip
-// the map.
-func (s *inflight) get(tp TopicPartition) *curPart {
-	if s.last != nil && s.lastTP == tp {
-		return s.last
-	}
-	cp := s.parts[tp]
-	if cp != nil {
-		s.lastTP, s.last = tp, cp
-	}
-	return cp
-}
-
-func cmp64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func (cp *curPart) find(off int64) *curRec {
-	// Applications acknowledge in the order Poll returned the records, mostly: try the record
-	// after the last one found before searching.
-	if i := cp.hint; i < len(cp.recs) && cp.recs[i].off == off {
-		cp.hint++
-		return &cp.recs[i]
-	}
-	i, found := slices.BinarySearchFunc(cp.recs, off, func(r curRec, o int64) int { return cmp64(r.off, o) })
-	if !found {
-		return nil
-	}
-	cp.hint = i + 1
-	return &cp.recs[i]
-}
 
 // pendingPart is one partition's acknowledgements waiting to be sent to one leader.
 type pendingPart struct {
@@ -136,64 +41,49 @@ type pendingPart struct {
 	acc acktype.Accumulator
 }
 
-// pendingLocked returns the accumulator of tp's acknowledgements for node.
-func (c *Consumer) pendingLocked(node int32, tp TopicPartition, id [16]byte) *acktype.Accumulator {
-	n := c.nodeLocked(node)
-	pp := n.pending[tp]
-	if pp == nil {
-		// An accumulator taken before is used again, with the memory it grew.
-		if pp = n.spare[tp]; pp != nil {
-			delete(n.spare, tp)
-			pp.id = id
-		} else {
-			pp = &pendingPart{id: id}
-		}
-		n.pending[tp] = pp
-	}
-	return &pp.acc
+// ackInbox takes acknowledgements for a session from Process's workers, without the
+// consumer's lock: the session moves them to its pending acknowledgements when it builds a
+// request. It has a lock of its own, taken last of all.
+type ackInbox struct {
+	mu   sync.Mutex
+	acks []inboxAck
+	// arrived is signalled when an acknowledgement lands in an empty inbox, so that one
+	// waiting too long without a ShareFetch to carry it is flushed.
+	arrived func()
 }
 
-// acceptAllLocked is implicit acknowledgement: every record in flight without an
-// acknowledgement is accepted; those with one (the consumer's own rejections) keep it.
-func (c *Consumer) acceptAllLocked() {
-	if c.inflight.unacked == 0 {
-		return
-	}
-	for _, cp := range c.inflight.parts {
-		for i := range cp.recs {
-			if r := &cp.recs[i]; !r.acked {
-				r.acked, r.ty = true, acktype.Accept
-			}
-		}
-	}
-	c.inflight.unacked = 0
+type inboxAck struct {
+	part *heldPart
+	off  int64
+	t    acktype.Type
 }
 
-// moveAckedLocked takes the acknowledged records out of the in-flight set, their
-// acknowledgements to the leader each came from, to be sent: from now on they cannot be
-// acknowledged again. Renewed records go to the renew buffer, until a Poll returns them again.
-// Records without an acknowledgement stay.
-func (c *Consumer) moveAckedLocked() {
-	for tp, cp := range c.inflight.parts {
-		keep := cp.recs[:0]
-		var acc *acktype.Accumulator
-		accNode := int32(-1)
-		for _, r := range cp.recs {
-			if !r.acked {
-				keep = append(keep, r)
-				continue
-			}
-			if r.ty == acktype.Renew {
-				c.holdRenewLocked(tp, cp.id, r)
-			}
-			if acc == nil || accNode != r.node {
-				acc, accNode = c.pendingLocked(r.node, tp, cp.id), r.node
-			}
-			acc.Add(r.off, r.ty)
-		}
-		clear(cp.recs[len(keep):])
-		cp.recs = keep // an emptied partition stays, its memory used again by the next Poll
+func (b *ackInbox) add(part *heldPart, off int64, t acktype.Type) {
+	b.mu.Lock()
+	b.acks = append(b.acks, inboxAck{part, off, t})
+	first := len(b.acks) == 1
+	b.mu.Unlock()
+	if first && b.arrived != nil {
+		b.arrived()
 	}
+}
+
+// drain hands the acknowledgements to fn and empties the inbox, keeping its memory.
+func (b *ackInbox) drain(fn func(inboxAck)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, a := range b.acks {
+		fn(a)
+	}
+	clear(b.acks)
+	b.acks = b.acks[:0]
+}
+
+// len returns how many acknowledgements wait in the inbox.
+func (b *ackInbox) len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.acks)
 }
 
 // ackPart is one partition's acknowledgements in one request.
@@ -201,10 +91,20 @@ type ackPart struct {
 	tp      TopicPartition
 	id      [16]byte
 	batches []acktype.Batch
-	offsets []int64       // every offset of batches, computed when first needed
-	renews  bool          // some batch renews
-	tickets []renewTicket // the renews, once sent
-	held    []*heldRecord // for Process's renews: the records renewed, in offset order
+	offsets []int64 // every offset of batches, computed when first needed
+	renews  bool    // some batch renews
+	// renewOf is told when the renews are sent and how they ended; quiet parts (Process's
+	// renews) are not the application's callback's business.
+	renewOf renewer
+	quiet   bool
+	tickets []renewTicket // Poll's renews, once sent
+}
+
+// renewer is what a part's renews are for: Poll's renew buffer (renew-and-return) or the lease
+// (extend-in-place).
+type renewer interface {
+	renewSent(p *ackPart, now time.Time)
+	renewAnswered(p *ackPart, err error, lockMs int32, now time.Time)
 }
 
 func (p *ackPart) allOffsets() []int64 {
@@ -223,58 +123,80 @@ func (p *ackPart) allOffsets() []int64 {
 	return p.offsets
 }
 
-// takeAcksLocked takes every acknowledgement waiting for n, by partition in name order. The
-// acknowledgements of Process among them are counted in j, which will carry them (nil when
-// they fail unsent).
-func (c *Consumer) takeAcksLocked(n *node, j *ackJob) []*ackPart {
-	if j != nil {
-		j.poolAcks += n.poolPending
-	} else {
-		c.poolOut = max(0, c.poolOut-n.poolPending)
-	}
-	n.poolPending = 0
-	if len(n.pending) == 0 {
-		return nil
-	}
-	tps := make([]TopicPartition, 0, len(n.pending))
-	for tp := range n.pending {
-		tps = append(tps, tp)
-	}
-	slices.SortFunc(tps, compareTP)
-	parts := make([]*ackPart, 0, len(tps))
-	for _, tp := range tps {
-		pp := n.pending[tp]
-		delete(n.pending, tp)
-		if n.spare == nil {
-			n.spare = make(map[TopicPartition]*pendingPart)
+// renewOffsets returns the offsets p renews, in order.
+func (p *ackPart) renewOffsets() []int64 {
+	var out []int64
+	for _, b := range p.batches {
+		if len(b.Types) == 1 {
+			if b.Types[0] == acktype.Renew {
+				for o := b.FirstOffset; o <= b.LastOffset; o++ {
+					out = append(out, o)
+				}
+			}
+			continue
 		}
-		n.spare[tp] = pp
-		if batches := pp.acc.Take(); len(batches) > 0 {
-			parts = append(parts, &ackPart{tp: tp, id: pp.id, batches: batches, renews: n.queuedRenews > 0 && hasRenew(batches)})
+		for i, t := range b.Types {
+			if t == acktype.Renew {
+				out = append(out, b.FirstOffset+int64(i))
+			}
 		}
 	}
-	n.queuedRenews = 0
-	return parts
+	return out
 }
 
-func compareTP(a, b TopicPartition) int {
-	switch {
-	case a.Topic < b.Topic:
-		return -1
-	case a.Topic > b.Topic:
-		return 1
+// hasRenew reports whether any batch renews an offset.
+func hasRenew(batches []acktype.Batch) bool {
+	for _, b := range batches {
+		for _, t := range b.Types {
+			if t == acktype.Renew {
+				return true
+			}
+		}
 	}
-	return cmp64(int64(a.Partition), int64(b.Partition))
+	return false
+}
+
+// anyRenew reports whether any part renews an offset.
+func anyRenew(parts []*ackPart) bool {
+	for _, p := range parts {
+		if p.renews {
+			return true
+		}
+	}
+	return false
+}
+
+// splitRenews splits p into its renews and the rest of its acknowledgements, nil when none.
+func splitRenews(p *ackPart) (renewed, rest *ackPart) {
+	var rs, others []acktype.Ack
+	for _, b := range p.batches {
+		for o := b.FirstOffset; o <= b.LastOffset; o++ {
+			t := b.Types[0]
+			if len(b.Types) > 1 {
+				t = b.Types[o-b.FirstOffset]
+			}
+			if t == acktype.Renew {
+				rs = append(rs, acktype.Ack{Offset: o, Type: t})
+			} else {
+				others = append(others, acktype.Ack{Offset: o, Type: t})
+			}
+		}
+	}
+	renewed = &ackPart{tp: p.tp, id: p.id, batches: acktype.AppendBatches(nil, rs), renews: true, renewOf: p.renewOf, quiet: p.quiet}
+	if len(others) > 0 {
+		rest = &ackPart{tp: p.tp, id: p.id, batches: acktype.AppendBatches(nil, others), quiet: p.quiet}
+	}
+	return renewed, rest
 }
 
 type jobKind uint8
 
 const (
 	jobPiggyback jobKind = iota // acknowledgements on a ShareFetch
-	jobAsync                    // ShareAcknowledge of CommitAsync, or of a Poll that did not fetch
+	jobAsync                    // ShareAcknowledge of CommitAsync, of a Poll that did not fetch, of a flush
 	jobSync                     // ShareAcknowledge of CommitSync
 	jobClose                    // ShareAcknowledge with epoch -1, of Close
-	jobLease                    // ShareAcknowledge renewing the locks of records Process holds
+	jobLease                    // ShareAcknowledge renewing the locks of records Process holds, built when sent
 )
 
 // ackJob is a set of acknowledgements for one leader, and who waits for their outcome.
@@ -284,9 +206,7 @@ type ackJob struct {
 	commit *commitWait // CommitSync's or Close's waiter; nil for none
 	// lockTimeout is the AcquisitionLockTimeoutMs of the answer, for the renews; 0 for none.
 	lockTimeout int32
-	renewFetch  bool      // a ShareFetch with IsRenewAck
-	poolAcks    int       // acknowledgements of Process it carries (Consumer.poolOut)
-	sent        time.Time // when a request with renews was sent
+	renewFetch  bool // a ShareFetch with IsRenewAck
 	// For jobSync and a jobPiggyback adopted by CommitSync, each part finishes one unit of
 	// commit; for jobClose the job as a whole does.
 }
@@ -301,6 +221,10 @@ type commitWait struct {
 	remaining int
 	done      chan struct{}
 	abandoned bool // CommitSync returned
+}
+
+func newCommitWait(ctx context.Context) *commitWait {
+	return &commitWait{ctx: ctx, results: make(map[TopicPartition]error), done: make(chan struct{})}
 }
 
 func (w *commitWait) addPart(p *ackPart) {
@@ -320,61 +244,125 @@ func (w *commitWait) finishOne() {
 	}
 }
 
-// adoptLocked makes CommitSync's w wait for the parts of j, a job sent or queued before it.
-func (c *Consumer) adoptLocked(j *ackJob, w *commitWait) {
+// adopt makes w wait for the parts of j, a job sent or queued before it.
+func (w *commitWait) adopt(j *ackJob) {
 	j.commit = w
 	for _, p := range j.parts {
 		w.addPart(p)
 	}
 }
 
-// enqueueLocked queues a ShareAcknowledge job for n; the node's goroutine sends it when the
-// request before it is answered.
-func (c *Consumer) enqueueLocked(n *node, j *ackJob) {
-	if j.kind == jobSync {
-		if len(j.parts) == 0 {
-			return
-		}
-		for _, p := range j.parts {
-			j.commit.addPart(p)
-		}
+// outcomes collects what became of acknowledgements: for the callback, for CommitSync and
+// Close, and for the renews they carried. Guarded by Consumer.mu; the callback runs without it.
+type outcomes struct {
+	onCommit    func(AcknowledgementCommit)
+	completions []AcknowledgementCommit
+	// cbMu is held by the goroutine draining completions into the callback. Others that find
+	// it held leave the draining to it (TryLock), so that a consumer method called from inside
+	// the callback never waits for the callback to end.
+	cbMu sync.Mutex
+}
+
+// finish reports the final outcome of p, a part of j.
+func (o *outcomes) finish(j *ackJob, p *ackPart, err error, now time.Time) {
+	o.report(j, p, err, now)
+	if w := j.commit; w != nil && j.kind != jobClose {
+		w.waiting[p.tp]--
+		w.finishOne()
 	}
-	if j.kind == jobAsync && len(j.parts) == 0 {
+}
+
+// report gives the outcome of p, a part of j or split from one, to its renews, the callback
+// and the commit waiting for j, without counting p as finished.
+func (o *outcomes) report(j *ackJob, p *ackPart, err error, now time.Time) {
+	if p.renews && p.renewOf != nil {
+		p.renewOf.renewAnswered(p, err, j.lockTimeout, now)
+	}
+	if p.quiet {
 		return
 	}
-	if j.kind == jobClose && j.commit != nil {
-		j.commit.remaining++
+	if o.onCommit != nil {
+		o.completions = append(o.completions, AcknowledgementCommit{TopicPartition: p.tp, Offsets: p.allOffsets(), Err: err})
 	}
-	n.jobs = append(n.jobs, j)
-}
-
-// flushLocked queues n's waiting acknowledgements in a ShareAcknowledge.
-func (c *Consumer) flushLocked(n *node) {
-	if len(n.pending) > 0 {
-		j := &ackJob{kind: jobAsync}
-		j.parts = c.takeAcksLocked(n, j)
-		c.enqueueLocked(n, j)
-	}
-}
-
-// flushAllLocked sends every waiting acknowledgement in a ShareAcknowledge per leader.
-func (c *Consumer) flushAllLocked() {
-	for _, n := range c.sortedNodesLocked() {
-		c.flushLocked(n)
-	}
-	c.kickLocked()
-}
-
-// flushUnfetchedLocked, at the end of a Poll, sends the acknowledgements of every leader this
-// Poll sent no ShareFetch to, and that FetchAhead is not about to fetch from, in a
-// ShareAcknowledge, so that none waits for a Poll that may not come.
-func (c *Consumer) flushUnfetchedLocked() {
-	for _, n := range c.sortedNodesLocked() {
-		if n.fetchedPoll != c.pollSeq && !c.wantFetchLocked(n) {
-			c.flushLocked(n)
+	if w := j.commit; w != nil && j.kind != jobClose {
+		if cur, ok := w.results[p.tp]; !ok || cur == nil {
+			w.results[p.tp] = err
 		}
 	}
-	c.kickLocked()
+}
+
+// fail reports every one of parts, parts of j, as failed with code.
+func (o *outcomes) fail(j *ackJob, parts []*ackPart, code int16, msg string, now time.Time) {
+	for _, p := range parts {
+		o.finish(j, p, ackError(p, code, msg), now)
+	}
+}
+
+// finishJob ends a close job.
+func (o *outcomes) finishJob(j *ackJob) {
+	if j.kind == jobClose && j.commit != nil {
+		j.commit.finishOne()
+		j.commit = nil
+	}
+}
+
+// failRenews fails the renews of parts, parts of j that cannot be sent as they are, with code
+// and msg, and returns the parts still to send: those without renews, and the other
+// acknowledgements of those with some. A part whose only acknowledgements are renews is
+// finished, failed.
+func (o *outcomes) failRenews(j *ackJob, parts []*ackPart, code int16, msg string, now time.Time) []*ackPart {
+	keep := parts[:0]
+	for _, p := range parts {
+		if !p.renews {
+			keep = append(keep, p)
+			continue
+		}
+		renewed, rest := splitRenews(p)
+		if rest == nil {
+			o.finish(j, p, ackError(p, code, msg), now)
+			continue
+		}
+		o.report(j, renewed, ackError(renewed, code, msg), now)
+		*p = *rest // p stays the part j's commit counts
+		keep = append(keep, p)
+	}
+	return keep
+}
+
+// run gives the outcomes collected so far to the callback, on the calling goroutine, unless
+// another goroutine is doing so: that one also gives the outcomes that arrive while it runs,
+// before it lets go. A call from inside the callback (which holds cbMu) returns at once, and
+// the outcomes it produced follow when the callback returns. mu is the consumer's lock, which
+// guards the completions.
+func (o *outcomes) run(mu *sync.Mutex, log func(kgo.LogLevel, string, ...any)) {
+	if o.onCommit == nil {
+		return
+	}
+	for o.cbMu.TryLock() {
+		mu.Lock()
+		comps := o.completions
+		o.completions = nil
+		mu.Unlock()
+		for _, ac := range comps {
+			o.call(ac, log)
+		}
+		o.cbMu.Unlock()
+		mu.Lock()
+		more := len(o.completions) > 0
+		mu.Unlock()
+		if !more {
+			return
+		}
+	}
+}
+
+func (o *outcomes) call(ac AcknowledgementCommit, log func(kgo.LogLevel, string, ...any)) {
+	defer func() {
+		if r := recover(); r != nil {
+			log(kgo.LogLevelError, "acknowledgement commit callback panicked; recovered", "topic", ac.Topic, "partition", ac.Partition, "panic", r)
+		}
+	}()
+	o.onCommit(ac)
 }
 
 // ackError is the outcome of acknowledgements Kafka refused with code.
@@ -394,98 +382,34 @@ func timedOut(tp TopicPartition, offsets []int64, ctx context.Context) error {
 	return &errors.AckError{Topic: tp.Topic, Partition: tp.Partition, Offsets: offsets, Err: kerr.RequestTimedOut, Message: msg}
 }
 
-// finishPartLocked reports the final outcome of p, a part of j.
-func (c *Consumer) finishPartLocked(j *ackJob, p *ackPart, err error) {
-	c.reportPartLocked(j, p, err)
-	if w := j.commit; w != nil && j.kind != jobClose {
-		w.waiting[p.tp]--
-		w.finishOne()
+// retriableAck reports whether CommitSync sends acknowledgements refused with code again.
+// NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH are not retried, since the locks are gone
+// after a leader change, nor are unknown topics and partitions.
+func retriableAck(code int16) bool {
+	switch code {
+	case kerr.NotLeaderForPartition.Code, kerr.FencedLeaderEpoch.Code, kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicID.Code:
+		return false
 	}
+	ke, ok := kerr.ErrorForCode(code).(*kerr.Error)
+	return ok && ke.Retriable
 }
 
-// reportPartLocked gives the outcome of p, a part of j or split from one, to its renews, the
-// callback and the commit waiting for j, without counting p as finished.
-func (c *Consumer) reportPartLocked(j *ackJob, p *ackPart, err error) {
-	c.settleRenewsLocked(j, p, err)
-	if p.held != nil {
-		return // Process's renews are its own business, not the application's callback's
+func compareTP(a, b TopicPartition) int {
+	switch {
+	case a.Topic < b.Topic:
+		return -1
+	case a.Topic > b.Topic:
+		return 1
 	}
-	if c.cfg.onCommit != nil {
-		c.completions = append(c.completions, AcknowledgementCommit{TopicPartition: p.tp, Offsets: p.allOffsets(), Err: err})
-	}
-	if w := j.commit; w != nil && j.kind != jobClose {
-		if cur, ok := w.results[p.tp]; !ok || cur == nil {
-			w.results[p.tp] = err
-		}
-	}
+	return cmp64(int64(a.Partition), int64(b.Partition))
 }
 
-// failPartsLocked reports every part of j as failed with code.
-func (c *Consumer) failPartsLocked(j *ackJob, parts []*ackPart, code int16, msg string) {
-	for _, p := range parts {
-		c.finishPartLocked(j, p, ackError(p, code, msg))
+// sortedTPs returns the keys of m sorted by name and partition.
+func sortedTPs[V any](m map[TopicPartition]V) []TopicPartition {
+	tps := make([]TopicPartition, 0, len(m))
+	for tp := range m {
+		tps = append(tps, tp)
 	}
-}
-
-// answeredLocked counts j's acknowledgements of Process as no longer outstanding: the broker
-// answered them, or they failed.
-func (c *Consumer) answeredLocked(j *ackJob) {
-	c.poolOut = max(0, c.poolOut-j.poolAcks)
-	j.poolAcks = 0
-}
-
-// finishJobLocked ends a close job.
-func (c *Consumer) finishJobLocked(j *ackJob) {
-	if j.kind == jobClose && j.commit != nil {
-		j.commit.finishOne()
-		j.commit = nil
-	}
-}
-
-// failAllLocked, once every goroutine has ended, fails what could not be sent.
-func (c *Consumer) failAllLocked() {
-	for _, n := range c.sortedNodesLocked() {
-		for _, j := range n.jobs {
-			c.failPartsLocked(j, j.parts, kerr.NetworkException.Code, msgClosing)
-			c.finishJobLocked(j)
-		}
-		n.jobs = nil
-		parts := c.takeAcksLocked(n, nil)
-		c.failPartsLocked(&ackJob{kind: jobAsync}, parts, kerr.NetworkException.Code, msgClosing)
-	}
-}
-
-// runCallbacks gives the outcomes collected so far to the callback, on the calling goroutine,
-// unless another goroutine is doing so: that one also gives the outcomes that arrive while it
-// runs, before it lets go. A call from inside the callback (which holds cbMu) returns at once,
-// and the outcomes it produced follow when the callback returns.
-func (c *Consumer) runCallbacks() {
-	if c.cfg.onCommit == nil {
-		return
-	}
-	for c.cbMu.TryLock() {
-		c.mu.Lock()
-		comps := c.completions
-		c.completions = nil
-		c.mu.Unlock()
-		for _, ac := range comps {
-			c.callback(ac)
-		}
-		c.cbMu.Unlock()
-		c.mu.Lock()
-		more := len(c.completions) > 0
-		c.mu.Unlock()
-		if !more {
-			return
-		}
-	}
-}
-
-func (c *Consumer) callback(ac AcknowledgementCommit) {
-	defer func() {
-		if r := recover(); r != nil {
-			c.log(kgo.LogLevelError, "acknowledgement commit callback panicked; recovered", "topic", ac.Topic, "partition", ac.Partition, "panic", r)
-		}
-	}()
-	c.cfg.onCommit(ac)
+	slices.SortFunc(tps, compareTP)
+	return tps
 }

@@ -1,25 +1,227 @@
 package shareconsumer
 
-// admission bounds what Process acquires: never more records than its workers plus its queue
-// can hold, counting the records workers hold, those acquired and not handed out yet, and those
-// the ShareFetches on their way may bring. A record waits for a worker no longer than the
-// queue takes to drain, so no lock runs down in a queue.
+import (
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/kshare/kshare/apiversions"
+)
+
+// admission decides, for Poll and Process alike, whether a session may be sent a ShareFetch
+// now and how many records it may ask for. It reads no clock. Guarded by Consumer.mu, but for
+// the watermark Process's workers read.
+//
+// Poll: records are fetched only for a waiting Poll with nothing to return, MaxPollRecords at
+// a time (one leader at a time with RecordLimitAcquire), or, with FetchAhead, once per leader
+// after each Poll that returned records, while fewer than MaxPollRecords are held. Renewed
+// records go first: no fetch while they wait for a Poll, or, with a Poll waiting, for their
+// renews' answers.
+//
+// Process (capacity > 0): never more records held than capacity (workers plus queue),
+// counting those queued, those with a handler and those the ShareFetches in flight may bring
+// (their grants). A session fetches once the queue has run down to the low watermark: the
+// records the workers get through in about one ShareFetch round trip, so that the next
+// records arrive as the queue empties; or to empty, when that is over half the capacity (fast
+// handlers: a fetch then brings as much as fits, rather than a round trip per few records).
+// The free room is shared evenly among the leaders not fetching.
 type admission struct {
-	capacity int // workers plus the queue bound
+	maxPollRecords int
+	fetchAhead     bool
+	recordLimit    bool
+	fetchMaxWait   time.Duration
+
+	// waiting: a Poll, or Process's intake, waits for records; fetches may be sent.
+	waiting bool
+	// pollSeq counts Polls; returned, the Polls that returned records.
+	pollSeq, returned uint64
+	// limitNode is the one leader fetched at a time with RecordLimitAcquire; -1 none yet.
+	limitNode int32
+
+	// Process.
+	capacity        int
+	reserved        int // the grants of the ShareFetches in flight
+	fetchingLeaders int // the leaders with a ShareFetch in flight
+	// rate is the records handlers settle per second, and rtt the ShareFetch round trip,
+	// both smoothed; low is the watermark they give, which workers read.
+	rate      float64
+	rtt       time.Duration
+	settled   uint64 // the settled count at the last sample
+	sampledAt time.Time
+	low       atomic.Int64
 }
 
-// free returns how many more records may be acquired now.
-func (a admission) free(held, buffered, reserved int) int {
-	return max(0, a.capacity-held-buffered-reserved)
+func newAdmission(c cfg) admission {
+	return admission{maxPollRecords: c.maxPollRecords, fetchAhead: c.fetchAhead, recordLimit: c.recordLimit,
+		fetchMaxWait: c.fetchMaxWait, limitNode: -1}
 }
 
-// grant returns how many records the next ShareFetch to a leader may ask for: an even share of
-// free among the leaders not fetching yet (idle, this one included), at least one while any is
-// free. Grants are taken one after the other, each reserving its records, so their sum never
-// exceeds what was free.
-func (a admission) grant(free, idle int) int {
+// heldView is what the ledger holds for Process, for admission.
+type heldView struct {
+	held, queued int
+}
+
+// admitHeld reads the Process records the ledger holds.
+func (c *Consumer) admitHeld() heldView {
+	return heldView{held: int(c.ledger.lease.held.Load()), queued: int(c.ledger.lease.queued.Load())}
+}
+
+// startPool makes admission size fetches for a pool of capacity records.
+func (a *admission) startPool(capacity int, now time.Time) {
+	a.capacity, a.reserved, a.rate, a.rtt, a.sampledAt = capacity, 0, 0, 0, now
+	a.low.Store(0)
+}
+
+// endPool returns admission to Poll.
+func (a *admission) endPool() { a.capacity, a.reserved = 0, 0 }
+
+// mayFetch returns how many records s may ask for now, 0 when it may not fetch. leaders are
+// the leaders of the assigned partitions.
+func (a *admission) mayFetch(s *session, pv pollView, hv heldView, leaders []int32) int {
+	if s.fetching || s.piggyback != nil || s.sending != nil {
+		return 0
+	}
+	if a.capacity > 0 {
+		if !a.waiting || int64(hv.queued) > a.low.Load() {
+			return 0
+		}
+		return a.grant(hv, leaders)
+	}
+	if a.waiting && s.queuedRenews > 0 {
+		// A renew fetch; or, when the session must be opened anew, the opening fetch, on
+		// which the renews fail (acknowledgements cannot travel on it).
+		return 1
+	}
+	if pv.renewsHeld > 0 && (pv.renewsReady > 0 || a.waiting) {
+		return 0 // renewed records go first: a Poll returns them, or waits for their renews' answers
+	}
+	switch {
+	case a.waiting && !pv.anyBuffered:
+	case a.fetchAhead && a.returned > 0 && s.fetchedAhead != a.returned && pv.buffered < a.maxPollRecords:
+	default:
+		return 0
+	}
+	if a.recordLimit && a.limitLeader(leaders) != s.node {
+		return 0
+	}
+	return a.maxPollRecords
+}
+
+// grant is how many records the next ShareFetch of Process may ask a leader for: an even share
+// of the free room among the leaders not fetching yet (this one included), at least one while
+// any is free. Grants are taken one after the other, each reserving its records, so their sum
+// never exceeds what was free.
+func (a *admission) grant(hv heldView, leaders []int32) int {
+	free := a.capacity - hv.held - a.reserved
 	if free <= 0 {
 		return 0
 	}
-	return max(1, free/max(1, idle))
+	idle := max(1, len(leaders)-a.fetchingLeaders)
+	return max(1, free/idle)
+}
+
+// fetchLimits is how a ShareFetch is sized.
+type fetchLimits struct {
+	maxWait     int32
+	records     int32
+	acquireMode int8
+	grant       int // Process: the records reserved for it
+}
+
+// limits sizes s's ShareFetch: for Poll, MaxPollRecords (exactly, with RecordLimitAcquire);
+// for Process, the grant, exactly where the leader takes the record-limit acquire mode, with a
+// wait short enough for renews to pass (a quarter of the lock). A FetchAhead fetch takes what
+// is there: waiting at the broker would hold up the acknowledgements queued behind it, and a
+// Poll that finds nothing fetches anyway.
+func (a *admission) limits(s *session, v apiversions.Versions, hv heldView, leaders []int32, lock time.Duration) fetchLimits {
+	l := fetchLimits{maxWait: int32(a.fetchMaxWait / time.Millisecond), records: int32(a.maxPollRecords)}
+	if a.recordLimit {
+		l.acquireMode = 1
+	}
+	s.fetchedPoll = a.pollSeq
+	s.fetchedAhead = a.returned
+	if a.capacity > 0 {
+		l.grant = max(a.grant(hv, leaders), 1)
+		l.records = int32(l.grant)
+		if v.SupportsRecordLimitAcquire() {
+			l.acquireMode = 1
+		}
+		w := a.fetchMaxWait
+		if lock > 0 {
+			w = min(w, lock/4)
+		}
+		l.maxWait = int32(w / time.Millisecond)
+		return l
+	}
+	if a.fetchAhead && !a.waiting {
+		l.maxWait = 0
+	}
+	return l
+}
+
+// fetchSent reserves grant records for s's ShareFetch (Process; 0 for Poll).
+func (a *admission) fetchSent(s *session, grant int) {
+	if grant > 0 {
+		s.grant = grant
+		a.reserved += grant
+		a.fetchingLeaders++
+	}
+}
+
+// fetchAnswered releases s's grant, and takes the round trip and the count of records
+// Process's handlers settled so far.
+func (a *admission) fetchAnswered(s *session, rtt time.Duration, settled uint64, now time.Time) {
+	if s.grant > 0 {
+		a.reserved = max(0, a.reserved-s.grant)
+		a.fetchingLeaders = max(0, a.fetchingLeaders-1)
+		s.grant = 0
+	}
+	if a.capacity == 0 {
+		return
+	}
+	if a.rtt == 0 {
+		a.rtt = rtt
+	} else {
+		a.rtt += (rtt - a.rtt) / 4
+	}
+	a.observeSettled(settled, now)
+}
+
+// observeSettled takes Process's count of settled records at now, and moves the watermark.
+func (a *admission) observeSettled(settled uint64, now time.Time) {
+	if d := now.Sub(a.sampledAt); d >= time.Millisecond {
+		r := float64(settled-a.settled) / d.Seconds()
+		if a.rate == 0 {
+			a.rate = r
+		} else {
+			a.rate += (r - a.rate) / 4
+		}
+		a.settled, a.sampledAt = settled, now
+	}
+	low := int64(a.rate * a.rtt.Seconds() * 1.5)
+	if low*2 >= int64(a.capacity) {
+		low = 0
+	}
+	a.low.Store(low)
+}
+
+// limitLeader returns the leader RecordLimitAcquire fetches now, choosing the first leader of
+// an assigned partition when the current one leads none.
+func (a *admission) limitLeader(leaders []int32) int32 {
+	if len(leaders) == 0 {
+		return -1
+	}
+	if !slices.Contains(leaders, a.limitNode) {
+		a.limitNode = leaders[0]
+	}
+	return a.limitNode
+}
+
+// rotate moves RecordLimitAcquire on to the next leader, after an empty fetch.
+func (a *admission) rotate(leaders []int32) {
+	if len(leaders) == 0 {
+		return
+	}
+	i, _ := slices.BinarySearch(leaders, a.limitNode+1)
+	a.limitNode = leaders[i%len(leaders)]
 }

@@ -17,10 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kversion"
 
-	"github.com/kshare/kshare/acktype"
 	"github.com/kshare/kshare/apiversions"
 	"github.com/kshare/kshare/errors"
-	"github.com/kshare/kshare/renewbuffer"
 )
 
 // retryBackoff is the pause after a request failed or a broker answered with nothing but
@@ -38,21 +36,55 @@ const idlePause = 10 * time.Millisecond
 // and AcquisitionLockTimeoutMs are safe from any goroutine, also while Poll runs; a second Poll
 // running at the same time fails with ErrConcurrentPoll. After Close every method returns
 // ErrClosed.
+//
+// Inside, the consumer is a facade over types that each keep one concern (docs/internals.md):
+// membership (the group, the assignment, metadata), one session per partition leader (share
+// session epoch, acknowledgements waiting, requests), the ledger (every record handed out, to
+// Poll or to Process's workers, with the lease that renews Process's locks), and admission
+// (may a session fetch, and how many records). The locks, always taken in this order:
+//
+//  1. Consumer.mu guards membership, the sessions (but their inboxes), admission, the poll
+//     state, outcomes, lock reports and health. No request is sent, no callback or handler
+//     runs, and no channel send blocks while it is held.
+//  2. ledger.mu guards the ledger. Acknowledge takes it alone; Process's workers take it alone,
+//     and only when the last record of an acquisition is settled.
+//  3. ackInbox.mu, one per session, guards the acknowledgements Process's workers hand over;
+//     a worker takes it alone, once per record.
+//
+// outcomes.cbMu is held only while the callback runs, never with another lock.
 type Consumer struct {
 	cfg      cfg
 	cl       *kgo.Client
 	logger   kgo.Logger
-	memberID string
-	rack     *string
 	dec      decoder
 	versions apiversions.Registry
 	caps     *kversion.Versions
+	life     lifecycle
 
-	// ctx is the context of every request; it ends when Close gives up waiting.
+	mu       sync.Mutex
+	member   membership
+	sessions sessionSet
+	ledger   ledger
+	admit    admission
+	poll     pollState
+	acks     outcomes
+	locks    lockReports
+	health   health
+	// pool is the running Process, nil when none runs; process counts what every Process
+	// did. Only process*.go touches them.
+	pool    *pool
+	process processCounters
+}
+
+// lifecycle is the consumer's goroutines and how they stop.
+type lifecycle struct {
+	// ctx is the context of metadata requests, ApiVersions and the leave; it ends when Close
+	// gives up waiting.
 	ctx     context.Context
 	cancel  context.CancelFunc
 	closing chan struct{} // closed when Close starts
 	closed  atomic.Bool
+	stopped bool           // Close is tearing down: no goroutine may start (Consumer.mu)
 	wg      sync.WaitGroup // every goroutine of the consumer
 	hbStop  chan struct{}  // closed to make the heartbeat loop leave the group and return
 	// hbCtx is the context of heartbeats other than the leave; it ends when Close starts, so
@@ -60,115 +92,75 @@ type Consumer struct {
 	hbCtx    context.Context
 	hbCancel context.CancelFunc
 	hbDone   chan struct{} // closed when the heartbeat loop returned
+	hbWake   chan struct{} // wakes the heartbeat loop (subscription changed, Poll rejoining)
+}
 
-	polling    atomic.Bool
+// pollState is what Poll and Process share of the application's side. Guarded by
+// Consumer.mu, but for the flags and channels.
+type pollState struct {
+	polling    atomic.Bool   // a Poll or Process runs
 	processing atomic.Bool   // Process runs
 	wakeup     chan struct{} // one token per Wakeup not yet seen by Poll
 	notify     chan struct{} // wakes a waiting Poll
-	hbWake     chan struct{} // wakes the heartbeat loop (subscription changed)
-
-	// cbMu is held by the goroutine draining completions into the callback. Others that find
-	// it held leave the draining to it (TryLock), so that a consumer method called from inside
-	// the callback never waits for the callback to end.
-	cbMu sync.Mutex
-
-	mu sync.Mutex
-	// stopped: Close is tearing down; no goroutine may start.
-	stopped bool
-
-	// Membership: the subscription, and the assignment the coordinator gave (by topic id).
-	subscription []string
-	assignment   map[[16]byte][]int32
-	fatal        error   // a *errors.FatalError; Poll returns it from now on
-	pollErrs     []error // errors for the next Poll, each returned once
-
-	// Metadata: topic ids, names and partition leaders of the subscribed and assigned topics.
-	topics      map[[16]byte]*topicMeta
-	byName      map[string][16]byte
-	metaRunning bool
-	metaAgain   bool
-
-	// assigned is the assignment resolved through metadata: what the consumer fetches.
-	assigned map[TopicPartition]*assignedPart
-
-	nodes       map[int32]*node
-	nodeOrder   []*node // nodes sorted by id; nil when a node was added since (sortedNodesLocked)
-	leadersBuf  []int32 // assignedLeadersLocked's answer, reused from call to call
-	pollWaiting bool    // a Poll waits for records: fetches may be sent
-	pollSeq     uint64  // counts Polls; node.fetchedPoll compares with it
-	returned    uint64  // counts Polls that returned records; node.fetchedAhead compares with it
-	limitNode   int32   // RecordLimitAcquire: the one leader fetched at a time; -1 none yet
-
-	buffer     []bufItem // acquired records not yet returned, in arrival order
-	bufRecords int
-
-	inflight    inflight
-	completions []AcknowledgementCommit // for the callback
-
-	// renews holds the records the application renewed, from the Poll or commit that took the
-	// renew until a Poll returns them again.
-	renews renewbuffer.Buffer[*renewEntry]
-
-	// lockShown is the lock duration AcquisitionLockTimeoutMs shows (ms 0: not known yet);
-	// lockNext, one an acknowledgement's answer reported, shown from the next Poll. Reports are
-	// numbered (lockSeq), so that an older one never replaces a newer one.
-	lockShown lockReport
-	lockNext  lockReport
-	lockSeq   uint64
-
-	// pool is the state of the running Process, nil when none runs; procStats counts what
-	// every Process did.
-	pool      *pool
-	procStats processCounters
-	// poolOut counts Process's acknowledgements not answered yet: their records are still
-	// locked at the broker, and admission counts them.
-	poolOut int
-
-	// health is what the consumer knows of why records do or do not come (status.go).
-	health health
+	// errs are errors for the next Poll, each returned once.
+	errs []error
 	// lastPoll is when the last Poll or Process returned (New, before the first): the member
 	// leaves the group when no Poll runs for MaxPollInterval after it.
 	lastPoll time.Time
 }
 
-// lockReport is a lock duration a broker reported, numbered in the order the answers came.
+// lockReports are the lock durations brokers reported, numbered in the order the answers
+// came. shown is what AcquisitionLockTimeoutMs shows (ms 0: not known yet); next, one an
+// acknowledgement's answer reported, shown from the next Poll.
+type lockReports struct {
+	shown, next lockReport
+	seq         uint64
+}
+
+// lockReport is a lock duration a broker reported, numbered.
 type lockReport struct {
 	ms  int32
 	seq uint64
 }
 
-// reportLockLocked numbers a lock duration a broker reported; the zero report for none.
-func (c *Consumer) reportLockLocked(ms int32) lockReport {
+// report numbers a lock duration a broker reported; the zero report for none.
+func (r *lockReports) report(ms int32) lockReport {
 	if ms <= 0 {
 		return lockReport{}
 	}
-	c.lockSeq++
-	return lockReport{ms, c.lockSeq}
+	r.seq++
+	return lockReport{ms, r.seq}
 }
 
-// showLockLocked makes AcquisitionLockTimeoutMs show r, unless it shows a newer report.
-func (c *Consumer) showLockLocked(r lockReport) {
-	if r.ms > 0 && r.seq > c.lockShown.seq {
-		c.lockShown = r
+// show makes AcquisitionLockTimeoutMs show lr, unless it shows a newer report.
+func (r *lockReports) show(lr lockReport) {
+	if lr.ms > 0 && lr.seq > r.shown.seq {
+		r.shown = lr
 	}
 }
 
-// topicMeta is what metadata says of one topic.
-type topicMeta struct {
-	name    string
-	id      [16]byte
-	leaders map[int32]leaderInfo
+// duration is the lock duration shown, 0 when none is known.
+func (r *lockReports) duration() time.Duration { return time.Duration(r.shown.ms) * time.Millisecond }
+
+// sessionSet is the consumer's share sessions, by leader.
+type sessionSet struct {
+	byNode map[int32]*session
+	order  []*session // sorted by node; nil when a session was added since
 }
 
-type leaderInfo struct {
-	node  int32
-	epoch int32
-}
-
-// assignedPart is one partition of the assignment, resolved.
-type assignedPart struct {
-	tp TopicPartition
-	id [16]byte
+// sorted returns the sessions sorted by node. The slice is shared and must not be changed; it
+// stays valid while sessions are added (a new one makes a new slice), so a caller may add
+// sessions while it ranges over it.
+func (ss *sessionSet) sorted() []*session {
+	if ss.order == nil {
+		out := make([]*session, 0, len(ss.byNode))
+		for _, s := range ss.byNode {
+			out = append(out, s)
+		}
+		slices.SortFunc(out, func(a, b *session) int { return cmp64(int64(a.node), int64(b.node)) })
+		ss.order = out
+	}
+	return ss.order
 }
 
 // New creates a consumer. It checks the options, creates the kgo.Client, and, when Topics was
@@ -186,21 +178,21 @@ func New(opts ...Opt) (*Consumer, error) {
 		return nil, err
 	}
 	c := &Consumer{
-		cfg:       cfg,
-		memberID:  newMemberID(),
-		closing:   make(chan struct{}),
-		hbStop:    make(chan struct{}),
-		hbDone:    make(chan struct{}),
-		wakeup:    make(chan struct{}, 1),
-		notify:    make(chan struct{}, 1),
-		hbWake:    make(chan struct{}, 1),
-		topics:    make(map[[16]byte]*topicMeta),
-		byName:    make(map[string][16]byte),
-		assigned:  make(map[TopicPartition]*assignedPart),
-		nodes:     make(map[int32]*node),
-		limitNode: -1,
-		inflight:  inflight{parts: make(map[TopicPartition]*curPart)},
-		lastPoll:  time.Now(),
+		cfg: cfg,
+		life: lifecycle{
+			closing: make(chan struct{}),
+			hbStop:  make(chan struct{}),
+			hbDone:  make(chan struct{}),
+			hbWake:  make(chan struct{}, 1),
+		},
+		poll: pollState{
+			wakeup:   make(chan struct{}, 1),
+			notify:   make(chan struct{}, 1),
+			lastPoll: time.Now(),
+		},
+		sessions: sessionSet{byNode: make(map[int32]*session)},
+		admit:    newAdmission(cfg),
+		acks:     outcomes{onCommit: cfg.onCommit},
 	}
 	kopts := []kgo.Opt{
 		kgo.ConnIdleTimeout(defaultConnIdleTimeout),
@@ -218,9 +210,11 @@ func New(opts ...Opt) (*Consumer, error) {
 	}
 	c.cl = cl
 	c.logger, _ = cl.OptValue(kgo.WithLogger).(kgo.Logger)
-	if rack, _ := cl.OptValue(kgo.Rack).(string); rack != "" {
-		c.rack = &rack
+	var rack *string
+	if r, _ := cl.OptValue(kgo.Rack).(string); r != "" {
+		rack = &r
 	}
+	c.member = newMembership(cfg.group, newMemberID(), rack)
 	c.caps, _ = cl.OptValue(kgo.MaxVersions).(*kversion.Versions)
 	c.dec.decompressor, _ = cl.OptValue(kgo.WithDecompressor).(kgo.Decompressor)
 	if c.dec.decompressor == nil {
@@ -228,14 +222,14 @@ func New(opts ...Opt) (*Consumer, error) {
 	}
 	noCRC, _ := cl.OptValue(kgo.DisableFetchCRCValidation).(bool)
 	c.dec.checkCRC = !noCRC
-	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.hbCtx, c.hbCancel = context.WithCancel(c.ctx)
+	c.life.ctx, c.life.cancel = context.WithCancel(context.Background())
+	c.life.hbCtx, c.life.hbCancel = context.WithCancel(c.life.ctx)
 	if cfg.topicsSet {
-		c.subscription = normalizeTopics(cfg.topics)
+		c.member.subscription = normalizeTopics(cfg.topics)
 	}
-	c.wg.Add(1)
+	c.life.wg.Add(1)
 	go c.heartbeatLoop()
-	if len(c.subscription) > 0 {
+	if len(c.member.subscription) > 0 {
 		c.mu.Lock()
 		c.triggerMetadataLocked()
 		c.mu.Unlock()
@@ -253,29 +247,30 @@ func (h connectHook) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _
 	c := h.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	now := time.Now()
 	if err != nil {
 		c.health.dialErr = fmt.Errorf("dialing %s: %w", net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port))), err)
-		c.errLocked(c.health.dialErr)
-		c.noteLocked()
+		c.health.setErr(c.health.dialErr, now)
+		c.noteLocked(now)
 		return
 	}
 	c.health.dialErr = nil
-	if n := c.nodes[meta.NodeID]; n != nil {
-		n.unsupported = nil
-		n.versionsStale = true
+	if s := c.sessions.byNode[meta.NodeID]; s != nil {
+		s.unsupported = nil
+		s.versionsStale = true
 	}
-	c.noteLocked()
+	c.noteLocked(now)
 }
 
 // maxPollErrs caps the errors kept for Polls that do not come.
 const maxPollErrs = 16
 
-// addPollErrLocked keeps err for the next Poll, and wakes a waiting one.
-func (c *Consumer) addPollErrLocked(err error) {
-	if len(c.pollErrs) >= maxPollErrs {
-		c.pollErrs = c.pollErrs[1:]
+// addPollErr keeps err for the next Poll, and wakes a waiting one. Consumer.mu is held.
+func (c *Consumer) addPollErr(err error) {
+	if len(c.poll.errs) >= maxPollErrs {
+		c.poll.errs = c.poll.errs[1:]
 	}
-	c.pollErrs = append(c.pollErrs, err)
+	c.poll.errs = append(c.poll.errs, err)
 	c.wake()
 }
 
@@ -322,7 +317,7 @@ func normalizeTopics(topics []string) []string {
 
 // check returns ErrClosed after Close.
 func (c *Consumer) check() error {
-	if c.closed.Load() {
+	if c.life.closed.Load() {
 		return errors.ErrClosed
 	}
 	return nil
@@ -331,7 +326,7 @@ func (c *Consumer) check() error {
 // wake wakes a waiting Poll.
 func (c *Consumer) wake() {
 	select {
-	case c.notify <- struct{}{}:
+	case c.poll.notify <- struct{}{}:
 	default:
 	}
 }
@@ -339,7 +334,28 @@ func (c *Consumer) wake() {
 // log logs through the kgo client's logger, if it has one.
 func (c *Consumer) log(level kgo.LogLevel, msg string, keyvals ...any) {
 	if c.logger != nil && c.logger.Level() >= level {
-		c.logger.Log(level, "shareconsumer: "+msg, append([]any{"group", c.cfg.group, "member", c.memberID}, keyvals...)...)
+		c.logger.Log(level, "shareconsumer: "+msg, append([]any{"group", c.cfg.group, "member", c.member.memberID}, keyvals...)...)
+	}
+}
+
+// runCallbacks gives the acknowledgement outcomes collected so far to the callback.
+func (c *Consumer) runCallbacks() { c.acks.run(&c.mu, c.log) }
+
+// session returns the session with node, made on first use. Consumer.mu is held.
+func (c *Consumer) session(node int32) *session {
+	s := c.sessions.byNode[node]
+	if s == nil {
+		s = newSession(node, pollRenews{c}, c.ackArrived)
+		c.sessions.byNode[node] = s
+		c.sessions.order = nil
+	}
+	return s
+}
+
+// ackArrived is told when an acknowledgement of Process lands in an empty inbox.
+func (c *Consumer) ackArrived() {
+	if p := c.runningPool(); p != nil {
+		p.ackArrived()
 	}
 }
 
@@ -362,10 +378,10 @@ func (c *Consumer) Subscribe(topics ...string) error {
 	ts := normalizeTopics(topics)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if slices.Equal(ts, c.subscription) {
+	if slices.Equal(ts, c.member.subscription) {
 		return nil
 	}
-	c.subscription = ts
+	c.member.subscription = ts
 	c.triggerMetadataLocked()
 	c.wakeHeartbeat()
 	return nil
@@ -381,13 +397,12 @@ func (c *Consumer) Unsubscribe() error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.subscription) == 0 {
+	if len(c.member.subscription) == 0 {
 		return nil
 	}
-	c.subscription = nil
+	c.member.subscription = nil
 	c.setAssignmentLocked(nil)
-	c.releaseBufferLocked()
-	c.releaseRenewedLocked()
+	c.giveBackLocked()
 	c.flushAllLocked()
 	c.wakeHeartbeat()
 	return nil
@@ -398,332 +413,14 @@ func (c *Consumer) Unsubscribe() error {
 func (c *Consumer) Subscription() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return slices.Clone(c.subscription)
-}
-
-// Poll returns the next records the consumer acquired, at most MaxPollRecords of them, waiting
-// until some arrive, ctx ends, Wakeup is called (ErrWokenUp) or the consumer is closed
-// (ErrClosed).
-//
-// When ctx ends first, the error is a *errors.PollTimeoutError wrapping ctx.Err(), so that
-// errors.Is(err, context.DeadlineExceeded) (or context.Canceled) holds, with why nothing came
-// (its Reason and Detail: no broker reachable and the last dial error with its address, no
-// coordinator, a subscribed topic unknown, no partitions assigned, nothing available in the
-// assigned ones); Status reports the same without polling.
-//
-// A Poll keeps the member in the group for MaxPollInterval after it returns; the first Poll
-// after the member left for want of Polls rejoins the group.
-//
-// It first finishes with the records the previous Poll returned: implicit mode accepts every
-// one the application left unacknowledged; explicit mode fails with ErrUnacknowledgedRecords,
-// consuming nothing, while any is unacknowledged. Acknowledgements then travel on the ShareFetch
-// this Poll sends to each record's partition leader; a Poll that sends none to a leader sends
-// that leader's acknowledgements in a ShareAcknowledge. Their outcome goes to the
-// OnAcknowledgementCommit callback, never to Poll's error.
-//
-// Records are fetched only for a waiting Poll: it sends one ShareFetch to each leader of the
-// assigned partitions (one leader at a time with RecordLimitAcquire) and returns as soon as
-// any records are in. Records beyond MaxPollRecords, and those that fetches still on their way
-// bring in after it returned, are held for the next Poll, which returns them without fetching.
-// A consumer that stops polling acquires nothing more. Held records whose lock has run out by
-// the local estimate (Record.LockDeadline) are dropped rather than returned.
-//
-// Other errors: a *errors.FatalError once the coordinator refused the member for good, or does
-// not serve share groups at all (kerr.UnsupportedVersion; close the consumer); ErrNotSubscribed;
-// ErrConcurrentPoll; ErrProcessRunning; ErrRecordLimitUnsupported, wrapped. Each of these is
-// returned once, by the Poll after it happened: a *CorruptBatchError, a *PartitionError or a
-// *BrokerError for a ShareFetch the broker refused, and a *errors.KafkaError for
-// TOPIC_AUTHORIZATION_FAILED from the group coordinator.
-func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
-	if err := c.check(); err != nil {
-		return nil, err
-	}
-	if c.processing.Load() {
-		return nil, errors.ErrProcessRunning
-	}
-	if !c.polling.CompareAndSwap(false, true) {
-		return nil, errors.ErrConcurrentPoll
-	}
-	defer c.polling.Store(false)
-	defer c.pollEnded()
-	c.runCallbacks()
-	recs, err := c.poll(ctx)
-	c.runCallbacks()
-	return recs, err
-}
-
-func (c *Consumer) poll(ctx context.Context) ([]*Record, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.rejoinIfLeftLocked()
-	if c.cfg.explicit {
-		if c.inflight.unacked > 0 {
-			return nil, errors.ErrUnacknowledgedRecords
-		}
-	} else {
-		c.acceptAllLocked()
-	}
-	c.moveAckedLocked()
-	if c.lockShown.ms > 0 {
-		c.showLockLocked(c.lockNext)
-	}
-	c.pollSeq++
-	defer c.flushUnfetchedLocked()
-	if c.fatal != nil {
-		return nil, c.fatal
-	}
-	select {
-	case <-c.wakeup:
-		return nil, errors.ErrWokenUp
-	default:
-	}
-	if len(c.subscription) == 0 {
-		return nil, errors.ErrNotSubscribed
-	}
-	c.pollWaiting = true
-	defer func() { c.pollWaiting = false }()
-	for {
-		switch {
-		case c.closed.Load():
-			return nil, errors.ErrClosed
-		case c.fatal != nil:
-			return nil, c.fatal
-		}
-		recs, err := c.drainLocked()
-		if len(recs) > 0 {
-			c.returned++
-		}
-		if len(recs) > 0 || err != nil {
-			return recs, err
-		}
-		if len(c.pollErrs) > 0 {
-			err := c.pollErrs[0]
-			c.pollErrs = c.pollErrs[1:]
-			return nil, err
-		}
-		if err := c.unsupportedLocked(); err != nil {
-			return nil, err
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, c.pollTimeoutLocked(err) // no fetch for a Poll that cannot wait for it
-		}
-		if err := c.awaitRecordsLocked(ctx, c.wakeup); err != nil {
-			// Records that arrived meanwhile are not lost: they wait for the next Poll.
-			return nil, c.pollTimeoutLocked(err)
-		}
-	}
-}
-
-// awaitRecordsLocked sends the fetches wanted and waits, without the lock, until something a
-// waiting Poll or Process cares about happened (records, errors), or ctx ends (ctx.Err()),
-// wakeup fires (ErrWokenUp; nil never fires) or Close starts (ErrClosed).
-func (c *Consumer) awaitRecordsLocked(ctx context.Context, wakeup <-chan struct{}) error {
-	c.kickLocked()
-	c.mu.Unlock()
-	defer c.mu.Lock()
-	select {
-	case <-c.notify:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-wakeup:
-		return errors.ErrWokenUp
-	case <-c.closing:
-		return errors.ErrClosed
-	}
-}
-
-// Acknowledge records how the application dealt with r, one of the records the last Poll
-// returned: acktype.Accept, Release or Reject, which are final, or acktype.Renew. The
-// acknowledgement is sent with the next Poll (on the ShareFetch to r's leader) or commit; until
-// then a later call for the same record replaces it. It fails with ErrImplicitMode unless the
-// consumer was created with ExplicitAcknowledgement, with ErrCannotAcknowledge for a record this
-// consumer is not holding (not returned by Poll, or its acknowledgement already sent), and with
-// ErrInvalidAcknowledgeType for acktype.Gap or an unknown type.
-//
-// Renew (KIP-1222) says "I need more time": the record stays this consumer's. The next Poll
-// sends the renew (a ShareFetch with IsRenewAck, which brings no records) or the next commit
-// does (a ShareAcknowledge with IsRenewAck), with any other acknowledgements for the same
-// leader. Once the broker has renewed the lock, a Poll returns r again, the same *Record with the
-// same DeliveryCount and a LockDeadline counted from when the renew was sent; until the
-// application acknowledges it with a final type it comes back after every renew. A Poll with
-// renewed records ready returns them first, and a Poll waiting for a renew's answer returns as
-// soon as the answer is in. A failed renew (INVALID_RECORD_STATE because the lock had expired
-// or renewing is disabled for the group, a session reset, a leader move) reaches the callback
-// and CommitSync's result with its offset, and the record is never returned again: the broker
-// delivers it anew, to this or another consumer.
-//
-// From Acknowledge(r, acktype.Renew) until a Poll returns r again, r belongs to the consumer:
-// that Poll sets r.LockDeadline, so other goroutines must not read or write r meanwhile.
-// Unsubscribe releases renewed records instead of returning them.
-//
-// Renew fails at once with errors.ErrUnsupportedAcknowledgeType, recording nothing, when r's
-// partition leader does not support ShareFetch v2 and ShareAcknowledge v2 (Kafka 4.1 and
-// older, by its ApiVersions, capped by kgo.MaxVersions); Accept, Release and Reject still work
-// for r. Kafka's Java client fails such a renew only later, in the callback.
-func (c *Consumer) Acknowledge(r *Record, t acktype.Type) error {
-	if err := c.checkAck(t); err != nil {
-		return err
-	}
-	if r == nil {
-		return errors.ErrCannotAcknowledge
-	}
-	return c.acknowledge(TopicPartition{r.Topic, r.Partition}, r.Offset, t, false)
-}
-
-// AcknowledgeOffset acknowledges an offset Poll could not return as a record: one of the
-// Offsets of a *CorruptBatchError, which the consumer rejects on its own unless told otherwise
-// here. Any other offset fails with ErrCannotAcknowledge, and acktype.Renew with
-// ErrInvalidAcknowledgeType, since there is no record to return again. Otherwise it behaves as
-// Acknowledge.
-func (c *Consumer) AcknowledgeOffset(topic string, partition int32, offset int64, t acktype.Type) error {
-	if err := c.checkAck(t); err != nil {
-		return err
-	}
-	if t == acktype.Renew {
-		return fmt.Errorf("%w: an offset Poll could not return as a record cannot be renewed; accept, release or reject it", ErrInvalidAcknowledgeType)
-	}
-	return c.acknowledge(TopicPartition{topic, partition}, offset, t, true)
-}
-
-func (c *Consumer) checkAck(t acktype.Type) error {
-	if err := c.check(); err != nil {
-		return err
-	}
-	if !c.cfg.explicit {
-		return errors.ErrImplicitMode
-	}
-	if !t.Valid() {
-		return fmt.Errorf("%w: %v", ErrInvalidAcknowledgeType, t)
-	}
-	return nil
-}
-
-func (c *Consumer) acknowledge(tp TopicPartition, offset int64, t acktype.Type, undecodable bool) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cp := c.inflight.get(tp)
-	if cp == nil {
-		return errors.ErrCannotAcknowledge
-	}
-	rec := cp.find(offset)
-	if rec == nil || rec.undecodable != undecodable {
-		return errors.ErrCannotAcknowledge
-	}
-	if t == acktype.Renew {
-		if err := c.gateRenewAck(tp, rec.node); err != nil {
-			return err
-		}
-	}
-	if !rec.acked {
-		rec.acked = true
-		c.inflight.unacked--
-	}
-	rec.ty = t
-	return nil
-}
-
-// CommitSync sends every acknowledgement not sent yet in a ShareAcknowledge to each partition
-// leader, and waits for the outcome: one entry per partition that had acknowledgements, nil
-// for success, else a *errors.AckError (errors.Is works with the kerr code). In implicit mode it
-// first accepts every record the last Poll returned. Acknowledgements an earlier Poll or
-// CommitAsync sent whose answer has not come yet (on a ShareFetch that waits at a broker, or
-// queued behind one) are part of the commit: when CommitSync returns, every acknowledgement
-// recorded before it has its outcome. With nothing to wait for it returns an empty map at once.
-//
-// A partition refused with a retriable error is sent again until ctx ends, except for
-// NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION and UNKNOWN_TOPIC_ID
-// (the records' locks are gone). Acknowledgements cannot go to a leader whose share session is
-// not open, or to the old leader of a partition that moved: those fail with NETWORK_EXCEPTION
-// and NOT_LEADER_OR_FOLLOWER without being sent, as with Kafka's client. When ctx ends first,
-// the partitions still waiting report REQUEST_TIMED_OUT; their acknowledgements are still
-// delivered and the callback reports the broker's answer.
-//
-// The error is ErrClosed when nothing was done; ctx's end shows in the map.
-func (c *Consumer) CommitSync(ctx context.Context) (map[TopicPartition]error, error) {
-	if err := c.check(); err != nil {
-		return nil, err
-	}
-	return c.commitSync(ctx), nil
-}
-
-func (c *Consumer) commitSync(ctx context.Context) map[TopicPartition]error {
-	c.runCallbacks()
-	c.mu.Lock()
-	if !c.cfg.explicit {
-		c.acceptAllLocked()
-	}
-	c.moveAckedLocked()
-	w := &commitWait{ctx: ctx, results: make(map[TopicPartition]error), done: make(chan struct{})}
-	for _, n := range c.sortedNodesLocked() {
-		// Acknowledgements an earlier Poll or CommitAsync sent, or queued behind a request in
-		// flight, become part of this commit.
-		if j := n.piggyback; j != nil && j.commit == nil {
-			c.adoptLocked(j, w)
-		}
-		if j := n.sending; j != nil && j.commit == nil && j.kind == jobAsync {
-			c.adoptLocked(j, w)
-		}
-		for _, j := range n.jobs {
-			if j.kind == jobAsync {
-				j.kind = jobSync
-				c.adoptLocked(j, w)
-			}
-		}
-		if len(n.pending) > 0 {
-			j := &ackJob{kind: jobSync, commit: w}
-			j.parts = c.takeAcksLocked(n, j)
-			c.enqueueLocked(n, j)
-		}
-	}
-	c.kickLocked()
-	finished := w.remaining == 0
-	c.mu.Unlock()
-	if !finished {
-		select {
-		case <-w.done:
-		case <-ctx.Done():
-		}
-	}
-	c.mu.Lock()
-	out := make(map[TopicPartition]error, len(w.results))
-	for tp, err := range w.results {
-		out[tp] = err
-	}
-	for tp, p := range w.waiting {
-		if p > 0 {
-			out[tp] = timedOut(tp, w.offsets[tp], ctx)
-		}
-	}
-	w.abandoned = true
-	c.mu.Unlock()
-	c.runCallbacks()
-	return out
-}
-
-// CommitAsync sends every acknowledgement not sent yet in a ShareAcknowledge to each partition
-// leader, without waiting; in implicit mode it first accepts every record the last Poll
-// returned. The outcome reaches only the OnAcknowledgementCommit callback, run by a later
-// Poll, commit or Close (and by this call, for outcomes already in).
-func (c *Consumer) CommitAsync() {
-	if c.check() != nil {
-		return
-	}
-	c.runCallbacks()
-	c.mu.Lock()
-	if !c.cfg.explicit {
-		c.acceptAllLocked()
-	}
-	c.moveAckedLocked()
-	c.flushAllLocked()
-	c.mu.Unlock()
+	return slices.Clone(c.member.subscription)
 }
 
 // Wakeup makes the Poll that is blocked, or else the next Poll, return ErrWokenUp. Each call
 // wakes at most one Poll; calls before that Poll count once. It is safe from any goroutine.
 func (c *Consumer) Wakeup() {
 	select {
-	case c.wakeup <- struct{}{}:
+	case c.poll.wakeup <- struct{}{}:
 	default:
 	}
 }
@@ -737,7 +434,7 @@ func (c *Consumer) Wakeup() {
 func (c *Consumer) AcquisitionLockTimeoutMs() (int32, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lockShown.ms, c.lockShown.ms > 0
+	return c.locks.shown.ms, c.locks.shown.ms > 0
 }
 
 // Close leaves the group, waiting for the work to finish until ctx ends:
@@ -758,10 +455,10 @@ func (c *Consumer) AcquisitionLockTimeoutMs() (int32, bool) {
 // the callback, right after that callback call returns). Close returns ctx's error when ctx
 // ended first, and ErrClosed when the consumer was already closed.
 func (c *Consumer) Close(ctx context.Context) error {
-	if !c.closed.CompareAndSwap(false, true) {
+	if !c.life.closed.CompareAndSwap(false, true) {
 		return errors.ErrClosed
 	}
-	close(c.closing)
+	close(c.life.closing)
 	var ctxErr error
 	wait := func(ch <-chan struct{}) {
 		if ctxErr != nil {
@@ -774,27 +471,24 @@ func (c *Consumer) Close(ctx context.Context) error {
 		}
 	}
 
-	c.mu.Lock()
-	p := c.pool
-	c.mu.Unlock()
-	if p != nil {
-		// Process shuts down first, as when its context ends, so that its acknowledgements
-		// travel on the requests that close the sessions.
+	// Process shuts down first, as when its context ends, so that its acknowledgements travel
+	// on the requests that close the sessions.
+	if p := c.runningPool(); p != nil {
 		p.cancelIntake()
 		wait(p.shut)
 		if ctxErr != nil {
-			// Close cannot wait for the grace period: running handlers are stopped now.
-			p.hurryOnce.Do(func() { close(p.hurry) })
+			p.hurryUp() // Close cannot wait for the grace period: running handlers stop now
 		}
 	}
 
 	c.mu.Lock()
-	c.pollWaiting = false
-	c.unrenewLocked()
+	now := time.Now()
+	c.admit.waiting = false
+	c.ledger.unrenew(now)
 	c.moveAckedLocked() // what was acknowledged, and the consumer's own rejections
-	w := &commitWait{results: make(map[TopicPartition]error), done: make(chan struct{})}
-	for _, n := range c.sortedNodesLocked() {
-		c.closeSessionLocked(n, w)
+	w := newCommitWait(nil)
+	for _, s := range c.sessions.sorted() {
+		s.close(w, &c.acks, now)
 	}
 	c.kickLocked()
 	finished := w.remaining == 0
@@ -803,19 +497,22 @@ func (c *Consumer) Close(ctx context.Context) error {
 		wait(w.done)
 	}
 
-	c.hbCancel()
-	close(c.hbStop)
-	wait(c.hbDone)
+	c.life.hbCancel()
+	close(c.life.hbStop)
+	wait(c.life.hbDone)
 
 	c.mu.Lock()
-	c.stopped = true
-	c.subscription = nil
+	c.life.stopped = true
+	c.member.subscription = nil
 	c.mu.Unlock()
-	c.cancel()
+	c.life.cancel()
 	c.cl.Close()
-	c.wg.Wait()
+	c.life.wg.Wait()
 	c.mu.Lock()
-	c.failAllLocked()
+	now = time.Now()
+	for _, s := range c.sessions.sorted() {
+		s.failQueued(&c.acks, now)
+	}
 	c.mu.Unlock()
 	c.runCallbacks()
 	if ctxErr != nil {

@@ -1,25 +1,166 @@
 package shareconsumer
 
-import "time"
+import (
+	"container/heap"
+	"slices"
+	"sync/atomic"
+	"time"
 
-// lease decides, for the records Process holds, when their acquisition locks are renewed and
-// when they are given up. It reads no clock: every decision takes the time it is made at.
+	"github.com/kshare/kshare/acktype"
+	"github.com/kshare/kshare/errors"
+)
+
+// lease keeps the locks of the records acquired for Process alive (extend-in-place): it renews
+// them before they run out, and gives them up when they cannot be renewed. It is part of the
+// ledger and guarded by its lock; it reads no clock, every call takes the time it is made at.
 //
-// A record's renew is due at its lock deadline minus a margin. The margin covers the renew's
-// trip: the longest renew round trip measured lately, four times over, plus the longest a
-// renew may queue at its leader behind a ShareFetch waiting for records (fetchWait); at least a
-// fifth of the lock duration, at most half of it. (Process keeps a ShareFetch's wait to a
-// quarter of the lock, so fetchWait counts at most that.) When any record held from a leader is due,
-// every record held from that leader is renewed in the same request, so that a leader gets at
-// most one renew per renew interval however many records it locks for the consumer.
+// Records are kept as they came: an acquisition is the records one ShareFetch answer brought
+// from a leader, acquired at one moment under one lock duration. Their deadline is a lease
+// group's: at first each acquisition's own, and once the leader's records are renewed, the
+// renew's, shared by every record it covered. All records of a leader are renewed in one
+// request when the first of them is due, so a leader has one group per renew interval plus one
+// per acquisition since the last renew. A timer heap orders the groups' next events (renew due,
+// lock lost) and the acquisitions' MaxHold ends; so a record settled, a renew answered or an
+// event costs O(log n) in the number of groups and acquisitions, or O(1), never a walk of every
+// record held. Walks happen only where every record walked must be touched anyway: building a
+// renew request (it lists them), and losing the locks of a group, a session or a partition.
 type lease struct {
 	fixedMargin time.Duration // RenewMargin; 0 derives the margin
-	fetchWait   time.Duration
+	fetchWait   time.Duration // the longest a renew may queue behind a ShareFetch
 	maxHold     time.Duration
 	rtt         time.Duration // the longest renew round trip measured, decaying
+
+	nodes  map[int32]*nodeLease
+	timers timerHeap
+
+	// held counts the records acquired for Process and not settled or lost; queued, those of
+	// them no worker took yet. Workers change them without the ledger's lock.
+	held, queued atomic.Int64
+	// settled counts the records settled from a handler's answer or released unhandled.
+	settled atomic.Uint64
+	// renewRequests counts the requests that renewed locks; renewed, the locks the brokers
+	// renewed, whether or not the handler had answered by then.
+	renewRequests, renewed atomic.Uint64
 }
 
-// margin is how long before a lock of duration lock runs out its renew is sent.
+// entry is one record acquired for Process.
+type entry struct {
+	rec  *Record
+	part *heldPart
+	acq  *acquisition
+	// state is where the record is (entryQueued, ...); the one that moves it out of
+	// entryQueued or entryRunning owns the outcome.
+	state atomic.Uint32
+	// renewsSent counts the renews sent for it; lastRenew is the group of the last one, whose
+	// answer decides whether it counts.
+	renewsSent atomic.Int32
+	lastRenew  atomic.Pointer[leaseGroup]
+	holder     lockHolder
+}
+
+// The states of an entry.
+const (
+	entryQueued  uint32 = iota + 1 // acquired, waiting for a worker
+	entryRunning                   // a worker's handler has it
+	entrySettled                   // acknowledged from the handler's answer, or released unhandled
+	entryLost                      // its lock was lost: nothing will be acknowledged for it
+)
+
+// lockHolder is told when a record's lock is lost: Process cancels the handler's context.
+type lockHolder interface {
+	lockLost(err *errors.LockLostError)
+}
+
+// acquisition is the records one ShareFetch answer from a leader brought for Process.
+type acquisition struct {
+	node     *nodeLease
+	entries  []entry
+	acquired time.Time // when the ShareFetch was sent
+	done     atomic.Int32
+	group    atomic.Pointer[leaseGroup]
+	at       int // position in node.acqs
+	inGroup  int // position in its group's acqs
+	hold     timer
+}
+
+// leaseGroup is records of one leader whose locks run out together.
+type leaseGroup struct {
+	node *nodeLease
+	acqs []*acquisition
+	lock time.Duration // the lock duration the leader last reported
+	// deadline is when the locks run out by the local estimate, in Unix nanoseconds; 0 when the
+	// leader reported no lock duration. Workers read it without the ledger's lock.
+	deadline atomic.Int64
+	// renewing: a renew covering the group is in flight; giveUp is when its locks are lost if
+	// no answer came.
+	renewing atomic.Bool
+	giveUp   time.Time
+	sent     time.Time
+	renewed  atomic.Bool // the renew covering the group succeeded
+	t        timer
+}
+
+// nodeLease is the Process records acquired from one leader.
+type nodeLease struct {
+	node      int32
+	renewable bool // the leader takes RENEW and renewal is on
+	acqs      []*acquisition
+	// renewQueued: a renew of every record is queued for the leader's session, built when sent.
+	renewQueued bool
+}
+
+// timer is one entry of the lease's heap: a group's next event or an acquisition's MaxHold.
+type timer struct {
+	at    time.Time
+	index int // in the heap; -1 when not in it
+	group *leaseGroup
+	acq   *acquisition
+}
+
+// timerHeap orders timers by time.
+type timerHeap []*timer
+
+func (h timerHeap) Len() int           { return len(h) }
+func (h timerHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *timerHeap) Push(x any) {
+	t := x.(*timer)
+	t.index = len(*h)
+	*h = append(*h, t)
+}
+func (h *timerHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	t.index = -1
+	return t
+}
+
+// schedule puts t in the heap at at, or moves it there; a zero at takes it out.
+func (l *lease) schedule(t *timer, at time.Time) {
+	switch {
+	case at.IsZero():
+		if t.index >= 0 {
+			heap.Remove(&l.timers, t.index)
+		}
+	case t.index >= 0:
+		t.at = at
+		heap.Fix(&l.timers, t.index)
+	default:
+		t.at = at
+		heap.Push(&l.timers, t)
+	}
+}
+
+// margin is how long before a lock of duration lock runs out its renew is sent: the longest
+// renew round trip measured lately, four times over, plus the longest a renew may queue at
+// its leader behind a ShareFetch waiting for records (fetchWait, which Process keeps to a
+// quarter of the lock); at least a fifth of the lock duration, at most half of it. RenewMargin
+// replaces it, up to nine tenths of the lock.
 func (l *lease) margin(lock time.Duration) time.Duration {
 	if l.fixedMargin > 0 {
 		return min(l.fixedMargin, lock*9/10)
@@ -38,77 +179,403 @@ func (l *lease) observeRTT(d time.Duration) {
 // that the answer decides: the broker's lock started after the local estimate's.
 func renewGrace(lock time.Duration) time.Duration { return lock / 2 }
 
-// leasePlan is what the lease decided at one moment.
-type leasePlan struct {
-	renew map[int32][]*heldRecord // by leader: the records to renew now
-	lost  []lostLock
+func (l *lease) node(id int32, renewable bool) *nodeLease {
+	if l.nodes == nil {
+		l.nodes = make(map[int32]*nodeLease)
+	}
+	n := l.nodes[id]
+	if n == nil {
+		n = &nodeLease{node: id}
+		l.nodes[id] = n
+	}
+	n.renewable = renewable
+	return n
+}
+
+// acquire takes the records of one ShareFetch answer from a leader (by partition, in the
+// answer's order) for Process: sent is when the ShareFetch was sent, lock the duration the
+// leader reported (0: none), renewable whether its locks can be renewed. hold makes the
+// entries' holders before anything else can touch them. A record the lease holds already
+// (delivered again: the earlier lock was lost) replaces the earlier delivery, which is lost. It
+// returns the new entries, queued.
+func (l *lease) acquire(node int32, pps []poolPart, sent time.Time, lock time.Duration, renewable bool, now time.Time, hold func([]entry)) []entry {
+	total := 0
+	for _, pp := range pps {
+		total += len(pp.recs)
+	}
+	if total == 0 {
+		return nil
+	}
+	n := l.node(node, renewable)
+	a := &acquisition{node: n, entries: make([]entry, total), acquired: sent}
+	a.hold.acq, a.hold.index = a, -1
+	k := 0
+	for _, pp := range pps {
+		part := pp.part
+		var again []int64
+		for _, r := range pp.recs {
+			if r.Offset <= part.hi {
+				again = append(again, r.Offset)
+			}
+			part.hi = max(part.hi, r.Offset)
+			e := &a.entries[k]
+			e.rec, e.part, e.acq = r, part, a
+			e.state.Store(entryQueued)
+			k++
+		}
+		if len(again) > 0 {
+			l.loseRedelivered(n, part, again, a)
+		}
+	}
+	hold(a.entries)
+	a.at = len(n.acqs)
+	n.acqs = append(n.acqs, a)
+	g := &leaseGroup{node: n, lock: lock}
+	g.t.group, g.t.index = g, -1
+	if lock > 0 {
+		g.deadline.Store(sent.Add(lock).UnixNano())
+	}
+	l.join(g, a)
+	l.scheduleGroup(g, now)
+	if l.maxHold > 0 {
+		l.schedule(&a.hold, sent.Add(l.maxHold))
+	}
+	l.held.Add(int64(total))
+	l.queued.Add(int64(total))
+	return a.entries
+}
+
+// join puts a in g.
+func (l *lease) join(g *leaseGroup, a *acquisition) {
+	a.inGroup = len(g.acqs)
+	g.acqs = append(g.acqs, a)
+	a.group.Store(g)
+}
+
+// leave takes a out of its group, and the group out of the heap once it has none left.
+func (l *lease) leave(a *acquisition) {
+	g := a.group.Load()
+	last := g.acqs[len(g.acqs)-1]
+	g.acqs[a.inGroup], last.inGroup = last, a.inGroup
+	g.acqs[len(g.acqs)-1] = nil
+	g.acqs = g.acqs[:len(g.acqs)-1]
+	if len(g.acqs) == 0 {
+		l.schedule(&g.t, time.Time{})
+	}
+}
+
+// loseRedelivered loses the live entries of part at offsets held before fresh, delivered again:
+// the earlier locks were lost.
+func (l *lease) loseRedelivered(n *nodeLease, part *heldPart, offsets []int64, fresh *acquisition) {
+	slices.Sort(offsets)
+	l.loseWhere(n, func(e *entry) bool {
+		if e.part != part || e.acq == fresh {
+			return false
+		}
+		_, found := slices.BinarySearch(offsets, e.rec.Offset)
+		return found
+	}, errors.LockDeadlinePassed, nil)
+}
+
+// scheduleGroup sets g's timer for its next event: a renew in flight's end; the renew due; the
+// lock's end; none without a deadline.
+func (l *lease) scheduleGroup(g *leaseGroup, now time.Time) {
+	var at time.Time
+	dl := g.deadline.Load()
+	switch {
+	case g.renewing.Load():
+		at = g.giveUp
+	case dl == 0:
+	case g.node.renewable && !g.node.renewQueued:
+		at = time.Unix(0, dl).Add(-l.margin(g.lock))
+	default:
+		at = time.Unix(0, dl)
+	}
+	if !at.IsZero() && at.Before(now) {
+		at = now
+	}
+	l.schedule(&g.t, at)
+}
+
+// leaseEvents is what the lease decided at one moment.
+type leaseEvents struct {
+	renew []int32   // leaders whose records must be renewed now: a renew is to be queued
 	next  time.Time // when to decide again; zero for no need
 }
 
-type lostLock struct {
-	h      *heldRecord
-	reason LockLostReason
+// due handles every event due at now: a group whose renew is due asks for its leader's renew
+// (once until it is sent), one whose lock ran out (renew unanswered, none possible, or none
+// sent in time) loses its records, an acquisition past MaxHold loses its records.
+func (l *lease) due(now time.Time) leaseEvents {
+	var ev leaseEvents
+	for len(l.timers) > 0 && !l.timers[0].at.After(now) {
+		t := l.timers[0]
+		if a := t.acq; a != nil {
+			l.schedule(t, time.Time{})
+			l.loseIn(a, errors.LockMaxHoldReached, nil)
+			continue
+		}
+		g := t.group
+		dl := time.Unix(0, g.deadline.Load())
+		switch {
+		case g.renewing.Load() || !now.Before(dl) || !g.node.renewable:
+			l.schedule(t, time.Time{})
+			for _, a := range slices.Clone(g.acqs) {
+				l.loseIn(a, errors.LockDeadlinePassed, nil)
+			}
+		default:
+			if !g.node.renewQueued {
+				g.node.renewQueued = true
+				ev.renew = append(ev.renew, g.node.node)
+			}
+			l.schedule(t, dl) // lost unless the renew goes out first
+		}
+	}
+	if len(l.timers) > 0 {
+		ev.next = l.timers[0].at
+	}
+	return ev
 }
 
-// plan decides, at now, for the records held: which to renew (those whose leader takes RENEW,
-// with renewing on), which locks are lost (past MaxHold, or past the deadline with no renew on
-// its way), and when the next decision is due.
-func (l *lease) plan(now time.Time, held []*heldRecord) leasePlan {
-	var p leasePlan
-	at := func(t time.Time) {
-		if p.next.IsZero() || t.Before(p.next) {
-			p.next = t
+// renewParts builds the renew of every live record of node, sent at now: its parts, in
+// partition and offset order, and the group every acquisition of the node joins, whose locks
+// the renew's answer sets. It returns nil when nothing is left to renew.
+func (l *lease) renewParts(node int32, now time.Time) ([]*ackPart, *leaseGroup) {
+	n := l.nodes[node]
+	if n == nil {
+		return nil, nil
+	}
+	n.renewQueued = false
+	type held struct {
+		e  *entry
+		tp TopicPartition
+	}
+	var hs []held
+	var dl int64
+	for _, a := range n.acqs {
+		for i := range a.entries {
+			e := &a.entries[i]
+			if s := e.state.Load(); s == entryQueued || s == entryRunning {
+				hs = append(hs, held{e, e.part.tp})
+			}
+		}
+		if d := a.group.Load().deadline.Load(); d != 0 && (dl == 0 || d < dl) {
+			dl = d
 		}
 	}
-	dueNodes := map[int32]bool{}
-	live := held[:0:0]
-	for _, h := range held {
-		if h.lost != nil || h.answered {
-			continue
+	if len(hs) == 0 || !n.renewable {
+		return nil, nil
+	}
+	g := &leaseGroup{node: n, sent: now}
+	g.t.group, g.t.index = g, -1
+	for _, a := range n.acqs {
+		old := a.group.Load()
+		g.lock = max(g.lock, old.lock)
+		if old != g && len(old.acqs) > 0 {
+			old.acqs = old.acqs[:0]
+			l.schedule(&old.t, time.Time{})
 		}
-		if l.maxHold > 0 {
-			end := h.acquired.Add(l.maxHold)
-			if !now.Before(end) {
-				p.lost = append(p.lost, lostLock{h, LockMaxHoldReached})
+		l.join(g, a)
+	}
+	g.deadline.Store(dl)
+	g.renewing.Store(true)
+	g.giveUp = time.Unix(0, dl).Add(renewGrace(g.lock))
+	l.scheduleGroup(g, now)
+
+	slices.SortFunc(hs, func(a, b held) int {
+		if d := compareTP(a.tp, b.tp); d != 0 {
+			return d
+		}
+		return cmp64(a.e.rec.Offset, b.e.rec.Offset)
+	})
+	var parts []*ackPart
+	for i := 0; i < len(hs); {
+		k := i
+		var acks []acktype.Ack
+		for ; k < len(hs) && hs[k].tp == hs[i].tp; k++ {
+			if k > i && hs[k].e.rec.Offset == hs[k-1].e.rec.Offset {
 				continue
 			}
-			at(end)
+			hs[k].e.renewsSent.Add(1)
+			hs[k].e.lastRenew.Store(g)
+			acks = append(acks, acktype.Ack{Offset: hs[k].e.rec.Offset, Type: acktype.Renew})
 		}
-		if h.deadline.IsZero() {
-			continue // the broker reported no lock duration: nothing to time
-		}
-		if !h.renewSent.IsZero() {
-			giveUp := h.deadline.Add(renewGrace(h.lock))
-			if !now.Before(giveUp) {
-				p.lost = append(p.lost, lostLock{h, LockDeadlinePassed})
-				continue
-			}
-			at(giveUp)
-			continue
-		}
-		if !now.Before(h.deadline) {
-			p.lost = append(p.lost, lostLock{h, LockDeadlinePassed})
-			continue
-		}
-		at(h.deadline)
-		if !h.renewable {
-			continue
-		}
-		live = append(live, h)
-		due := h.deadline.Add(-l.margin(h.lock))
-		if !now.Before(due) {
-			dueNodes[h.node] = true
-		} else {
-			at(due)
-		}
+		p := hs[i].e.part
+		parts = append(parts, &ackPart{tp: p.tp, id: p.id, batches: acktype.AppendBatches(nil, acks), renews: true, quiet: true})
+		i = k
 	}
-	for _, h := range live {
-		if dueNodes[h.node] {
-			if p.renew == nil {
-				p.renew = make(map[int32][]*heldRecord)
-			}
-			p.renew[h.node] = append(p.renew[h.node], h)
-		}
-	}
-	return p
+	l.renewRequests.Add(1)
+	return parts, g
 }
+
+// renewAnswered applies the outcome of a renew part of g: on success the group's locks run for
+// the duration the answer reported (lockMs; else the one known) from when the renew was sent;
+// on failure the part's records are lost.
+func (l *lease) renewAnswered(g *leaseGroup, p *ackPart, err error, lockMs int32, now time.Time) {
+	if err != nil {
+		tp := p.tp
+		for _, a := range slices.Clone(g.acqs) {
+			l.loseEntries(a, func(e *entry) bool { return e.part.tp == tp }, lockLostReason(err), err)
+		}
+		return
+	}
+	l.renewed.Add(uint64(len(p.allOffsets())))
+	if g.renewing.Load() {
+		l.observeRTT(now.Sub(g.sent))
+		if lockMs > 0 {
+			g.lock = time.Duration(lockMs) * time.Millisecond
+		}
+		g.deadline.Store(g.sent.Add(g.lock).UnixNano())
+		g.renewed.Store(true)
+		g.renewing.Store(false)
+		if len(g.acqs) > 0 {
+			l.scheduleGroup(g, now)
+		}
+	}
+}
+
+// loseIn loses the live records of a.
+func (l *lease) loseIn(a *acquisition, reason errors.LockLostReason, err error) {
+	l.loseEntries(a, nil, reason, err)
+}
+
+// loseEntries loses the live records of a for which match is true (nil: all).
+func (l *lease) loseEntries(a *acquisition, match func(*entry) bool, reason errors.LockLostReason, err error) {
+	for i := range a.entries {
+		e := &a.entries[i]
+		if match == nil || match(e) {
+			l.lose(e, reason, err)
+		}
+	}
+}
+
+// loseWhere loses the live records held from node n for which match is true.
+func (l *lease) loseWhere(n *nodeLease, match func(*entry) bool, reason errors.LockLostReason, err error) {
+	for _, a := range slices.Clone(n.acqs) {
+		l.loseEntries(a, match, reason, err)
+	}
+}
+
+// loseNode loses every record held from node: its share session was lost.
+func (l *lease) loseNode(node int32, reason errors.LockLostReason) {
+	if n := l.nodes[node]; n != nil {
+		l.loseWhere(n, nil, reason, nil)
+	}
+}
+
+// losePartition loses the records of tp held from node: the partition's leader moved.
+func (l *lease) losePartition(node int32, tp TopicPartition) {
+	if n := l.nodes[node]; n != nil {
+		l.loseWhere(n, func(e *entry) bool { return e.part.tp == tp }, errors.LockLeaderMoved, nil)
+	}
+}
+
+// lose takes e's lock as lost, if it is live, and tells its holder. A record lost while queued
+// stays counted as held and queued until a worker takes it out of the queue (start), so that
+// the queue never holds more than admission allowed.
+func (l *lease) lose(e *entry, reason errors.LockLostReason, err error) {
+	for {
+		s := e.state.Load()
+		if s != entryQueued && s != entryRunning {
+			return
+		}
+		if e.state.CompareAndSwap(s, entryLost) {
+			if s == entryRunning {
+				l.held.Add(-1)
+			}
+			break
+		}
+	}
+	lost := &errors.LockLostError{Topic: e.part.tp.Topic, Partition: e.part.tp.Partition, Offset: e.rec.Offset, Reason: reason, Err: err}
+	if e.holder != nil {
+		e.holder.lockLost(lost)
+	}
+	if int(e.acq.done.Add(1)) == len(e.acq.entries) {
+		l.retire(e.acq)
+	}
+}
+
+// retire forgets a, none of whose records is live any more.
+func (l *lease) retire(a *acquisition) {
+	n := a.node
+	last := n.acqs[len(n.acqs)-1]
+	n.acqs[a.at], last.at = last, a.at
+	n.acqs[len(n.acqs)-1] = nil
+	n.acqs = n.acqs[:len(n.acqs)-1]
+	l.leave(a)
+	l.schedule(&a.hold, time.Time{})
+}
+
+// start gives e, just taken out of the queue by a worker, to that worker at now, unless its
+// lock was lost, or ran out while it waited and no renew is on its way (then it is lost: the
+// broker may give it to another member).
+func (l *ledger) start(e *entry, now time.Time) bool {
+	l.lease.queued.Add(-1)
+	g := e.acq.group.Load()
+	if dl := g.deadline.Load(); dl != 0 && !g.renewing.Load() && now.UnixNano() >= dl {
+		l.mu.Lock()
+		l.lease.lose(e, errors.LockDeadlinePassed, nil)
+		l.mu.Unlock()
+	}
+	if e.state.CompareAndSwap(entryQueued, entryRunning) {
+		return true
+	}
+	l.lease.held.Add(-1) // lost while it waited: it leaves the count as it leaves the queue
+	return false
+}
+
+// settle records t, a handler's answer, as e's acknowledgement, to go to its leader's session.
+// It reports false, recording nothing, when e's lock was lost. It takes the ledger's lock only
+// when e was the last record of its acquisition.
+func (l *ledger) settle(e *entry, t acktype.Type) bool {
+	if !e.state.CompareAndSwap(entryRunning, entrySettled) {
+		return false
+	}
+	l.lease.held.Add(-1)
+	l.done(e, t)
+	return true
+}
+
+// release releases e, taken out of the queue by shutdown without reaching a handler. It reports
+// false when e's lock was lost meanwhile.
+func (l *ledger) release(e *entry) bool {
+	l.lease.queued.Add(-1)
+	l.lease.held.Add(-1)
+	if !e.state.CompareAndSwap(entryQueued, entrySettled) {
+		return false
+	}
+	l.done(e, acktype.Release)
+	return true
+}
+
+// done hands e's acknowledgement to its leader's session and counts e out of its acquisition.
+func (l *ledger) done(e *entry, t acktype.Type) {
+	l.lease.settled.Add(1)
+	e.part.inbox.add(e.part, e.rec.Offset, t)
+	if int(e.acq.done.Add(1)) == len(e.acq.entries) {
+		l.mu.Lock()
+		l.lease.retire(e.acq)
+		l.mu.Unlock()
+	}
+}
+
+// renews returns how many renews of e the brokers confirmed.
+func (e *entry) renews() int {
+	n := int(e.renewsSent.Load())
+	if g := e.lastRenew.Load(); g != nil && !g.renewed.Load() {
+		n--
+	}
+	return n
+}
+
+// deadline is e's lock deadline by the local estimate; zero when the leader reported no lock
+// duration.
+func (e *entry) deadline() time.Time {
+	if dl := e.acq.group.Load().deadline.Load(); dl != 0 {
+		return time.Unix(0, dl)
+	}
+	return time.Time{}
+}
+
+// renewable reports whether e's lock is renewed while its handler works.
+func (e *entry) renewable() bool { return e.acq.node.renewable }

@@ -1,12 +1,10 @@
 package shareconsumer
 
 import (
-	"context"
 	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/errors"
@@ -15,9 +13,18 @@ import (
 // maxBackoff caps the pause between failed heartbeats or metadata requests.
 const maxBackoff = 5 * time.Second
 
-// heartbeater is the heartbeat loop's own state; only its goroutine touches it.
-type heartbeater struct {
-	c        *Consumer
+// membership is the consumer's place in its share group: the subscription, the coordinator
+// and member epoch (ShareGroupHeartbeat), the assignment the coordinator gave (by topic id),
+// and the metadata that turns it into partitions and leaders. It builds heartbeats and applies
+// their answers and metadata responses; the heartbeat and metadata goroutines send them. It
+// reads no clock. Guarded by Consumer.mu.
+type membership struct {
+	group    string
+	memberID string
+	rack     *string
+
+	subscription []string
+
 	coord    int32    // the group coordinator; -1 unknown
 	epoch    int32    // the member epoch; 0 (re)joins
 	sentSub  []string // the subscription the coordinator acknowledged
@@ -27,319 +34,174 @@ type heartbeater struct {
 	// describedEpoch is the member epoch at the last ShareGroupDescribe, sent to count the
 	// members when the member is assigned nothing.
 	describedEpoch int32
+
+	// fatal is a *errors.FatalError once the coordinator refused the member for good.
+	fatal error
+	// left: the member left the group for want of Polls (max.poll.interval.ms).
+	left bool
+
+	assignment map[[16]byte][]int32
+	topics     map[[16]byte]*topicMeta
+	byName     map[string][16]byte
+	// assigned is the assignment resolved through metadata: what the consumer fetches.
+	assigned map[TopicPartition]*assignedPart
+	// leadersBuf is leaders's answer, reused from call to call.
+	leadersBuf []int32
+
+	metaRunning bool // the metadata goroutine runs
+	metaAgain   bool // and must run again
 }
 
-// setEpoch sets the member epoch, and shows it to Status.
-func (hb *heartbeater) setEpoch(e int32) {
-	hb.epoch = e
-	c := hb.c
-	c.mu.Lock()
-	c.health.memberEpoch = e
-	if e > 0 {
-		c.health.coordErr = nil
-	}
-	c.noteLocked()
-	c.mu.Unlock()
+// topicMeta is what metadata says of one topic.
+type topicMeta struct {
+	name    string
+	id      [16]byte
+	leaders map[int32]leaderInfo
 }
 
-// describeIfIdle counts the group's members (ShareGroupDescribe), once per member epoch, while
-// the member is assigned nothing, so that Status and Poll's error can say how many members
-// share how many partitions. A failure leaves the count unknown.
-func (hb *heartbeater) describeIfIdle() {
-	c := hb.c
-	c.mu.Lock()
-	idle := len(c.assignment) == 0 && len(c.subscription) > 0
-	c.mu.Unlock()
-	if !idle || hb.epoch <= 0 || hb.describedEpoch == hb.epoch {
-		return
-	}
-	hb.describedEpoch = hb.epoch
-	req := kmsg.NewPtrShareGroupDescribeRequest()
-	req.GroupIDs = []string{c.cfg.group}
-	kresp, err := c.cl.Broker(int(hb.coord)).Request(c.hbCtx, req)
-	if err != nil {
-		return
-	}
-	for _, g := range kresp.(*kmsg.ShareGroupDescribeResponse).Groups {
-		if g.GroupID == c.cfg.group && g.ErrorCode == 0 {
-			c.mu.Lock()
-			c.health.members = len(g.Members)
-			c.noteLocked()
-			c.mu.Unlock()
-		}
-	}
+type leaderInfo struct {
+	node  int32
+	epoch int32
 }
 
-// wakeHeartbeat makes the heartbeat loop send a heartbeat now.
-func (c *Consumer) wakeHeartbeat() {
-	select {
-	case c.hbWake <- struct{}{}:
-	default:
-	}
+// assignedPart is one partition of the assignment, resolved.
+type assignedPart struct {
+	tp TopicPartition
+	id [16]byte
 }
 
-// heartbeatLoop keeps the member in its group (ShareGroupHeartbeat v1 to the group
-// coordinator, every HeartbeatIntervalMs the coordinator asks for), joins when subscribed,
-// leaves when unsubscribed, applies the assignments it receives, and leaves when Close asks.
-// It is the consumer's only long-lived goroutine.
-func (c *Consumer) heartbeatLoop() {
-	defer c.wg.Done()
-	defer close(c.hbDone)
-	hb := &heartbeater{c: c, coord: -1, interval: 5 * time.Second}
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-c.hbStop:
-			hb.leave()
-			return
-		case <-c.hbWake:
-		case <-timer.C:
-		}
-		next := hb.step()
-		if next >= 0 && hb.epoch > 0 {
-			// Wake up in time to leave when the application stops polling.
-			next = min(next, c.pollTimeLeft())
-		}
-		timer.Stop()
-		select {
-		case <-timer.C:
-		default:
-		}
-		if next >= 0 {
-			timer.Reset(next)
-		}
+// leaderMove is a partition whose leader changed to another broker.
+type leaderMove struct {
+	tp       TopicPartition
+	from, to int32
+}
+
+func newMembership(group, memberID string, rack *string) membership {
+	return membership{
+		group: group, memberID: memberID, rack: rack,
+		coord: -1, interval: 5 * time.Second,
+		topics:   make(map[[16]byte]*topicMeta),
+		byName:   make(map[string][16]byte),
+		assigned: make(map[TopicPartition]*assignedPart),
 	}
 }
 
-func (hb *heartbeater) backoff() time.Duration {
-	d := retryBackoff << min(hb.failures, 6)
-	hb.failures++
+// backoff is the pause after a failed heartbeat or coordinator lookup: it doubles from
+// retryBackoff with every failure in a row, up to maxBackoff.
+func (m *membership) backoff() time.Duration {
+	d := retryBackoff << min(m.failures, 6)
+	m.failures++
 	return min(d, maxBackoff)
 }
 
-// step sends one heartbeat if one is due and returns when to send the next, or -1 to wait for
-// a wake-up.
-func (hb *heartbeater) step() time.Duration {
-	c := hb.c
-	c.mu.Lock()
-	sub := c.subscription
-	fatal, left := c.fatal != nil, c.health.left
-	timedOut := !left && hb.epoch > 0 && !c.polling.Load() && time.Since(c.lastPoll) >= c.cfg.maxPollInterval
-	var closed <-chan struct{}
-	if timedOut {
-		closed = c.leaveForPollTimeoutLocked()
-	}
-	c.mu.Unlock()
-	if timedOut {
-		select {
-		case <-closed:
-		case <-c.closing:
-		}
-		hb.leave()
-		return -1
-	}
-	if fatal || left {
-		return -1 // a member that left for want of Polls sends no heartbeat until one comes
-	}
-	if len(sub) == 0 {
-		hb.leave()
-		return -1
-	}
-	if hb.coord < 0 && !hb.findCoordinator(c.hbCtx) {
-		return hb.backoff()
-	}
+// heartbeat makes the next ShareGroupHeartbeat: the subscription when joining or when it
+// changed, the rack until the coordinator took it.
+func (m *membership) heartbeat() *kmsg.ShareGroupHeartbeatRequest {
 	req := kmsg.NewPtrShareGroupHeartbeatRequest()
-	req.GroupID, req.MemberID, req.MemberEpoch = c.cfg.group, c.memberID, hb.epoch
-	if hb.epoch == 0 || !slices.Equal(sub, hb.sentSub) {
-		req.SubscribedTopicNames = sub
+	req.GroupID, req.MemberID, req.MemberEpoch = m.group, m.memberID, m.epoch
+	if m.epoch == 0 || !slices.Equal(m.subscription, m.sentSub) {
+		req.SubscribedTopicNames = m.subscription
 	}
-	if c.rack != nil && (!hb.rackSent || hb.epoch == 0) {
-		req.RackID = c.rack
+	if m.rack != nil && (!m.rackSent || m.epoch == 0) {
+		req.RackID = m.rack
 	}
-	kresp, err := c.cl.Broker(int(hb.coord)).Request(c.hbCtx, req)
+	return req
+}
+
+// hbOutcome is what the answer to a heartbeat means for the consumer.
+type hbOutcome struct {
+	// next is when to send the next heartbeat; -1 waits for a wake-up.
+	next time.Duration
+	// assignment: the assignment changed (or was cleared) and was resolved as far as
+	// metadata goes; resolved says whether every partition's leader is known.
+	assignment bool
+	resolved   bool
+	// err is the error to show (Status, the last error), nil for none; coordErr, whether it is
+	// why there is no coordinator; pollErr, an error for the next Poll; fatal, that the member
+	// was refused for good (m.fatal holds it); fenced, that it must join again.
+	err      error
+	coordErr bool
+	pollErr  error
+	fatal    bool
+	fenced   bool
+}
+
+// applyHeartbeat takes the answer to req (or the error sending it).
+func (m *membership) applyHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, resp *kmsg.ShareGroupHeartbeatResponse, err error) hbOutcome {
 	if err != nil {
-		if c.hbCtx.Err() == nil {
-			c.log(kgo.LogLevelWarn, "heartbeat failed; finding the coordinator again", "coordinator", hb.coord, "err", err)
-			c.mu.Lock()
-			c.errLocked(err)
-			c.mu.Unlock()
-		}
-		hb.coord = -1
-		return hb.backoff()
+		m.coord = -1
+		return hbOutcome{next: m.backoff(), err: err}
 	}
-	resp := kresp.(*kmsg.ShareGroupHeartbeatResponse)
+	var out hbOutcome
 	if code := resp.ErrorCode; code != 0 {
-		c.mu.Lock()
-		c.errLocked(errors.FromKafka(code, resp.ErrorMessage))
-		switch code {
-		case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code:
-			c.health.coordErr = errors.FromKafka(code, resp.ErrorMessage)
-		}
-		c.mu.Unlock()
+		out.err = errors.FromKafka(code, resp.ErrorMessage)
 	}
 	switch code := resp.ErrorCode; code {
 	case 0:
-		hb.failures = 0
-		hb.setEpoch(resp.MemberEpoch)
-		hb.sentSub = sub
-		hb.rackSent = true
+		m.failures = 0
+		m.epoch = resp.MemberEpoch
+		if req.SubscribedTopicNames != nil {
+			m.sentSub = req.SubscribedTopicNames
+		}
+		m.rackSent = true
 		if resp.HeartbeatIntervalMillis > 0 {
-			hb.interval = time.Duration(resp.HeartbeatIntervalMillis) * time.Millisecond
+			m.interval = time.Duration(resp.HeartbeatIntervalMillis) * time.Millisecond
 		}
-		if resp.Assignment != nil {
-			c.mu.Lock()
-			// An assignment answering an old subscription still counts: the next heartbeat
-			// brings the one for the new subscription.
-			if len(c.subscription) > 0 {
-				c.setAssignmentLocked(resp.Assignment.TopicPartitions)
-			}
-			c.mu.Unlock()
+		// An assignment answering an old subscription still counts: the next heartbeat brings
+		// the one for the new subscription.
+		if resp.Assignment != nil && len(m.subscription) > 0 {
+			out.assignment, out.resolved = true, m.assign(resp.Assignment.TopicPartitions)
 		}
-		hb.describeIfIdle()
-		return hb.interval
+		out.next = m.interval
 	case kerr.FencedMemberEpoch.Code, kerr.UnknownMemberID.Code:
-		c.log(kgo.LogLevelInfo, "member fenced by the group coordinator; rejoining", "err", errors.FromKafka(code, resp.ErrorMessage))
-		hb.setEpoch(0)
-		c.mu.Lock()
-		c.setAssignmentLocked(nil)
-		c.mu.Unlock()
-		return 0
+		m.epoch = 0
+		out.fenced, out.assignment, out.resolved = true, true, m.assign(nil)
 	case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code:
-		hb.coord = -1
-		return hb.backoff()
+		m.coord = -1
+		out.coordErr, out.next = true, m.backoff()
 	case kerr.CoordinatorLoadInProgress.Code:
-		return hb.backoff()
+		out.coordErr, out.next = true, m.backoff()
 	case kerr.TopicAuthorizationFailed.Code:
-		c.mu.Lock()
-		c.addPollErrLocked(&errors.KafkaError{Code: code, Message: deref(resp.ErrorMessage)})
-		c.mu.Unlock()
-		return hb.interval
+		out.pollErr = &errors.KafkaError{Code: code, Message: deref(resp.ErrorMessage)}
+		out.next = m.interval
 	default:
-		kerrMsg := errors.FromKafka(code, resp.ErrorMessage)
-		if errors.IsFatalHeartbeatCode(code) {
-			c.log(kgo.LogLevelError, "the group coordinator refused the member for good", "err", kerrMsg)
-			c.mu.Lock()
-			c.fatal = &errors.FatalError{Group: c.cfg.group, Err: kerr.ErrorForCode(code), Message: deref(resp.ErrorMessage),
-				InconsistentGroupType: errors.IsInconsistentGroupType(code, deref(resp.ErrorMessage), req.MemberEpoch)}
-			c.setAssignmentLocked(nil)
-			c.mu.Unlock()
-			c.wake()
-			return -1
+		if !errors.IsFatalHeartbeatCode(code) {
+			out.next = m.backoff()
+			break
 		}
-		c.log(kgo.LogLevelWarn, "heartbeat refused", "err", kerrMsg)
-		return hb.backoff()
+		m.fatal = &errors.FatalError{Group: m.group, Err: kerr.ErrorForCode(code), Message: deref(resp.ErrorMessage),
+			InconsistentGroupType: errors.IsInconsistentGroupType(code, deref(resp.ErrorMessage), req.MemberEpoch)}
+		out.fatal, out.assignment, out.resolved, out.next = true, true, m.assign(nil), -1
 	}
+	return out
 }
 
-// findCoordinator asks for the group coordinator (FindCoordinator, key type 0) and checks that
-// it serves share groups; a broker that does not is fatal. It reports whether hb.coord is set.
-func (hb *heartbeater) findCoordinator(ctx context.Context) bool {
-	c := hb.c
-	req := kmsg.NewPtrFindCoordinatorRequest()
-	req.CoordinatorKey = c.cfg.group
-	req.CoordinatorKeys = []string{c.cfg.group}
-	req.CoordinatorType = 0
-	kresp, err := c.cl.Request(ctx, req)
-	if err != nil {
-		if ctx.Err() == nil {
-			c.log(kgo.LogLevelWarn, "finding the group coordinator failed", "err", err)
-			c.mu.Lock()
-			c.errLocked(err)
-			c.noteLocked()
-			c.mu.Unlock()
-		}
-		return false
-	}
-	resp := kresp.(*kmsg.FindCoordinatorResponse)
-	code, msg, node := resp.ErrorCode, resp.ErrorMessage, resp.NodeID
-	for _, co := range resp.Coordinators {
-		if co.Key == c.cfg.group {
-			code, msg, node = co.ErrorCode, co.ErrorMessage, co.NodeID
-		}
-	}
-	if code != 0 {
-		err := errors.FromKafka(code, msg)
-		c.log(kgo.LogLevelWarn, "finding the group coordinator failed", "err", err)
-		c.mu.Lock()
-		c.errLocked(err)
-		c.health.coordErr = err
-		c.noteLocked()
-		c.mu.Unlock()
-		return false
-	}
-	v, err := c.versionsFor(ctx, node)
-	if err != nil {
-		c.log(kgo.LogLevelWarn, "asking the group coordinator for its ApiVersions failed", "coordinator", node, "err", err)
-		return false
-	}
-	if !v.SupportsShareGroups() {
-		c.mu.Lock()
-		c.fatal = &errors.FatalError{Group: c.cfg.group, Err: kerr.UnsupportedVersion,
-			Message: "the group coordinator does not support share groups: they need ShareGroupHeartbeat, ShareFetch and ShareAcknowledge v1 (Kafka 4.1)"}
-		c.mu.Unlock()
-		c.wake()
-		return false
-	}
-	hb.coord = node
-	c.mu.Lock()
-	c.health.coordErr = nil
-	c.mu.Unlock()
-	return true
+// leaving returns the member epoch to leave with, and forgets it: 0 when the consumer is not
+// a member (nothing to send).
+func (m *membership) leaving() int32 {
+	e := m.epoch
+	m.epoch = 0
+	m.sentSub = nil
+	return max(e, 0)
 }
 
-// leave sends the heartbeat that leaves the group (MemberEpoch -1), if the consumer is a
-// member. GROUP_ID_NOT_FOUND in answer is ignored, as Kafka's client ignores it.
-func (hb *heartbeater) leave() {
-	if hb.epoch <= 0 {
-		hb.epoch = 0
-		return
-	}
-	c := hb.c
-	hb.setEpoch(0)
-	hb.sentSub = nil
-	if hb.coord < 0 && !hb.findCoordinator(c.ctx) {
-		return
-	}
-	req := kmsg.NewPtrShareGroupHeartbeatRequest()
-	req.GroupID, req.MemberID, req.MemberEpoch = c.cfg.group, c.memberID, -1
-	kresp, err := c.cl.Broker(int(hb.coord)).Request(c.ctx, req)
-	switch {
-	case err != nil:
-		if c.ctx.Err() == nil {
-			c.log(kgo.LogLevelWarn, "leaving the group failed", "err", err)
-		}
-	case kresp.(*kmsg.ShareGroupHeartbeatResponse).ErrorCode != 0:
-		resp := kresp.(*kmsg.ShareGroupHeartbeatResponse)
-		if resp.ErrorCode != kerr.GroupIDNotFound.Code {
-			c.log(kgo.LogLevelWarn, "leaving the group failed", "err", errors.FromKafka(resp.ErrorCode, resp.ErrorMessage))
-		}
-	}
-}
-
-// setAssignmentLocked replaces the assignment with the coordinator's (nil: none) and resolves
-// it through metadata.
-func (c *Consumer) setAssignmentLocked(tps []kmsg.ShareGroupHeartbeatResponseAssignmentTopicPartition) {
-	c.assignment = make(map[[16]byte][]int32, len(tps))
-	for _, n := range c.nodes {
-		n.fetchedEmpty = false
-	}
+// assign replaces the assignment with the coordinator's (nil: none) and resolves it; it
+// reports whether every partition's leader is known.
+func (m *membership) assign(tps []kmsg.ShareGroupHeartbeatResponseAssignmentTopicPartition) bool {
+	m.assignment = make(map[[16]byte][]int32, len(tps))
 	for _, tp := range tps {
-		c.assignment[tp.TopicID] = append(c.assignment[tp.TopicID], tp.Partitions...)
+		m.assignment[tp.TopicID] = append(m.assignment[tp.TopicID], tp.Partitions...)
 	}
-	if !c.resolveAssignmentLocked() {
-		c.triggerMetadataLocked()
-	}
-	c.kickLocked()
+	return m.resolve()
 }
 
-// resolveAssignmentLocked turns the assignment into partitions by name; it reports false when
-// some topic id, or some partition's leader, is not known yet.
-func (c *Consumer) resolveAssignmentLocked() bool {
+// resolve turns the assignment into partitions by name; it reports false when some topic id, or
+// some partition's leader, is not known yet.
+func (m *membership) resolve() bool {
 	all := true
 	assigned := make(map[TopicPartition]*assignedPart)
-	for id, ps := range c.assignment {
-		tm := c.topics[id]
+	for id, ps := range m.assignment {
+		tm := m.topics[id]
 		if tm == nil {
 			all = false
 			continue
@@ -352,122 +214,153 @@ func (c *Consumer) resolveAssignmentLocked() bool {
 			}
 		}
 	}
-	c.assigned = assigned
+	m.assigned = assigned
 	return all
 }
 
-// triggerMetadataLocked makes the metadata goroutine run, or run again.
-func (c *Consumer) triggerMetadataLocked() {
-	if c.stopped {
-		return
+// metadataTopics returns the topics to ask metadata for: the subscribed ones and the assigned
+// ones, sorted, without duplicates.
+func (m *membership) metadataTopics() []string {
+	names := slices.Clone(m.subscription)
+	for _, tm := range m.topics {
+		if _, ok := m.assignment[tm.id]; ok {
+			names = append(names, tm.name)
+		}
 	}
-	if c.metaRunning {
-		c.metaAgain = true
-		return
-	}
-	c.metaRunning = true
-	c.wg.Add(1)
-	go c.metadataLoop()
+	return normalizeTopics(names)
 }
 
-// metadataLoop asks for the metadata of the subscribed topics and of the assigned ones (names,
-// ids, leaders), until the assignment is resolved and no new request was asked for meanwhile.
-func (c *Consumer) metadataLoop() {
-	defer c.wg.Done()
-	failures := 0
-	for {
-		c.mu.Lock()
-		names := slices.Clone(c.subscription)
-		for _, tm := range c.topics {
-			if _, ok := c.assignment[tm.id]; ok {
-				names = append(names, tm.name)
-			}
-		}
-		c.metaAgain = false
-		c.mu.Unlock()
-		names = normalizeTopics(names)
-
-		ok := true
-		if len(names) > 0 {
-			req := kmsg.NewPtrMetadataRequest()
-			for _, n := range names {
-				t := kmsg.NewMetadataRequestTopic()
-				t.Topic = kmsg.StringPtr(n)
-				req.Topics = append(req.Topics, t)
-			}
-			kresp, err := c.cl.Request(c.ctx, req)
-			c.mu.Lock()
-			if err != nil {
-				if c.ctx.Err() == nil {
-					c.log(kgo.LogLevelWarn, "metadata request failed", "err", err)
-					c.errLocked(err)
-				}
-				ok = false
-			} else {
-				c.applyMetadataLocked(kresp.(*kmsg.MetadataResponse))
-			}
-		} else {
-			c.mu.Lock()
-		}
-		if !c.resolveAssignmentLocked() {
-			ok = false
-		}
-		c.kickLocked()
-		if ok {
-			failures = 0
-		}
-		if (ok && !c.metaAgain) || c.stopped || c.closed.Load() {
-			c.metaRunning = false
-			c.mu.Unlock()
-			return
-		}
-		c.mu.Unlock()
-		if !ok {
-			d := min(retryBackoff<<min(failures, 6), maxBackoff)
-			failures++
-			t := time.NewTimer(d)
-			select {
-			case <-t.C:
-			case <-c.closing:
-				t.Stop()
-			}
-		}
-	}
-}
-
-// applyMetadataLocked records the topics of a metadata response.
-func (c *Consumer) applyMetadataLocked(resp *kmsg.MetadataResponse) {
+// applyMetadata records the topics of a metadata response, and returns the partitions whose
+// leader moved to another broker and the subscribed topics it says do not exist (unknown) or
+// do (known).
+func (m *membership) applyMetadata(resp *kmsg.MetadataResponse) (moves []leaderMove, unknown, known []string) {
 	for _, t := range resp.Topics {
 		if t.Topic != nil {
-			if t.ErrorCode == kerr.UnknownTopicOrPartition.Code {
-				if c.health.unknownTopics == nil {
-					c.health.unknownTopics = make(map[string]bool)
-				}
-				c.health.unknownTopics[*t.Topic] = true
-			} else if t.ErrorCode == 0 {
-				delete(c.health.unknownTopics, *t.Topic)
+			switch t.ErrorCode {
+			case kerr.UnknownTopicOrPartition.Code:
+				unknown = append(unknown, *t.Topic)
+			case 0:
+				known = append(known, *t.Topic)
 			}
 		}
 		if t.ErrorCode != 0 || t.Topic == nil || t.TopicID == ([16]byte{}) {
 			continue
 		}
 		name := *t.Topic
-		if old, ok := c.byName[name]; ok && old != t.TopicID {
-			// The topic was deleted and created again; the old id stays known for records
-			// still in flight.
-			c.log(kgo.LogLevelInfo, "topic has a new id", "topic", name)
-		}
-		tm := c.topics[t.TopicID]
+		tm := m.topics[t.TopicID]
 		if tm == nil {
 			tm = &topicMeta{name: name, id: t.TopicID, leaders: make(map[int32]leaderInfo)}
-			c.topics[t.TopicID] = tm
+			m.topics[t.TopicID] = tm
 		}
-		c.byName[name] = t.TopicID
+		// A topic deleted and created again has a new id; the old one stays known for the
+		// records still in flight.
+		m.byName[name] = t.TopicID
 		for _, p := range t.Partitions {
 			if cur, ok := tm.leaders[p.Partition]; ok && p.LeaderEpoch < cur.epoch {
 				continue // older than a leader a broker already named
 			}
-			c.setLeaderLocked(tm, p.Partition, leaderInfo{node: p.Leader, epoch: p.LeaderEpoch})
+			if mv, ok := m.setLeader(tm, p.Partition, leaderInfo{node: p.Leader, epoch: p.LeaderEpoch}); ok {
+				moves = append(moves, mv)
+			}
 		}
 	}
+	return moves, unknown, known
+}
+
+// hint follows a leader a broker named in CurrentLeader, when it is newer than what the
+// consumer knows; it returns the move, if the leader changed broker.
+func (m *membership) hint(h leaderHint) (leaderMove, bool) {
+	tm := m.topics[h.id]
+	if tm == nil || h.leader < 0 {
+		return leaderMove{}, false
+	}
+	if cur, ok := tm.leaders[h.partition]; ok && h.epoch < cur.epoch {
+		return leaderMove{}, false
+	}
+	return m.setLeader(tm, h.partition, leaderInfo{node: h.leader, epoch: h.epoch})
+}
+
+// setLeader records the leader of a partition, and returns the move when it is another broker
+// than before.
+func (m *membership) setLeader(tm *topicMeta, partition int32, li leaderInfo) (leaderMove, bool) {
+	cur, known := tm.leaders[partition]
+	tm.leaders[partition] = li
+	if known && cur.node != li.node {
+		return leaderMove{tp: TopicPartition{tm.name, partition}, from: cur.node, to: li.node}, true
+	}
+	return leaderMove{}, false
+}
+
+// leaderOf returns the leader of tp as the consumer knows it.
+func (m *membership) leaderOf(tp TopicPartition) (int32, bool) {
+	id, ok := m.byName[tp.Topic]
+	if !ok {
+		return -1, false
+	}
+	tm := m.topics[id]
+	if tm == nil {
+		return -1, false
+	}
+	li, ok := tm.leaders[tp.Partition]
+	if !ok || li.node < 0 {
+		return -1, false
+	}
+	return li.node, true
+}
+
+// partsLedBy returns the assigned partitions whose leader is node, in name order.
+func (m *membership) partsLedBy(node int32) []*assignedPart {
+	var out []*assignedPart
+	for _, ap := range m.assigned {
+		if l, ok := m.leaderOf(ap.tp); ok && l == node {
+			out = append(out, ap)
+		}
+	}
+	slices.SortFunc(out, func(a, b *assignedPart) int { return compareTP(a.tp, b.tp) })
+	return out
+}
+
+// leads reports whether node leads an assigned partition.
+func (m *membership) leads(node int32) bool {
+	for _, ap := range m.assigned {
+		if l, ok := m.leaderOf(ap.tp); ok && l == node {
+			return true
+		}
+	}
+	return false
+}
+
+// leaders returns the leaders of the assigned partitions, sorted, in memory it uses again at
+// the next call: callers use the answer before they call it again.
+func (m *membership) leaders() []int32 {
+	ls := m.leadersBuf[:0]
+	for _, ap := range m.assigned {
+		if l, ok := m.leaderOf(ap.tp); ok && !slices.Contains(ls, l) {
+			ls = append(ls, l)
+		}
+	}
+	slices.Sort(ls)
+	m.leadersBuf = ls
+	return ls
+}
+
+// assignedCount returns how many partitions the coordinator assigned.
+func (m *membership) assignedCount() int {
+	n := 0
+	for _, ps := range m.assignment {
+		n += len(ps)
+	}
+	return n
+}
+
+// subscribedPartitions returns how many partitions the subscribed topics have, as far as
+// metadata tells.
+func (m *membership) subscribedPartitions() int {
+	parts := 0
+	for _, t := range m.subscription {
+		if id, ok := m.byName[t]; ok {
+			parts += len(m.topics[id].leaders)
+		}
+	}
+	return parts
 }

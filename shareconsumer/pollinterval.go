@@ -9,19 +9,19 @@ import (
 // pollEnded starts the MaxPollInterval count, when a Poll or Process returns.
 func (c *Consumer) pollEnded() {
 	c.mu.Lock()
-	c.lastPoll = time.Now()
+	c.poll.lastPoll = time.Now()
 	c.mu.Unlock()
 }
 
-// pollTimeLeft returns how long the member may stay without a Poll, 0 when the time is up;
-// while a Poll or Process runs it is a full MaxPollInterval.
-func (c *Consumer) pollTimeLeft() time.Duration {
-	if c.polling.Load() {
+// pollTimeLeft returns how long the member may stay without a Poll at now, 0 when the time is
+// up; while a Poll or Process runs it is a full MaxPollInterval.
+func (c *Consumer) pollTimeLeft(now time.Time) time.Duration {
+	if c.poll.polling.Load() {
 		return c.cfg.maxPollInterval
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return max(0, c.cfg.maxPollInterval-time.Since(c.lastPoll))
+	return max(0, c.cfg.maxPollInterval-now.Sub(c.poll.lastPoll))
 }
 
 // leaveForPollTimeoutLocked stops a member the application has not polled for
@@ -30,19 +30,18 @@ func (c *Consumer) pollTimeLeft() time.Duration {
 // brokers release its records now rather than when their locks run out. The heartbeat loop
 // sends the leave once the sessions' closes are answered (the returned channel is closed then),
 // so that the acknowledgements they carry reach the brokers while the member is in the group.
-func (c *Consumer) leaveForPollTimeoutLocked() <-chan struct{} {
+func (c *Consumer) leaveForPollTimeoutLocked(now time.Time) <-chan struct{} {
 	c.log(kgo.LogLevelWarn, "consumer poll timeout has expired: the time between calls to Poll was longer than "+
 		"MaxPollInterval (max.poll.interval.ms), which typically means that the poll loop spends too much time "+
 		"processing records; leaving the group, to rejoin at the next Poll. Raise MaxPollInterval, or lower "+
 		"MaxPollRecords.", "max_poll_interval", c.cfg.maxPollInterval)
-	c.health.left = true
+	c.member.left = true
 	c.setAssignmentLocked(nil)
-	c.releaseBufferLocked()
-	c.releaseRenewedLocked()
+	c.giveBackLocked()
 	c.moveAckedLocked()
-	w := &commitWait{results: make(map[TopicPartition]error), done: make(chan struct{})}
-	for _, n := range c.sortedNodesLocked() {
-		c.closeSessionLocked(n, w)
+	w := newCommitWait(nil)
+	for _, s := range c.sessions.sorted() {
+		s.close(w, &c.acks, now)
 	}
 	c.kickLocked()
 	if w.remaining == 0 {
@@ -54,12 +53,12 @@ func (c *Consumer) leaveForPollTimeoutLocked() <-chan struct{} {
 // rejoinIfLeftLocked makes a member that left for want of Polls join again, for the Poll or
 // Process starting now.
 func (c *Consumer) rejoinIfLeftLocked() {
-	if !c.health.left {
+	if !c.member.left {
 		return
 	}
 	c.log(kgo.LogLevelWarn, "the time between calls to Poll was longer than MaxPollInterval (max.poll.interval.ms); rejoining the group now",
-		"exceeded_by", time.Since(c.lastPoll)-c.cfg.maxPollInterval)
-	c.health.left = false
+		"exceeded_by", time.Since(c.poll.lastPoll)-c.cfg.maxPollInterval)
+	c.member.left = false
 	c.wakeHeartbeat()
-	c.noteLocked()
+	c.noteLocked(time.Now())
 }

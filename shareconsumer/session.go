@@ -1,7 +1,7 @@
 package shareconsumer
 
 import (
-	"context"
+	"bytes"
 	"fmt"
 	"math"
 	"slices"
@@ -11,47 +11,59 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kshare/kshare/apiversions"
+	"github.com/kshare/kshare/acktype"
 	"github.com/kshare/kshare/errors"
 )
 
-// node is the consumer's share session with one broker (one per member and leader, as Kafka
-// has it) and the work queued for it. At most one request is in flight per node: a goroutine
-// runs while the node has work (busy), sends one request at a time, and ends when the work does.
-type node struct {
-	id int32
+// session is the consumer's share session with one partition leader (one per member and
+// leader, as Kafka has it): its epoch, the partitions it holds, the acknowledgements waiting
+// for it, and the requests queued and in flight. It builds the ShareFetch and ShareAcknowledge
+// requests and applies their answers; the consumer sends them, one at a time, and reports the
+// outcomes (outcomes) and records. It reads no clock: every call that needs the time takes it.
+//
+// Guarded by Consumer.mu, except the inbox, which Process's workers fill with a lock of its own.
+type session struct {
+	node int32
 	// epoch is the share session epoch of the next request: 0 opens a session (a ShareFetch
 	// with the full partition list), then +1 after every answered request of either kind,
 	// wrapping from MaxInt32 to 1; -1 closes it.
 	epoch int32
-	// sessParts are the partitions the broker's session holds, as the consumer told it.
-	sessParts map[tidp]struct{}
+	// parts are the partitions the broker's session holds, as the consumer told it.
+	parts map[tidp]struct{}
 
-	busy      bool
-	piggyback *ackJob       // the acknowledgements on the ShareFetch in flight, if any
-	sending   *ackJob       // the ShareAcknowledge in flight, if any
-	pause     time.Duration // wait this long before the next request (after a failure)
-	jobs      []*ackJob
-	pending   map[TopicPartition]*pendingPart
-	// fetchNames and decoded are the memory of the ShareFetch in flight (the topic names it
-	// asks for, its decoded partitions), used again by the next: a node has one request in
-	// flight at a time. Two maps fewer per ShareFetch.
-	fetchNames  map[[16]byte]string
-	decoded     map[tidp]decodedPart
-	broker      *kgo.Broker // the handle requests to this node go through, made once
-	fetchedPoll uint64      // the Poll that last sent this node a ShareFetch
-	// fetchedAhead is Consumer.returned when this node was last sent a ShareFetch: FetchAhead
-	// sends one per leader after each Poll that returned records.
-	fetchedAhead uint64
-	unsupported  error                           // RecordLimitAcquire and the broker lacks ShareFetch v2
-	grant        int                             // Process: the records the ShareFetch in flight may bring
-	poolPending  int                             // Process: its acknowledgements among pending
-	spare        map[TopicPartition]*pendingPart // taken, kept for their memory
-	// queuedRenews counts the renews among pending, not sent yet.
+	// pending are the acknowledgements waiting for the next request, by partition; spare are
+	// accumulators taken before, kept for their memory. inbox holds those of Process's workers
+	// until a request is built. queuedRenews counts the renews among pending; pollRenews is
+	// what they are for.
+	pending      map[TopicPartition]*pendingPart
+	spare        map[TopicPartition]*pendingPart
+	inbox        ackInbox
 	queuedRenews int
+	pollRenews   renewer
+
+	jobs      []*ackJob // ShareAcknowledges queued behind the request in flight
+	busy      bool      // a goroutine sends this session's requests
+	piggyback *ackJob   // the acknowledgements on the ShareFetch in flight, if any
+	sending   *ackJob   // the ShareAcknowledge in flight, if any
+	fetching  bool      // a ShareFetch is in flight
+	grant     int       // the records the ShareFetch in flight may bring (Process)
+	pause     time.Duration
+
+	// fetchNames and decoded are the memory of the ShareFetch in flight (the topic names it
+	// asks for, its decoded partitions), used again by the next: two maps fewer per ShareFetch.
+	fetchNames map[[16]byte]string
+	decoded    map[tidp]decodedPart
+	broker     *kgo.Broker // the handle requests go through, made once
+
 	// versionsStale: kgo connected to the broker anew since its ApiVersions were read; they
-	// are read again before the next ShareFetch.
+	// are read again before the next ShareFetch. unsupported: RecordLimitAcquire and the
+	// broker lacks ShareFetch v2.
 	versionsStale bool
+	unsupported   error
+
+	// fetchedPoll is the Poll that last sent this session a ShareFetch; fetchedAhead, the
+	// count of Polls that returned records then (FetchAhead fetches once per such Poll).
+	fetchedPoll, fetchedAhead uint64
 	// fetchErr is why the last ShareFetch failed (nil: it was answered); fetchedEmpty, that it
 	// was answered with no records since the assignment last changed. Status reads them.
 	fetchErr     error
@@ -62,6 +74,12 @@ type node struct {
 type tidp struct {
 	id [16]byte
 	p  int32
+}
+
+func newSession(node int32, pollRenews renewer, arrived func()) *session {
+	s := &session{node: node, pending: make(map[TopicPartition]*pendingPart), pollRenews: pollRenews}
+	s.inbox.arrived = arrived
+	return s
 }
 
 // nextEpoch is Kafka's ShareRequestMetadata.nextEpoch.
@@ -84,327 +102,93 @@ func isSessionError(code int16) bool {
 	return false
 }
 
-// resetSessionLocked makes the next request to n open a new share session.
-func (n *node) resetSessionLocked() {
-	n.epoch = 0
-	n.sessParts = nil
+// reset makes the next request open a new share session.
+func (s *session) reset() {
+	s.epoch = 0
+	s.parts = nil
 }
 
-// requestCtx is the context of share requests: the kgo client's own rather than the
-// consumer's. kgo watches any context but its own with a context.AfterFunc per request (two
-// allocations a ShareFetch, 0.063 -> 0.049 allocations per record in BenchmarkAcceptLoop). Its
-// own ends in kgo's Close, after kgo's last client-metrics push (up to a second), where the
-// consumer's ends just before that Close: requests still in flight then end later, Close does
-// not, since it waits for kgo's Close either way. By then the sessions are closed, so only a
-// Close whose context ran out first leaves requests in flight.
-func (c *Consumer) requestCtx() context.Context { return c.cl.Context() }
-
-// kgoBroker returns the kgo handle of n's broker, made once.
-func (n *node) kgoBroker(cl *kgo.Client) *kgo.Broker {
-	if n.broker == nil {
-		n.broker = cl.Broker(int(n.id))
+// kgoBroker returns the kgo handle of the session's broker, made once.
+func (s *session) kgoBroker(cl *kgo.Client) *kgo.Broker {
+	if s.broker == nil {
+		s.broker = cl.Broker(int(s.node))
 	}
-	return n.broker
+	return s.broker
 }
 
-func (c *Consumer) nodeLocked(id int32) *node {
-	n := c.nodes[id]
-	if n == nil {
-		n = &node{id: id, pending: make(map[TopicPartition]*pendingPart)}
-		c.nodes[id] = n
-		c.nodeOrder = nil
-	}
-	return n
-}
-
-// sortedNodesLocked returns the nodes sorted by id. The slice is shared and must not be
-// changed; it stays valid while nodes are added (a new node makes a new slice), so a caller
-// may add nodes while it ranges over it. Building it once per added node rather than per call
-// saves an allocation on every ShareFetch.
-func (c *Consumer) sortedNodesLocked() []*node {
-	if c.nodeOrder == nil {
-		ns := make([]*node, 0, len(c.nodes))
-		for _, n := range c.nodes {
-			ns = append(ns, n)
+// addAck records an acknowledgement for the next request.
+func (s *session) addAck(part *heldPart, off int64, t acktype.Type) {
+	pp := s.pending[part.tp]
+	if pp == nil {
+		// An accumulator taken before is used again, with the memory it grew.
+		if pp = s.spare[part.tp]; pp != nil {
+			delete(s.spare, part.tp)
+			pp.id = part.id
+		} else {
+			pp = &pendingPart{id: part.id}
 		}
-		slices.SortFunc(ns, func(a, b *node) int { return cmp64(int64(a.id), int64(b.id)) })
-		c.nodeOrder = ns
+		s.pending[part.tp] = pp
 	}
-	return c.nodeOrder
+	pp.acc.Add(off, t)
 }
 
-// leaderLocked returns the leader of tp as the consumer knows it.
-func (c *Consumer) leaderLocked(tp TopicPartition) (int32, bool) {
-	id, ok := c.byName[tp.Topic]
-	if !ok {
-		return -1, false
-	}
-	tm := c.topics[id]
-	if tm == nil {
-		return -1, false
-	}
-	li, ok := tm.leaders[tp.Partition]
-	if !ok || li.node < 0 {
-		return -1, false
-	}
-	return li.node, true
-}
+// hasAcks reports whether acknowledgements wait for the next request.
+func (s *session) hasAcks() bool { return len(s.pending) > 0 || s.inbox.len() > 0 }
 
-// partsLedLocked returns the assigned partitions whose leader is node, in name order.
-func (c *Consumer) partsLedLocked(node int32) []*assignedPart {
-	var out []*assignedPart
-	for _, ap := range c.assigned {
-		if l, ok := c.leaderLocked(ap.tp); ok && l == node {
-			out = append(out, ap)
+// takeAcks takes every acknowledgement waiting, the inbox's included, by partition in name
+// order.
+func (s *session) takeAcks() []*ackPart {
+	s.inbox.drain(func(a inboxAck) { s.addAck(a.part, a.off, a.t) })
+	if len(s.pending) == 0 {
+		s.queuedRenews = 0
+		return nil
+	}
+	parts := make([]*ackPart, 0, len(s.pending))
+	for _, tp := range sortedTPs(s.pending) {
+		pp := s.pending[tp]
+		delete(s.pending, tp)
+		if s.spare == nil {
+			s.spare = make(map[TopicPartition]*pendingPart)
 		}
-	}
-	slices.SortFunc(out, func(a, b *assignedPart) int { return compareTP(a.tp, b.tp) })
-	return out
-}
-
-// limitNodeLocked returns the leader that RecordLimitAcquire fetches now, choosing the first
-// leader of an assigned partition when the current one leads none.
-func (c *Consumer) limitNodeLocked() int32 {
-	leaders := c.assignedLeadersLocked()
-	if len(leaders) == 0 {
-		return -1
-	}
-	if slices.Contains(leaders, c.limitNode) {
-		return c.limitNode
-	}
-	c.limitNode = leaders[0]
-	return c.limitNode
-}
-
-// rotateLimitNodeLocked moves RecordLimitAcquire on to the next leader, after an empty fetch.
-func (c *Consumer) rotateLimitNodeLocked() {
-	leaders := c.assignedLeadersLocked()
-	if len(leaders) == 0 {
-		return
-	}
-	i, _ := slices.BinarySearch(leaders, c.limitNode+1)
-	c.limitNode = leaders[i%len(leaders)]
-}
-
-// assignedLeadersLocked returns the leaders of the assigned partitions, sorted, in memory it
-// uses again at the next call (several calls each ShareFetch): callers use the answer before
-// they call it again.
-func (c *Consumer) assignedLeadersLocked() []int32 {
-	ls := c.leadersBuf[:0]
-	for _, ap := range c.assigned {
-		if l, ok := c.leaderLocked(ap.tp); ok && !slices.Contains(ls, l) {
-			ls = append(ls, l)
-		}
-	}
-	slices.Sort(ls)
-	c.leadersBuf = ls
-	return ls
-}
-
-// wantFetchLocked reports whether n should be sent a ShareFetch now: a Poll is waiting and
-// renews for n are queued; or no renewed record waits for
-// a Poll or, with a Poll waiting, for its renew's answer, and either a Poll is waiting with
-// nothing to return or, with FetchAhead, a Poll returned records since n's last fetch and
-// fewer than MaxPollRecords are held, and n leads an assigned partition (and, with
-// RecordLimitAcquire, it is the leader whose turn it is).
-func (c *Consumer) wantFetchLocked(n *node) bool {
-	if c.stopped || c.closed.Load() || c.fatal != nil || len(c.pollErrs) > 0 || n.unsupported != nil {
-		return false
-	}
-	if c.pollWaiting && n.queuedRenews > 0 {
-		// A renew fetch; or, when the session must be opened anew, the opening fetch, on
-		// which the renews fail (acknowledgements cannot travel on it).
-		return true
-	}
-	if c.renews.Len() > 0 && (c.renews.Ready() > 0 || c.pollWaiting) {
-		// Renewed records go first: a Poll returns them, or waits for their renews' answers.
-		return false
-	}
-	switch {
-	case c.pool != nil:
-		carried := 0
-		if n.epoch != 0 {
-			carried = n.poolPending
-		}
-		if !c.pollWaiting || len(c.buffer) > 0 || n.grant > 0 || c.poolGrantLocked(carried) == 0 {
-			return false
-		}
-	case c.pollWaiting && len(c.buffer) == 0:
-	case c.cfg.fetchAhead && c.returned > 0 && n.fetchedAhead != c.returned && c.bufRecords < c.cfg.maxPollRecords && len(c.subscription) > 0:
-	default:
-		return false
-	}
-	if c.cfg.recordLimit {
-		return c.limitNodeLocked() == n.id
-	}
-	for _, ap := range c.assigned {
-		if l, ok := c.leaderLocked(ap.tp); ok && l == n.id {
-			return true
-		}
-	}
-	return false
-}
-
-// unsupportedLocked returns the error of a leader of an assigned partition that cannot serve
-// the consumer's acquire mode.
-func (c *Consumer) unsupportedLocked() error {
-	for _, l := range c.assignedLeadersLocked() {
-		if n := c.nodes[l]; n != nil && n.unsupported != nil {
-			return n.unsupported
-		}
-	}
-	return nil
-}
-
-// kickLocked starts the goroutine of every node that has work and none running.
-func (c *Consumer) kickLocked() {
-	if c.stopped {
-		return
-	}
-	if c.pollWaiting {
-		for _, l := range c.assignedLeadersLocked() {
-			c.nodeLocked(l)
-		}
-	}
-	for _, n := range c.nodes {
-		if !n.busy && (len(n.jobs) > 0 || c.wantFetchLocked(n)) {
-			n.busy = true
-			c.wg.Add(1)
-			go c.runNode(n)
-		}
-	}
-	c.noteLocked()
-}
-
-// runNode sends n's requests, one at a time, until n has no work left.
-func (c *Consumer) runNode(n *node) {
-	defer c.wg.Done()
-	for {
-		c.mu.Lock()
-		work := c.nextWorkLocked(n)
-		if work == nil {
-			n.busy = false
-			c.mu.Unlock()
-			return
-		}
-		c.mu.Unlock()
-		work()
-		c.mu.Lock()
-		pause := n.pause
-		n.pause = 0
-		if c.closed.Load() {
-			pause = 0
-		}
-		c.mu.Unlock()
-		if pause > 0 {
-			t := time.NewTimer(pause)
-			select {
-			case <-t.C:
-			case <-c.closing:
-				t.Stop()
+		s.spare[tp] = pp
+		if batches := pp.acc.Take(); len(batches) > 0 {
+			p := &ackPart{tp: tp, id: pp.id, batches: batches}
+			if s.queuedRenews > 0 && hasRenew(batches) {
+				p.renews, p.renewOf = true, s.pollRenews
 			}
+			parts = append(parts, p)
 		}
 	}
+	s.queuedRenews = 0
+	return parts
 }
 
-// nextWorkLocked returns n's next request, ready to send, or nil when n has no work. Queued
-// acknowledgements go first, then a ShareFetch if one is wanted.
-func (c *Consumer) nextWorkLocked(n *node) func() {
-	for {
-		if c.stopped {
-			for _, j := range n.jobs {
-				c.failPartsLocked(j, j.parts, kerr.NetworkException.Code, msgClosing)
-				c.answeredLocked(j)
-				c.finishJobLocked(j)
-			}
-			n.jobs = nil
-			return nil
-		}
-		if len(n.jobs) > 0 {
-			if n.versionsStale && anyRenew(n.jobs[0].parts) {
-				// The broker may have been replaced since Acknowledge checked: make sure it
-				// still takes RENEW before sending one.
-				n.versionsStale = false
-				return func() { c.loadVersions(n.id) }
-			}
-			j := n.jobs[0]
-			n.jobs[0] = nil
-			n.jobs = n.jobs[1:]
-			if work := c.buildAckLocked(n, j); work != nil {
-				return work
-			}
-			c.answeredLocked(j) // nothing was left to send
-			continue
-		}
-		if !c.wantFetchLocked(n) {
-			return nil
-		}
-		// What the broker supports is known before its first ShareFetch, so that Acknowledge
-		// can refuse a RENEW it would not take.
-		v, ok := c.versions.Get(n.id)
-		if !ok || n.versionsStale {
-			n.versionsStale = false
-			return func() { c.loadVersions(n.id) }
-		}
-		if c.cfg.recordLimit {
-			if !v.SupportsRecordLimitAcquire() {
-				max, _ := v.Max(kmsg.ShareFetch)
-				n.unsupported = fmt.Errorf("%w: broker %d supports ShareFetch up to v%d", ErrRecordLimitUnsupported, n.id, max)
-				c.wake()
-				continue
-			}
-		}
-		return c.buildFetchLocked(n)
-	}
+// requestParams is what a request needs besides the session: who asks, the limits of a
+// ShareFetch, where partitions are led now, and whether the leader takes RENEW.
+type requestParams struct {
+	group, member *string
+	maxWait       int32
+	minBytes      int32
+	maxBytes      int32
+	maxRecords    int32
+	acquireMode   int8
+	renewOK       bool
+	leaderOf      func(TopicPartition) (int32, bool)
 }
 
-// loadVersions asks node for its ApiVersions, as the apiversions package describes, and
-// records them.
-func (c *Consumer) loadVersions(node int32) {
-	if _, err := c.versionsFor(c.ctx, node); err != nil {
-		c.log(kgo.LogLevelWarn, "asking a broker for its ApiVersions failed", "broker", node, "err", err)
-		c.mu.Lock()
-		c.nodeLocked(node).pause = retryBackoff
-		c.mu.Unlock()
-	}
-}
-
-func (c *Consumer) versionsFor(ctx context.Context, node int32) (apiversions.Versions, error) {
-	req := kmsg.NewPtrApiVersionsRequest()
-	req.ClientSoftwareName, req.ClientSoftwareVersion = "kshare", softwareVersion()
-	if vs := c.cl.OptValues(kgo.SoftwareNameAndVersion); len(vs) == 2 {
-		name, _ := vs[0].(string)
-		version, _ := vs[1].(string)
-		if name != "" && version != "" {
-			req.ClientSoftwareName, req.ClientSoftwareVersion = name, version
-		}
-	}
-	resp, err := c.cl.Broker(int(node)).Request(ctx, req)
-	if err != nil {
-		return apiversions.Versions{}, err
-	}
-	v, err := apiversions.FromResponse(resp.(*kmsg.ApiVersionsResponse))
-	if err != nil {
-		return apiversions.Versions{}, err
-	}
-	v = v.Cap(c.caps)
-	c.versions.Set(node, v)
-	return v, nil
-}
-
-// screenLocked fails, without sending them, the parts that cannot go to n: those of a
+// screen fails, without sending them, the parts that cannot go to the leader: those of a
 // partition whose leader moved elsewhere (NOT_LEADER_OR_FOLLOWER: the locks went with the old
-// leadership) and, when n has no open session, all of them (NETWORK_EXCEPTION), as Kafka's
-// client does. It returns the parts that can go.
-func (c *Consumer) screenLocked(n *node, j *ackJob, parts []*ackPart) []*ackPart {
+// leadership) and, when no session is open, all of them (NETWORK_EXCEPTION), as Kafka's client
+// does. It returns the parts that can go.
+func (s *session) screen(j *ackJob, parts []*ackPart, rp requestParams, o *outcomes, now time.Time) []*ackPart {
 	keep := parts[:0]
 	for _, p := range parts {
-		switch l, ok := c.leaderLocked(p.tp); {
-		case ok && l != n.id:
-			c.finishPartLocked(j, p, ackError(p, kerr.NotLeaderForPartition.Code,
-				fmt.Sprintf("the partition's leader moved from broker %d to broker %d; the records' acquisition locks went with it", n.id, l)))
-		case n.epoch == 0:
-			c.finishPartLocked(j, p, ackError(p, kerr.NetworkException.Code, msgEpochZero))
+		switch l, ok := rp.leaderOf(p.tp); {
+		case ok && l != s.node:
+			o.finish(j, p, ackError(p, kerr.NotLeaderForPartition.Code,
+				fmt.Sprintf("the partition's leader moved from broker %d to broker %d; the records' acquisition locks went with it", s.node, l)), now)
+		case s.epoch == 0:
+			o.finish(j, p, ackError(p, kerr.NetworkException.Code, msgEpochZero), now)
 		default:
 			keep = append(keep, p)
 		}
@@ -412,37 +196,237 @@ func (c *Consumer) screenLocked(n *node, j *ackJob, parts []*ackPart) []*ackPart
 	return keep
 }
 
-// buildAckLocked makes j's ShareAcknowledge, or returns nil when nothing is left to send.
-func (c *Consumer) buildAckLocked(n *node, j *ackJob) func() {
+// stripUnsupportedRenews takes the renews out of parts when the leader does not take RENEW
+// (the broker was replaced by an older one since Acknowledge checked), failing them with
+// UNSUPPORTED_VERSION, so that type 4 is never sent on a version that does not know it. The
+// other acknowledgements of the same parts go on.
+func (s *session) stripUnsupportedRenews(j *ackJob, parts []*ackPart, rp requestParams, o *outcomes, now time.Time) []*ackPart {
+	if rp.renewOK || !anyRenew(parts) {
+		return parts
+	}
+	return o.failRenews(j, parts, kerr.UnsupportedVersion.Code,
+		fmt.Sprintf("broker %d no longer supports ShareFetch v2 and ShareAcknowledge v2, which RENEW needs", s.node), now)
+}
+
+// fetchRequest makes the next ShareFetch for want, the partitions the consumer fetches from
+// this leader, with the acknowledgements it carries (the job) and the names of the topic ids it
+// names. On an open session it carries the waiting acknowledgements, lists the partitions the
+// session gains (and those with acknowledgements) in Topics and those it loses in
+// ForgottenTopicsData. On a new session (epoch 0) it lists every partition in want, and the
+// waiting acknowledgements fail, since they cannot travel on it.
+//
+// When the acknowledgements include renews it is a renew fetch, as KIP-1222 has it: IsRenewAck
+// set, MaxBytes, MinBytes, MaxRecords and MaxWaitMs 0 (the broker returns no records, so that a
+// renewed lock does not run out during a long poll), and only the partitions with
+// acknowledgements listed; the session's other changes wait for the next fetch.
+func (s *session) fetchRequest(want []*assignedPart, rp requestParams, o *outcomes, now time.Time) (*kmsg.ShareFetchRequest, *ackJob, map[[16]byte]string) {
+	req := kmsg.NewPtrShareFetchRequest()
+	req.GroupID, req.MemberID = rp.group, rp.member
+	req.ShareSessionEpoch = s.epoch
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = rp.maxWait, rp.minBytes, rp.maxBytes
+	req.MaxRecords, req.BatchSize = rp.maxRecords, rp.maxRecords
+	req.ShareAcquireMode = rp.acquireMode
+	job := &ackJob{kind: jobPiggyback}
+	if s.fetchNames == nil {
+		s.fetchNames = make(map[[16]byte]string)
+	}
+	names := s.fetchNames
+	clear(names)
+	topicIndex := make(map[[16]byte]int)
+	partIndex := make(map[tidp]int)
+	// add lists a partition in Topics, once; the pointer it returns is valid until the next add.
+	add := func(id [16]byte, name string, p int32) *kmsg.ShareFetchRequestTopicPartition {
+		names[id] = name
+		ti, ok := topicIndex[id]
+		if !ok {
+			t := kmsg.NewShareFetchRequestTopic()
+			t.TopicID = id
+			req.Topics = append(req.Topics, t)
+			ti = len(req.Topics) - 1
+			topicIndex[id] = ti
+		}
+		ps := &req.Topics[ti].Partitions
+		if pi, ok := partIndex[tidp{id, p}]; ok {
+			return &(*ps)[pi]
+		}
+		part := kmsg.NewShareFetchRequestTopicPartition()
+		part.Partition = p
+		*ps = append(*ps, part)
+		partIndex[tidp{id, p}] = len(*ps) - 1
+		return &(*ps)[len(*ps)-1]
+	}
+
+	for _, ap := range want {
+		names[ap.id] = ap.tp.Topic
+	}
+	// Most fetches keep the session's partitions: then its set is used as it is.
+	wantSet := s.parts
+	if !sameParts(want, s.parts) {
+		wantSet = make(map[tidp]struct{}, len(want))
+		for _, ap := range want {
+			wantSet[tidp{ap.id, ap.tp.Partition}] = struct{}{}
+		}
+	}
+	if s.epoch == 0 {
+		if parts := s.takeAcks(); len(parts) > 0 {
+			o.fail(job, parts, kerr.NetworkException.Code, msgEpochZero, now)
+		}
+		for _, ap := range want {
+			add(ap.id, ap.tp.Topic, ap.tp.Partition)
+		}
+	} else {
+		job.parts = s.stripUnsupportedRenews(job, s.screen(job, s.takeAcks(), rp, o, now), rp, o, now)
+		forgotten := make(map[[16]byte][]int32)
+		if anyRenew(job.parts) {
+			req.IsRenewAck, job.renewFetch = true, true
+			req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.MaxRecords, req.BatchSize = 0, 0, 0, 0, 0
+			wantSet = s.parts // the session keeps its partitions until the next fetch
+			renewsSent(job.parts, now)
+		} else {
+			for _, ap := range want {
+				if _, ok := s.parts[tidp{ap.id, ap.tp.Partition}]; !ok {
+					add(ap.id, ap.tp.Topic, ap.tp.Partition)
+				}
+			}
+			for k := range s.parts {
+				if _, ok := wantSet[k]; !ok {
+					forgotten[k.id] = append(forgotten[k.id], k.p)
+				}
+			}
+		}
+		for _, p := range job.parts {
+			part := add(p.id, p.tp.Topic, p.tp.Partition)
+			for _, b := range p.batches {
+				part.AcknowledgementBatches = append(part.AcknowledgementBatches, kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{FirstOffset: b.FirstOffset, LastOffset: b.LastOffset, AcknowledgeTypes: b.Wire()})
+			}
+			k := tidp{p.id, p.tp.Partition}
+			_, inWant := wantSet[k]
+			_, inSess := s.parts[k]
+			if !inWant && !inSess {
+				// Acknowledged only: it joins the session with this request and leaves it at once.
+				forgotten[k.id] = append(forgotten[k.id], k.p)
+			}
+		}
+		for id, ps := range forgotten {
+			req.ForgottenTopicsData = append(req.ForgottenTopicsData, kmsg.ShareFetchRequestForgottenTopicsData{TopicID: id, Partitions: ps})
+		}
+	}
+	s.parts = wantSet
+	slices.SortFunc(req.ForgottenTopicsData, func(a, b kmsg.ShareFetchRequestForgottenTopicsData) int {
+		return bytes.Compare(a.TopicID[:], b.TopicID[:])
+	})
+	for i := range req.ForgottenTopicsData {
+		slices.Sort(req.ForgottenTopicsData[i].Partitions)
+	}
+	return req, job, names
+}
+
+// renewsSent tells the renews of parts that they leave now.
+func renewsSent(parts []*ackPart, now time.Time) {
+	for _, p := range parts {
+		if p.renews && p.renewOf != nil {
+			p.renewOf.renewSent(p, now)
+		}
+	}
+}
+
+// sameParts reports whether want lists exactly the partitions of set (want has no duplicates).
+func sameParts(want []*assignedPart, set map[tidp]struct{}) bool {
+	if set == nil || len(want) != len(set) {
+		return false
+	}
+	for _, ap := range want {
+		if _, ok := set[tidp{ap.id, ap.tp.Partition}]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// answerKind is how a request was answered, as far as the session is concerned.
+type answerKind uint8
+
+const (
+	answerOK          answerKind = iota
+	answerFailed                 // the request failed (a dropped connection): the session is gone
+	answerSessionLost            // the broker lost the session (SHARE_SESSION_NOT_FOUND, ...)
+	answerRefused                // the broker refused the whole request with another code
+)
+
+// fetchAnswer is what the session made of a ShareFetch's answer.
+type fetchAnswer struct {
+	kind answerKind
+	err  error // the request's error, or the top-level code as a *errors.KafkaError
+	// last has each partition of the answer once, as its last entry, as in Kafka's client.
+	last map[tidp]*kmsg.ShareFetchResponseTopicPartition
+}
+
+// applyFetch takes the answer to a ShareFetch that carried j: the session's epoch, and the
+// outcome of j's acknowledgements.
+func (s *session) applyFetch(j *ackJob, resp *kmsg.ShareFetchResponse, err error, o *outcomes, now time.Time) fetchAnswer {
+	switch {
+	case err != nil:
+		s.reset()
+		o.fail(j, j.parts, kerr.NetworkException.Code, err.Error(), now)
+		return fetchAnswer{kind: answerFailed, err: err}
+	case resp.ErrorCode != 0:
+		kerrMsg := errors.FromKafka(resp.ErrorCode, resp.ErrorMessage)
+		if isSessionError(resp.ErrorCode) {
+			s.reset()
+			o.fail(j, j.parts, kerr.NetworkException.Code, "the share session was reset: "+kerrMsg.Error(), now)
+			return fetchAnswer{kind: answerSessionLost, err: kerrMsg}
+		}
+		s.epoch = nextEpoch(s.epoch)
+		o.fail(j, j.parts, resp.ErrorCode, deref(resp.ErrorMessage), now)
+		return fetchAnswer{kind: answerRefused, err: kerrMsg}
+	}
+	s.epoch = nextEpoch(s.epoch)
+	j.lockTimeout = resp.AcquisitionLockTimeoutMillis
+	last := make(map[tidp]*kmsg.ShareFetchResponseTopicPartition)
+	for _, t := range resp.Topics {
+		for i := range t.Partitions {
+			last[tidp{t.TopicID, t.Partitions[i].Partition}] = &t.Partitions[i]
+		}
+	}
+	for _, p := range j.parts {
+		if rp, ok := last[tidp{p.id, p.tp.Partition}]; ok {
+			o.finish(j, p, ackError(p, rp.AcknowledgeErrorCode, deref(rp.AcknowledgeErrorMessage)), now)
+		} else {
+			o.finish(j, p, ackError(p, kerr.InvalidRecordState.Code, msgInvalidResponse), now)
+		}
+	}
+	return fetchAnswer{last: last}
+}
+
+// ackRequest makes j's ShareAcknowledge, or returns nil when nothing is left to send. A close
+// job takes every waiting acknowledgement and closes the session (epoch -1), without its
+// renews (the close releases those records); the session must be open.
+func (s *session) ackRequest(j *ackJob, rp requestParams, o *outcomes, now time.Time) *kmsg.ShareAcknowledgeRequest {
 	if j.kind == jobClose {
-		j.parts = c.takeAcksLocked(n, j)
-		if n.epoch == 0 {
-			c.failPartsLocked(j, j.parts, kerr.NetworkException.Code, "no share session was open with the leader")
-			c.finishJobLocked(j)
+		j.parts = s.takeAcks()
+		if s.epoch == 0 {
+			o.fail(j, j.parts, kerr.NetworkException.Code, msgNoSession, now)
+			o.finishJob(j)
 			return nil
 		}
 	}
-	parts := c.screenLocked(n, j, j.parts)
-	if j.kind == jobClose {
-		parts = c.dropRenewsLocked(j, parts)
+	parts := s.screen(j, j.parts, rp, o, now)
+	if j.kind == jobClose && anyRenew(parts) {
+		parts = o.failRenews(j, parts, kerr.NetworkException.Code, msgClosing+"; the share session's close releases the renewed records", now)
 	}
-	parts = c.stripUnsupportedRenewsLocked(n, j, parts)
+	parts = s.stripUnsupportedRenews(j, parts, rp, o, now)
 	if len(parts) == 0 && j.kind != jobClose {
 		return nil
 	}
 	req := kmsg.NewPtrShareAcknowledgeRequest()
-	req.GroupID, req.MemberID = &c.cfg.group, &c.memberID
-	req.ShareSessionEpoch = n.epoch
+	req.GroupID, req.MemberID = rp.group, rp.member
+	req.ShareSessionEpoch = s.epoch
 	if j.kind == jobClose {
 		req.ShareSessionEpoch = -1
 	}
 	if anyRenew(parts) {
 		req.IsRenewAck = true
-		j.sent = time.Now()
-		c.markRenewsSentLocked(parts, j.sent)
-		if j.kind == jobLease {
-			c.procStats.renewRequests.Add(1)
-		}
+		renewsSent(parts, now)
 	}
 	for _, p := range parts {
 		ti := len(req.Topics) - 1
@@ -452,77 +436,68 @@ func (c *Consumer) buildAckLocked(n *node, j *ackJob) func() {
 			req.Topics = append(req.Topics, t)
 			ti++
 		}
-		rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
-		rp.Partition = p.tp.Partition
-		rp.AcknowledgementBatches = make([]kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch, len(p.batches))
+		part := kmsg.NewShareAcknowledgeRequestTopicPartition()
+		part.Partition = p.tp.Partition
+		part.AcknowledgementBatches = make([]kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch, len(p.batches))
 		for i, b := range p.batches {
-			rp.AcknowledgementBatches[i] = kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{FirstOffset: b.FirstOffset, LastOffset: b.LastOffset, AcknowledgeTypes: b.Wire()}
+			part.AcknowledgementBatches[i] = kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{FirstOffset: b.FirstOffset, LastOffset: b.LastOffset, AcknowledgeTypes: b.Wire()}
 		}
-		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, rp)
+		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, part)
 	}
 	j.parts = parts // those sent: a CommitSync that adopts j waits for these
-	n.sending = j
-	return func() {
-		kresp, err := n.kgoBroker(c.cl).Request(c.requestCtx(), req)
-		resp, _ := kresp.(*kmsg.ShareAcknowledgeResponse)
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		n.sending = nil
-		c.applyAckLocked(n, j, parts, req, resp, err)
-		c.kickLocked()
-	}
+	return req
 }
 
-// retriableAck reports whether CommitSync sends acknowledgements refused with code again.
-// NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH are not retried, since the locks are gone
-// after a leader change, nor are unknown topics and partitions.
-func retriableAck(code int16) bool {
-	switch code {
-	case kerr.NotLeaderForPartition.Code, kerr.FencedLeaderEpoch.Code, kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicID.Code:
-		return false
-	}
-	ke, ok := kerr.ErrorForCode(code).(*kerr.Error)
-	return ok && ke.Retriable
+// leaderHint is a leader a broker named for a partition it no longer leads.
+type leaderHint struct {
+	id        [16]byte
+	partition int32
+	leader    int32
+	epoch     int32
 }
 
-// applyAckLocked processes the answer to a ShareAcknowledge.
-func (c *Consumer) applyAckLocked(n *node, j *ackJob, parts []*ackPart, req *kmsg.ShareAcknowledgeRequest, resp *kmsg.ShareAcknowledgeResponse, err error) {
-	defer c.finishJobLocked(j)
-	c.answeredLocked(j)
+// ackAnswer is what the session made of a ShareAcknowledge's answer.
+type ackAnswer struct {
+	kind  answerKind
+	err   error
+	hints []leaderHint
+}
+
+// applyAck takes the answer to j's ShareAcknowledge, req. Parts refused with a retriable code
+// are queued again, first, for CommitSync while its context lasts (retry says so). A close
+// leaves the session closed.
+func (s *session) applyAck(j *ackJob, req *kmsg.ShareAcknowledgeRequest, resp *kmsg.ShareAcknowledgeResponse, err error, retry func(code int16) bool, o *outcomes, now time.Time) ackAnswer {
+	defer o.finishJob(j)
 	closing := req.ShareSessionEpoch == -1
-	var retry []*ackPart
+	var again []*ackPart
+	var ans ackAnswer
 	switch {
 	case err != nil:
-		c.log(kgo.LogLevelWarn, "ShareAcknowledge failed", "broker", n.id, "err", err)
-		c.sessionResetLocked(n)
-		n.pause = retryBackoff
-		c.failPartsLocked(j, parts, kerr.NetworkException.Code, err.Error())
-		c.triggerMetadataLocked() // as after a failed ShareFetch
+		s.reset()
+		o.fail(j, j.parts, kerr.NetworkException.Code, err.Error(), now)
+		ans = ackAnswer{kind: answerFailed, err: err}
 	case resp.ErrorCode != 0:
-		msg := errors.FromKafka(resp.ErrorCode, resp.ErrorMessage).Error()
-		c.log(kgo.LogLevelWarn, "ShareAcknowledge refused", "broker", n.id, "err", msg)
-		n.pause = retryBackoff
+		kerrMsg := errors.FromKafka(resp.ErrorCode, resp.ErrorMessage)
 		if isSessionError(resp.ErrorCode) {
-			c.sessionResetLocked(n)
-			c.failPartsLocked(j, parts, kerr.NetworkException.Code, "the share session was reset: "+msg)
+			s.reset()
+			o.fail(j, j.parts, kerr.NetworkException.Code, "the share session was reset: "+kerrMsg.Error(), now)
+			ans = ackAnswer{kind: answerSessionLost, err: kerrMsg}
 			break
 		}
-		n.epoch = nextEpoch(n.epoch)
-		for _, p := range parts {
-			if c.mayRetryLocked(j, resp.ErrorCode) {
-				retry = append(retry, p)
+		s.epoch = nextEpoch(s.epoch)
+		for _, p := range j.parts {
+			if j.kind == jobSync && retry(resp.ErrorCode) {
+				again = append(again, p)
 				continue
 			}
-			c.finishPartLocked(j, p, ackError(p, resp.ErrorCode, deref(resp.ErrorMessage)))
+			o.finish(j, p, ackError(p, resp.ErrorCode, deref(resp.ErrorMessage)), now)
 		}
+		ans = ackAnswer{kind: answerRefused, err: kerrMsg}
 	default:
 		if !closing {
-			n.epoch = nextEpoch(n.epoch)
+			s.epoch = nextEpoch(s.epoch)
 		}
 		j.lockTimeout = resp.AcquisitionLockTimeoutMillis
-		if lock := c.reportLockLocked(resp.AcquisitionLockTimeoutMillis); lock.ms > 0 {
-			c.lockNext = lock // shown from the next Poll, as Kafka's client does
-		}
 		type result struct {
 			code int16
 			msg  *string
@@ -532,47 +507,74 @@ func (c *Consumer) applyAckLocked(n *node, j *ackJob, parts []*ackPart, req *kms
 			for _, rp := range t.Partitions {
 				results[tidp{t.TopicID, rp.Partition}] = result{rp.ErrorCode, rp.ErrorMessage}
 				if rp.ErrorCode == kerr.NotLeaderForPartition.Code || rp.ErrorCode == kerr.FencedLeaderEpoch.Code {
-					c.leaderHintLocked(t.TopicID, rp.Partition, rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch)
+					ans.hints = append(ans.hints, leaderHint{t.TopicID, rp.Partition, rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch})
 				}
 			}
 		}
-		for _, p := range parts {
+		for _, p := range j.parts {
 			r, ok := results[tidp{p.id, p.tp.Partition}]
 			switch {
 			case !ok:
-				c.finishPartLocked(j, p, ackError(p, kerr.InvalidRecordState.Code, msgInvalidResponse))
-			case r.code != 0 && c.mayRetryLocked(j, r.code):
-				retry = append(retry, p)
+				o.finish(j, p, ackError(p, kerr.InvalidRecordState.Code, msgInvalidResponse), now)
+			case r.code != 0 && j.kind == jobSync && retry(r.code):
+				again = append(again, p)
 			default:
-				c.finishPartLocked(j, p, ackError(p, r.code, deref(r.msg)))
+				o.finish(j, p, ackError(p, r.code, deref(r.msg)), now)
 			}
 		}
 	}
 	if closing {
-		n.resetSessionLocked()
+		s.reset()
 	}
-	if len(retry) > 0 {
-		n.pause = retryBackoff
-		n.jobs = slices.Insert(n.jobs, 0, &ackJob{kind: j.kind, parts: retry, commit: j.commit})
+	if len(again) > 0 {
+		s.pause = retryBackoff
+		s.jobs = slices.Insert(s.jobs, 0, &ackJob{kind: j.kind, parts: again, commit: j.commit})
+	}
+	return ans
+}
+
+// enqueue queues a ShareAcknowledge job; the session's goroutine sends it when the request
+// before it is answered. A CommitSync job waits for its parts, a close job for itself.
+func (s *session) enqueue(j *ackJob) {
+	switch {
+	case j.kind == jobSync && len(j.parts) == 0, j.kind == jobAsync && len(j.parts) == 0:
+		return
+	case j.kind == jobSync:
+		for _, p := range j.parts {
+			j.commit.addPart(p)
+		}
+	case j.kind == jobClose && j.commit != nil:
+		j.commit.remaining++
+	}
+	s.jobs = append(s.jobs, j)
+}
+
+// flush queues the waiting acknowledgements in a ShareAcknowledge.
+func (s *session) flush() {
+	if s.hasAcks() {
+		s.enqueue(&ackJob{kind: jobAsync, parts: s.takeAcks()})
 	}
 }
 
-// mayRetryLocked reports whether a part of j refused with code is sent again: only for
-// CommitSync, while its ctx lasts, for retriable codes.
-func (c *Consumer) mayRetryLocked(j *ackJob, code int16) bool {
-	return j.kind == jobSync && j.commit.ctx.Err() == nil && !j.commit.abandoned && !c.closed.Load() && retriableAck(code)
-}
-
-// closeSessionLocked queues the ShareAcknowledge that closes n's share session, with n's
-// waiting acknowledgements. A node that never opened a session, and is not opening one, has
-// nothing to close: its acknowledgements fail.
-func (c *Consumer) closeSessionLocked(n *node, w *commitWait) {
-	if n.epoch == 0 && !n.busy {
-		parts := c.takeAcksLocked(n, nil)
-		c.failPartsLocked(&ackJob{kind: jobAsync}, parts, kerr.NetworkException.Code, "no share session was open with the leader")
+// close queues the ShareAcknowledge that closes the session, with the waiting
+// acknowledgements; w counts it. A session never opened, and not being opened, has nothing to
+// close: its acknowledgements fail.
+func (s *session) close(w *commitWait, o *outcomes, now time.Time) {
+	if s.epoch == 0 && !s.busy {
+		o.fail(&ackJob{kind: jobAsync}, s.takeAcks(), kerr.NetworkException.Code, msgNoSession, now)
 		return
 	}
-	c.enqueueLocked(n, &ackJob{kind: jobClose, commit: w})
+	s.enqueue(&ackJob{kind: jobClose, commit: w})
+}
+
+// failQueued fails every queued job and waiting acknowledgement: the consumer stopped.
+func (s *session) failQueued(o *outcomes, now time.Time) {
+	for _, j := range s.jobs {
+		o.fail(j, j.parts, kerr.NetworkException.Code, msgClosing, now)
+		o.finishJob(j)
+	}
+	s.jobs = nil
+	o.fail(&ackJob{kind: jobAsync}, s.takeAcks(), kerr.NetworkException.Code, msgClosing, now)
 }
 
 func deref(s *string) string {

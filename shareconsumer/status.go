@@ -65,10 +65,8 @@ type Status struct {
 type health struct {
 	dialErr       error           // the last failed connect, with its address; nil after a success
 	coordErr      error           // why the last coordinator lookup or heartbeat found no coordinator
-	memberEpoch   int32           // mirrors the heartbeat loop's epoch
 	unknownTopics map[string]bool // subscribed topics metadata says do not exist
 	members       int             // members of the group by the last ShareGroupDescribe; 0 unknown
-	left          bool            // left the group for max.poll.interval.ms
 	lastErr       error
 	lastErrAt     time.Time
 
@@ -82,55 +80,58 @@ type health struct {
 func (c *Consumer) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.noteLocked()
+	c.noteLocked(time.Now())
 	s := Status{
-		State:       c.stateLocked(),
+		State:       c.state(),
 		Reason:      c.health.reason,
 		Detail:      c.health.detail,
 		Since:       c.health.since,
-		MemberEpoch: c.health.memberEpoch,
+		MemberEpoch: c.member.epoch,
 		LastErr:     c.health.lastErr,
 		LastErrAt:   c.health.lastErrAt,
 	}
-	for tp := range c.assigned {
+	for tp := range c.member.assigned {
 		s.Assigned = append(s.Assigned, tp)
 	}
 	slices.SortFunc(s.Assigned, compareTP)
 	return s
 }
 
-func (c *Consumer) stateLocked() MemberState {
+// state is where the consumer stands. Consumer.mu is held.
+func (c *Consumer) state() MemberState {
 	switch {
-	case c.closed.Load():
+	case c.life.closed.Load():
 		return StateClosed
-	case c.fatal != nil:
+	case c.member.fatal != nil:
 		return StateFatal
-	case len(c.subscription) == 0:
+	case len(c.member.subscription) == 0:
 		return StateUnsubscribed
-	case c.health.left:
+	case c.member.left:
 		return StateLeft
-	case c.health.memberEpoch > 0:
+	case c.member.epoch > 0:
 		return StateStable
 	}
 	return StateJoining
 }
 
-// errLocked records err as the last error met.
-func (c *Consumer) errLocked(err error) {
-	c.health.lastErr, c.health.lastErrAt = err, time.Now()
+// setErr records err as the last error met, at now.
+func (h *health) setErr(err error, now time.Time) {
+	h.lastErr, h.lastErrAt = err, now
 }
 
-// reasonLocked works out why a waiting Poll would get no records now.
-func (c *Consumer) reasonLocked() (errors.PollReason, string) {
+// reason works out why a waiting Poll would get no records now. Consumer.mu is held.
+func (c *Consumer) reason() (errors.PollReason, string) {
 	h := &c.health
+	m := &c.member
+	pv := c.ledger.pollView()
 	switch {
-	case c.closed.Load() || c.fatal != nil || len(c.subscription) == 0:
+	case c.life.closed.Load() || m.fatal != nil || len(m.subscription) == 0:
 		return errors.ReasonNone, ""
-	case h.left:
+	case m.left:
 		return errors.ReasonLeftGroup, fmt.Sprintf("max.poll.interval.ms is %v", c.cfg.maxPollInterval)
-	case len(c.buffer) > 0 || c.renews.Ready() > 0:
+	case pv.anyBuffered || pv.renewsReady > 0:
 		return errors.ReasonNone, ""
-	case h.memberEpoch <= 0:
+	case m.epoch <= 0:
 		switch {
 		case h.dialErr != nil:
 			return errors.ReasonNoBroker, h.dialErr.Error()
@@ -138,71 +139,52 @@ func (c *Consumer) reasonLocked() (errors.PollReason, string) {
 			return errors.ReasonNoCoordinator, h.coordErr.Error()
 		}
 		return errors.ReasonJoining, ""
-	case len(c.assignment) == 0:
-		if unknown := c.unknownSubscribedLocked(); len(unknown) > 0 {
+	case len(m.assignment) == 0:
+		var unknown []string
+		for _, t := range m.subscription {
+			if h.unknownTopics[t] {
+				unknown = append(unknown, t)
+			}
+		}
+		if len(unknown) > 0 {
 			return errors.ReasonUnknownTopic, "UNKNOWN_TOPIC_OR_PARTITION for " + strings.Join(unknown, ", ")
 		}
-		return errors.ReasonNoPartitions, c.shareCountsLocked()
+		// How many members share the subscribed topics' partitions, as far as metadata and the
+		// last ShareGroupDescribe tell.
+		if h.members > 0 {
+			return errors.ReasonNoPartitions, fmt.Sprintf("%d members share %d partitions", h.members, m.subscribedPartitions())
+		}
+		return errors.ReasonNoPartitions, fmt.Sprintf("the subscribed topics have %d partitions", m.subscribedPartitions())
 	}
-	want := 0
-	for _, ps := range c.assignment {
-		want += len(ps)
-	}
-	leaders := c.assignedLeadersLocked()
-	if len(c.assigned) < want || len(leaders) == 0 {
+	leaders := m.leaders()
+	if len(m.assigned) < m.assignedCount() || len(leaders) == 0 {
 		return errors.ReasonJoining, "looking up the assigned partitions' leaders"
 	}
 	empty := 0
 	for _, l := range leaders {
-		n := c.nodes[l]
+		s := c.sessions.byNode[l]
 		switch {
-		case n == nil:
-		case n.fetchErr != nil:
+		case s == nil:
+		case s.fetchErr != nil:
 			if h.dialErr != nil {
 				return errors.ReasonNoBroker, h.dialErr.Error()
 			}
-			return errors.ReasonNoBroker, fmt.Sprintf("broker %d: %v", l, n.fetchErr)
-		case n.fetchedEmpty:
+			return errors.ReasonNoBroker, fmt.Sprintf("broker %d: %v", l, s.fetchErr)
+		case s.fetchedEmpty:
 			empty++
 		}
 	}
 	if empty == len(leaders) {
-		return errors.ReasonNothingAvailable, fmt.Sprintf("%d assigned partitions fetched from %d brokers", len(c.assigned), len(leaders))
+		return errors.ReasonNothingAvailable, fmt.Sprintf("%d assigned partitions fetched from %d brokers", len(m.assigned), len(leaders))
 	}
 	return errors.ReasonFetching, ""
 }
 
-// unknownSubscribedLocked returns the subscribed topics metadata says do not exist.
-func (c *Consumer) unknownSubscribedLocked() []string {
-	var out []string
-	for _, t := range c.subscription {
-		if c.health.unknownTopics[t] {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// shareCountsLocked says how many members share the subscribed topics' partitions, as far as
-// metadata and the last ShareGroupDescribe tell.
-func (c *Consumer) shareCountsLocked() string {
-	parts := 0
-	for _, t := range c.subscription {
-		if id, ok := c.byName[t]; ok {
-			parts += len(c.topics[id].leaders)
-		}
-	}
-	if c.health.members > 0 {
-		return fmt.Sprintf("%d members share %d partitions", c.health.members, parts)
-	}
-	return fmt.Sprintf("the subscribed topics have %d partitions", parts)
-}
-
-// noteLocked works out the reason and, when it changed, records since when and logs it: at
+// noteLocked works out the reason and, when it changed, records since when (now) and logs it: at
 // warn level for what the application or operator should look at, at info for a member that
 // has nothing to do, and once at info when records flow again after either.
-func (c *Consumer) noteLocked() {
-	r, detail := c.reasonLocked()
+func (c *Consumer) noteLocked(now time.Time) {
+	r, detail := c.reason()
 	h := &c.health
 	if r == h.reason && detail == h.detail {
 		return
@@ -213,7 +195,7 @@ func (c *Consumer) noteLocked() {
 	if !changed {
 		return
 	}
-	h.since = time.Now()
+	h.since = now
 	switch r {
 	case errors.ReasonNoBroker, errors.ReasonNoCoordinator, errors.ReasonUnknownTopic:
 		c.log(kgo.LogLevelWarn, "no records can come: "+r.String(), "detail", detail)
@@ -235,6 +217,6 @@ func (c *Consumer) pollTimeoutLocked(err error) error {
 	if err != context.DeadlineExceeded && err != context.Canceled {
 		return err
 	}
-	c.noteLocked()
+	c.noteLocked(time.Now())
 	return &errors.PollTimeoutError{Reason: c.health.reason, Detail: c.health.detail, Err: err}
 }

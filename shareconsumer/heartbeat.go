@@ -1,0 +1,371 @@
+package shareconsumer
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/errors"
+)
+
+// This file runs membership's requests: the heartbeat loop (the consumer's only long-lived
+// goroutine) and the metadata goroutine, started when metadata is needed.
+
+// wakeHeartbeat makes the heartbeat loop send a heartbeat now.
+func (c *Consumer) wakeHeartbeat() {
+	select {
+	case c.life.hbWake <- struct{}{}:
+	default:
+	}
+}
+
+// heartbeatLoop keeps the member in its group (ShareGroupHeartbeat v1 to the group
+// coordinator, every HeartbeatIntervalMs the coordinator asks for), joins when subscribed,
+// leaves when unsubscribed or not polled for MaxPollInterval, applies the assignments it
+// receives, and leaves when Close asks.
+func (c *Consumer) heartbeatLoop() {
+	defer c.life.wg.Done()
+	defer close(c.life.hbDone)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-c.life.hbStop:
+			c.leave()
+			return
+		case <-c.life.hbWake:
+		case <-timer.C:
+		}
+		next := c.heartbeatStep()
+		c.mu.Lock()
+		member := c.member.epoch > 0
+		c.mu.Unlock()
+		if next >= 0 && member {
+			// Wake up in time to leave when the application stops polling.
+			next = min(next, c.pollTimeLeft(time.Now()))
+		}
+		timer.Stop()
+		select {
+		case <-timer.C:
+		default:
+		}
+		if next >= 0 {
+			timer.Reset(next)
+		}
+	}
+}
+
+// heartbeatStep sends one heartbeat if one is due and returns when to send the next, or -1 to
+// wait for a wake-up.
+func (c *Consumer) heartbeatStep() time.Duration {
+	c.mu.Lock()
+	now := time.Now()
+	m := &c.member
+	timedOut := !m.left && m.epoch > 0 && !c.poll.polling.Load() && now.Sub(c.poll.lastPoll) >= c.cfg.maxPollInterval
+	var closed <-chan struct{}
+	if timedOut {
+		closed = c.leaveForPollTimeoutLocked(now)
+	}
+	idle := m.fatal != nil || m.left || len(m.subscription) == 0
+	noCoord := m.coord < 0
+	c.mu.Unlock()
+	if timedOut {
+		select {
+		case <-closed:
+		case <-c.life.closing:
+		}
+		c.leave()
+		return -1
+	}
+	if idle {
+		c.mu.Lock()
+		unsubscribed := len(c.member.subscription) == 0
+		c.mu.Unlock()
+		if unsubscribed {
+			c.leave()
+		}
+		return -1 // a member that left for want of Polls sends no heartbeat until one comes
+	}
+	if noCoord && !c.findCoordinator(c.life.hbCtx) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.member.backoff()
+	}
+
+	c.mu.Lock()
+	req := c.member.heartbeat()
+	coord := c.member.coord
+	c.mu.Unlock()
+	kresp, err := c.cl.Broker(int(coord)).Request(c.life.hbCtx, req)
+	resp, _ := kresp.(*kmsg.ShareGroupHeartbeatResponse)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now = time.Now()
+	if err != nil && c.life.hbCtx.Err() != nil {
+		return -1 // Close started
+	}
+	out := c.member.applyHeartbeat(req, resp, err)
+	if out.err != nil {
+		c.health.setErr(out.err, now)
+		switch {
+		case err != nil:
+			c.log(kgo.LogLevelWarn, "heartbeat failed; finding the coordinator again", "coordinator", coord, "err", err)
+		case out.coordErr:
+			c.health.coordErr = out.err
+		case out.fatal:
+			c.log(kgo.LogLevelError, "the group coordinator refused the member for good", "err", out.err)
+			c.wake()
+		case out.fenced:
+			c.log(kgo.LogLevelInfo, "member fenced by the group coordinator; rejoining", "err", out.err)
+		case out.pollErr == nil:
+			c.log(kgo.LogLevelWarn, "heartbeat refused", "err", out.err)
+		}
+	}
+	if c.member.epoch > 0 {
+		c.health.coordErr = nil
+	}
+	if out.pollErr != nil {
+		c.addPollErr(out.pollErr)
+	}
+	if out.assignment {
+		c.assignmentChangedLocked(out.resolved)
+	}
+	c.noteLocked(now)
+	if err == nil && resp.ErrorCode == 0 {
+		c.describeIfIdleLocked()
+	}
+	return out.next
+}
+
+// assignmentChangedLocked follows a new assignment: sessions fetch anew, and metadata is asked
+// for when some partition's leader is not known.
+func (c *Consumer) assignmentChangedLocked(resolved bool) {
+	for _, s := range c.sessions.byNode {
+		s.fetchedEmpty = false
+	}
+	if !resolved {
+		c.triggerMetadataLocked()
+	}
+	c.kickLocked()
+}
+
+// setAssignmentLocked replaces the assignment (nil: none) and follows it.
+func (c *Consumer) setAssignmentLocked(tps []kmsg.ShareGroupHeartbeatResponseAssignmentTopicPartition) {
+	c.assignmentChangedLocked(c.member.assign(tps))
+}
+
+// describeIfIdleLocked counts the group's members (ShareGroupDescribe), once per member epoch,
+// in the background, while the member is assigned nothing, so that Status and Poll's error can
+// say how many members share how many partitions. A failure leaves the count unknown.
+func (c *Consumer) describeIfIdleLocked() {
+	m := &c.member
+	if len(m.assignment) > 0 || len(m.subscription) == 0 || m.epoch <= 0 || m.describedEpoch == m.epoch || c.life.stopped {
+		return
+	}
+	m.describedEpoch = m.epoch
+	coord := m.coord
+	c.life.wg.Add(1)
+	go func() {
+		defer c.life.wg.Done()
+		req := kmsg.NewPtrShareGroupDescribeRequest()
+		req.GroupIDs = []string{c.cfg.group}
+		kresp, err := c.cl.Broker(int(coord)).Request(c.life.hbCtx, req)
+		if err != nil {
+			return
+		}
+		for _, g := range kresp.(*kmsg.ShareGroupDescribeResponse).Groups {
+			if g.GroupID == c.cfg.group && g.ErrorCode == 0 {
+				c.mu.Lock()
+				c.health.members = len(g.Members)
+				c.noteLocked(time.Now())
+				c.mu.Unlock()
+			}
+		}
+	}()
+}
+
+// findCoordinator asks for the group coordinator (FindCoordinator, key type 0) and checks that
+// it serves share groups; a broker that does not is fatal. It reports whether the coordinator
+// is known now.
+func (c *Consumer) findCoordinator(ctx context.Context) bool {
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorKey = c.cfg.group
+	req.CoordinatorKeys = []string{c.cfg.group}
+	req.CoordinatorType = 0
+	kresp, err := c.cl.Request(ctx, req)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log(kgo.LogLevelWarn, "finding the group coordinator failed", "err", err)
+			c.mu.Lock()
+			c.health.setErr(err, time.Now())
+			c.noteLocked(time.Now())
+			c.mu.Unlock()
+		}
+		return false
+	}
+	resp := kresp.(*kmsg.FindCoordinatorResponse)
+	code, msg, node := resp.ErrorCode, resp.ErrorMessage, resp.NodeID
+	for _, co := range resp.Coordinators {
+		if co.Key == c.cfg.group {
+			code, msg, node = co.ErrorCode, co.ErrorMessage, co.NodeID
+		}
+	}
+	if code != 0 {
+		err := errors.FromKafka(code, msg)
+		c.log(kgo.LogLevelWarn, "finding the group coordinator failed", "err", err)
+		c.mu.Lock()
+		c.health.setErr(err, time.Now())
+		c.health.coordErr = err
+		c.noteLocked(time.Now())
+		c.mu.Unlock()
+		return false
+	}
+	v, err := c.versionsFor(ctx, node)
+	if err != nil {
+		c.log(kgo.LogLevelWarn, "asking the group coordinator for its ApiVersions failed", "coordinator", node, "err", err)
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !v.SupportsShareGroups() {
+		c.member.fatal = &errors.FatalError{Group: c.cfg.group, Err: kerr.UnsupportedVersion,
+			Message: "the group coordinator does not support share groups: they need ShareGroupHeartbeat, ShareFetch and ShareAcknowledge v1 (Kafka 4.1)"}
+		c.wake()
+		return false
+	}
+	c.member.coord = node
+	c.health.coordErr = nil
+	return true
+}
+
+// leave sends the heartbeat that leaves the group (MemberEpoch -1), if the consumer is a
+// member. GROUP_ID_NOT_FOUND in answer is ignored, as Kafka's client ignores it.
+func (c *Consumer) leave() {
+	c.mu.Lock()
+	epoch := c.member.leaving()
+	noCoord := c.member.coord < 0
+	c.noteLocked(time.Now())
+	c.mu.Unlock()
+	if epoch == 0 {
+		return
+	}
+	if noCoord && !c.findCoordinator(c.life.ctx) {
+		return
+	}
+	c.mu.Lock()
+	coord := c.member.coord
+	c.mu.Unlock()
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.GroupID, req.MemberID, req.MemberEpoch = c.cfg.group, c.member.memberID, -1
+	kresp, err := c.cl.Broker(int(coord)).Request(c.life.ctx, req)
+	switch {
+	case err != nil:
+		if c.life.ctx.Err() == nil {
+			c.log(kgo.LogLevelWarn, "leaving the group failed", "err", err)
+		}
+	case kresp.(*kmsg.ShareGroupHeartbeatResponse).ErrorCode != 0:
+		resp := kresp.(*kmsg.ShareGroupHeartbeatResponse)
+		if resp.ErrorCode != kerr.GroupIDNotFound.Code {
+			c.log(kgo.LogLevelWarn, "leaving the group failed", "err", errors.FromKafka(resp.ErrorCode, resp.ErrorMessage))
+		}
+	}
+}
+
+// triggerMetadataLocked makes the metadata goroutine run, or run again.
+func (c *Consumer) triggerMetadataLocked() {
+	if c.life.stopped {
+		return
+	}
+	if c.member.metaRunning {
+		c.member.metaAgain = true
+		return
+	}
+	c.member.metaRunning = true
+	c.life.wg.Add(1)
+	go c.metadataLoop()
+}
+
+// metadataLoop asks for the metadata of the subscribed topics and of the assigned ones (names,
+// ids, leaders), until the assignment is resolved and no new request was asked for meanwhile.
+func (c *Consumer) metadataLoop() {
+	defer c.life.wg.Done()
+	failures := 0
+	for {
+		c.mu.Lock()
+		names := c.member.metadataTopics()
+		c.member.metaAgain = false
+		c.mu.Unlock()
+
+		ok := true
+		var resp *kmsg.MetadataResponse
+		var err error
+		if len(names) > 0 {
+			req := kmsg.NewPtrMetadataRequest()
+			for _, n := range names {
+				t := kmsg.NewMetadataRequestTopic()
+				t.Topic = kmsg.StringPtr(n)
+				req.Topics = append(req.Topics, t)
+			}
+			var kresp kmsg.Response
+			kresp, err = c.cl.Request(c.life.ctx, req)
+			resp, _ = kresp.(*kmsg.MetadataResponse)
+		}
+		c.mu.Lock()
+		now := time.Now()
+		switch {
+		case err != nil:
+			if c.life.ctx.Err() == nil {
+				c.log(kgo.LogLevelWarn, "metadata request failed", "err", err)
+				c.health.setErr(err, now)
+			}
+			ok = false
+		case resp != nil:
+			c.applyMetadataLocked(resp)
+		}
+		if !c.member.resolve() {
+			ok = false
+		}
+		c.kickLocked()
+		if ok {
+			failures = 0
+		}
+		if (ok && !c.member.metaAgain) || c.life.stopped || c.life.closed.Load() {
+			c.member.metaRunning = false
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		if !ok {
+			d := min(retryBackoff<<min(failures, 6), maxBackoff)
+			failures++
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-c.life.closing:
+				t.Stop()
+			}
+		}
+	}
+}
+
+// applyMetadataLocked records a metadata response: topics, leaders (following those that moved)
+// and the subscribed topics that do not exist.
+func (c *Consumer) applyMetadataLocked(resp *kmsg.MetadataResponse) {
+	moves, unknown, known := c.member.applyMetadata(resp)
+	for _, t := range unknown {
+		if c.health.unknownTopics == nil {
+			c.health.unknownTopics = make(map[string]bool)
+		}
+		c.health.unknownTopics[t] = true
+	}
+	for _, t := range known {
+		delete(c.health.unknownTopics, t)
+	}
+	for _, mv := range moves {
+		c.leaderMovedLocked(mv)
+	}
+}
