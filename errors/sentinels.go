@@ -63,3 +63,14 @@ func Is(err, target error) bool { return stderrors.Is(err, target) }
 // As finds the first error in err's tree that matches target and, if one is found, sets target
 // to it and returns true; it is the standard library's errors.As.
 func As(err error, target any) bool { return stderrors.As(err, target) }
+
+// New returns an error whose Error method returns text; it is the standard library's errors.New.
+func New(text string) error { return stderrors.New(text) }
+
+// Join returns an error that wraps errs, leaving out nils, or nil when every one is nil; it is the
+// standard library's errors.Join.
+func Join(errs ...error) error { return stderrors.Join(errs...) }
+
+// Unwrap returns the result of calling err's Unwrap method, or nil when err has none or it
+// returns a list; it is the standard library's errors.Unwrap.
+func Unwrap(err error) error { return stderrors.Unwrap(err) }
