@@ -9,6 +9,11 @@ var (
 	// (Renew needs Kafka 4.2: ShareFetch and ShareAcknowledge v2). Nothing was sent.
 	ErrUnsupportedAcknowledgeType = stderrors.New("acknowledge type not supported by the partition leader")
 
+	// ErrInvalidAcknowledgeType: shareconsumer's Acknowledge or AcknowledgeOffset was given a type
+	// the application may not use: anything but acktype.Accept, Release, Reject and Renew
+	// (acktype.Gap is the consumer's own).
+	ErrInvalidAcknowledgeType = stderrors.New("not an acknowledge type the application may use")
+
 	// ErrClosed: the consumer was closed; it cannot be used again.
 	ErrClosed = stderrors.New("consumer is closed")
 

@@ -40,11 +40,12 @@
 // consumer; only acquired offsets become records, each with its delivery count. Acquired
 // offsets within the data without a record (compaction, transaction markers) are acknowledged
 // as gaps on their own, and batches that cannot be decoded are reported by Poll
-// (*CorruptBatchError) and rejected unless the application says otherwise (AcknowledgeOffset).
-// Acquired offsets outside the data were never fetched: unlike Kafka's client, which
-// acknowledges those after the data as gaps, the consumer leaves them to their lock's expiry,
-// so that a record a broker failed to send is delivered again rather than archived. An answer
-// acquiring more than a million offsets of a partition is refused (ErrTooManyAcquired).
+// (*errors.CorruptBatchError) and rejected unless the application says otherwise
+// (AcknowledgeOffset). Acquired offsets outside the data were never fetched: unlike Kafka's
+// client, which acknowledges those after the data as gaps, the consumer leaves them to their
+// lock's expiry, so that a record a broker failed to send is delivered again rather than
+// archived. An answer acquiring more than a million offsets of a partition is refused
+// (errors.ErrTooManyAcquired).
 //
 // Acknowledge records ACCEPT, RELEASE or REJECT for a record; the acknowledgement travels on
 // the next ShareFetch to that record's leader, or in a ShareAcknowledge on CommitSync,

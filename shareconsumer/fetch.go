@@ -20,7 +20,7 @@ type bufItem struct {
 	tp      TopicPartition
 	id      [16]byte
 	recs    []*Record
-	corrupt *CorruptBatchError
+	corrupt *errors.CorruptBatchError
 	lock    lockReport // the lock duration the fetch's answer reported
 }
 
@@ -251,7 +251,7 @@ func (c *Consumer) applyFetchLocked(n *node, job *ackJob, names map[[16]byte]str
 		n.pause = retryBackoff
 		c.failPartsLocked(job, job.parts, resp.ErrorCode, deref(resp.ErrorMessage))
 		if ke, ok := kerr.ErrorForCode(resp.ErrorCode).(*kerr.Error); !ok || !ke.Retriable {
-			c.addPollErrLocked(&BrokerError{Broker: n.id, Err: kerrMsg})
+			c.addPollErrLocked(&errors.BrokerError{Broker: n.id, Err: kerrMsg})
 		}
 		return
 	}
@@ -368,7 +368,7 @@ func (c *Consumer) fetchErrorLocked(n *node, id [16]byte, tp TopicPartition, rp 
 	err := errors.FromKafka(code, rp.ErrorMessage)
 	c.log(kgo.LogLevelWarn, "ShareFetch could not fetch a partition", "broker", n.id, "topic", tp.Topic, "partition", tp.Partition, "err", err)
 	if ke, ok := kerr.ErrorForCode(code).(*kerr.Error); !ok || !ke.Retriable {
-		c.addPollErrLocked(&PartitionError{Topic: tp.Topic, Partition: tp.Partition, Err: err})
+		c.addPollErrLocked(&errors.PartitionError{Topic: tp.Topic, Partition: tp.Partition, Err: err})
 	}
 }
 

@@ -112,7 +112,7 @@ func FuzzAcknowledgeBatching(f *testing.F) {
 				err := c.AcknowledgeOffset("t", p, off, ty)
 				switch {
 				case !ty.Valid() || ty == acktype.Renew:
-					require.ErrorIs(t, err, ErrInvalidAcknowledgeType)
+					require.ErrorIs(t, err, errors.ErrInvalidAcknowledgeType)
 				case ok && h.undecodable:
 					require.NoError(t, err)
 					acked[key{p, off}] = ty
@@ -132,7 +132,7 @@ func FuzzAcknowledgeBatching(f *testing.F) {
 				err := c.Acknowledge(r, ty)
 				switch {
 				case !ty.Valid():
-					require.ErrorIs(t, err, ErrInvalidAcknowledgeType)
+					require.ErrorIs(t, err, errors.ErrInvalidAcknowledgeType)
 				case ok && !h.undecodable:
 					require.NoError(t, err)
 					acked[k] = ty

@@ -58,9 +58,10 @@ type Handler func(ctx context.Context, r *Record) error
 // errors.ErrProcessStopped), and at once, doing
 // nothing, with ErrProcessRunning when Process already runs, ErrConcurrentPoll while Poll runs,
 // or an error for a nil handler or a bad option. Errors Poll would return once (a
-// *PartitionError, a *BrokerError, a *CorruptBatchError, whose records are rejected) are logged
-// through the kgo logger and Process goes on. Poll fails with ErrProcessRunning while Process
-// runs; Acknowledge cannot reach the records Process holds; Wakeup has no effect on it.
+// *errors.PartitionError, a *errors.BrokerError, a *errors.CorruptBatchError, whose records are
+// rejected) are logged through the kgo logger and Process goes on. Poll fails with
+// ErrProcessRunning while Process runs; Acknowledge cannot reach the records Process holds;
+// Wakeup has no effect on it.
 func (c *Consumer) Process(ctx context.Context, h Handler, opts ...ProcessOpt) error {
 	if err := c.check(); err != nil {
 		return err
@@ -234,7 +235,7 @@ func (p *pool) intake() error {
 		case ctx.Err() != nil:
 			return p.endErr(nil)
 		case errors.As(err, &fatal), errors.Is(err, errors.ErrClosed), errors.Is(err, errors.ErrNotSubscribed),
-			errors.Is(err, ErrRecordLimitUnsupported):
+			errors.Is(err, errors.ErrRecordLimitUnsupported):
 			return err
 		}
 		p.c.log(kgo.LogLevelWarn, "Process goes on after an error Poll would have returned", "err", err)

@@ -349,7 +349,7 @@ func (c *Consumer) nextWorkLocked(n *node) func() {
 		if c.cfg.recordLimit {
 			if !v.SupportsRecordLimitAcquire() {
 				max, _ := v.Max(kmsg.ShareFetch)
-				n.unsupported = fmt.Errorf("%w: broker %d supports ShareFetch up to v%d", ErrRecordLimitUnsupported, n.id, max)
+				n.unsupported = fmt.Errorf("%w: broker %d supports ShareFetch up to v%d", errors.ErrRecordLimitUnsupported, n.id, max)
 				c.wake()
 				continue
 			}
