@@ -335,7 +335,7 @@ func TestChaos(t *testing.T) {
 					}
 					return
 				}
-				var lle *shareconsumer.LockLostError
+				var lle *kerrors.LockLostError
 				if stderrors.As(o.Err, &lle) {
 					ptl.lost++
 				} else {

@@ -86,12 +86,12 @@
 // # Worker pools
 //
 // Process runs the poll loop itself with a pool of workers, one record per handler call, and
-// acknowledges each record from the handler's answer (nil accepts, an error releases, Reject
-// rejects, a panic releases). While a handler works, Process renews the record's lock before it
-// runs out, all due renews of a leader in one ShareAcknowledge, and cancels the handler's
-// context, with a *LockLostError as its cause, the moment the lock is lost. It never holds more
-// acquired records than its workers and queue can take, and on shutdown it releases what it
-// has not started, waits for running handlers and commits. See docs/guide.md.
+// acknowledges each record from the handler's answer (nil accepts, an error releases,
+// errors.Reject rejects, a panic releases). While a handler works, Process renews the record's
+// lock before it runs out, all due renews of a leader in one ShareAcknowledge, and cancels the
+// handler's context, with a *errors.LockLostError as its cause, the moment the lock is lost. It
+// never holds more acquired records than its workers and queue can take, and on shutdown it
+// releases what it has not started, waits for running handlers and commits. See docs/guide.md.
 //
 // # Differences from Kafka's Java client
 //

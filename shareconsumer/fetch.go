@@ -392,7 +392,7 @@ func (c *Consumer) setLeaderLocked(tm *topicMeta, partition int32, li leaderInfo
 		tp := TopicPartition{tm.name, partition}
 		c.dropRenewsOfPartitionLocked(tp)
 		if c.pool != nil {
-			c.pool.loseWhere(func(h *heldRecord) bool { return h.tp == tp && h.node == cur.node }, LockLeaderMoved)
+			c.pool.loseWhere(func(h *heldRecord) bool { return h.tp == tp && h.node == cur.node }, errors.LockLeaderMoved)
 		}
 	}
 	tm.leaders[partition] = li

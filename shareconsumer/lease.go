@@ -1,6 +1,10 @@
 package shareconsumer
 
-import "time"
+import (
+	"time"
+
+	"github.com/kshare/kshare/errors"
+)
 
 // lease decides, for the records Process holds, when their acquisition locks are renewed and
 // when they are given up. It reads no clock: every decision takes the time it is made at.
@@ -47,7 +51,7 @@ type leasePlan struct {
 
 type lostLock struct {
 	h      *heldRecord
-	reason LockLostReason
+	reason errors.LockLostReason
 }
 
 // plan decides, at now, for the records held: which to renew (those whose leader takes RENEW,
@@ -69,7 +73,7 @@ func (l *lease) plan(now time.Time, held []*heldRecord) leasePlan {
 		if l.maxHold > 0 {
 			end := h.acquired.Add(l.maxHold)
 			if !now.Before(end) {
-				p.lost = append(p.lost, lostLock{h, LockMaxHoldReached})
+				p.lost = append(p.lost, lostLock{h, errors.LockMaxHoldReached})
 				continue
 			}
 			at(end)
@@ -80,14 +84,14 @@ func (l *lease) plan(now time.Time, held []*heldRecord) leasePlan {
 		if !h.renewSent.IsZero() {
 			giveUp := h.deadline.Add(renewGrace(h.lock))
 			if !now.Before(giveUp) {
-				p.lost = append(p.lost, lostLock{h, LockDeadlinePassed})
+				p.lost = append(p.lost, lostLock{h, errors.LockDeadlinePassed})
 				continue
 			}
 			at(giveUp)
 			continue
 		}
 		if !now.Before(h.deadline) {
-			p.lost = append(p.lost, lostLock{h, LockDeadlinePassed})
+			p.lost = append(p.lost, lostLock{h, errors.LockDeadlinePassed})
 			continue
 		}
 		at(h.deadline)

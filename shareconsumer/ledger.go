@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/kshare/kshare/errors"
 	"github.com/kshare/kshare/renewbuffer"
 )
 
@@ -26,7 +27,7 @@ type heldRecord struct {
 
 	started  bool                    // a worker took it
 	cancel   context.CancelCauseFunc // the handler's context, once started
-	lost     *LockLostError          // set once its lock is lost: no acknowledgement is sent
+	lost     *errors.LockLostError   // set once its lock is lost: no acknowledgement is sent
 	stopped  bool                    // shutdown cancelled its handler after the grace period
 	answered bool                    // its final acknowledgement is recorded: no more renews
 }
