@@ -1,5 +1,15 @@
 package errors
 
+import "fmt"
+
+// PanicError is shareconsumer's RecordOutcome.Err of a Process handler that panicked.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprint("shareconsumer: handler panicked: ", e.Value) }
+
 // rejectError marks a handler's error as a rejection.
 type rejectError struct{ err error }
 

@@ -437,12 +437,12 @@ func (p *pool) handle(ctx context.Context, h *heldRecord) {
 	}
 }
 
-// call runs the handler, turning a panic into a *PanicError.
+// call runs the handler, turning a panic into a *errors.PanicError.
 func (p *pool) call(ctx context.Context, h *heldRecord) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			stack := debug.Stack()
-			err = &PanicError{Value: v, Stack: stack}
+			err = &errors.PanicError{Value: v, Stack: stack}
 			p.stats.panics.Add(1)
 			p.c.log(kgo.LogLevelError, "Process handler panicked; the record is released", "topic", h.tp.Topic, "partition", h.tp.Partition, "offset", h.rec.Offset, "panic", v, "stack", string(stack))
 			if p.cfg.onPanic != nil {

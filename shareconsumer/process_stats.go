@@ -1,7 +1,6 @@
 package shareconsumer
 
 import (
-	"fmt"
 	"math/bits"
 	"strconv"
 	"strings"
@@ -19,7 +18,7 @@ type RecordOutcome struct {
 	// Ack is what was acknowledged: acktype.Accept, Release or Reject; 0 when nothing was,
 	// because the lock was lost (Err is then the *errors.LockLostError).
 	Ack acktype.Type
-	// Err is the handler's error (nil for Accept), a *PanicError when it panicked, or the
+	// Err is the handler's error (nil for Accept), a *errors.PanicError when it panicked, or the
 	// *errors.LockLostError when the lock was lost.
 	Err error
 	// HandlerTime is how long the handler ran.
@@ -27,14 +26,6 @@ type RecordOutcome struct {
 	// Renews is how many times the broker renewed the record's lock for it.
 	Renews int
 }
-
-// PanicError is the RecordOutcome.Err of a handler that panicked.
-type PanicError struct {
-	Value any
-	Stack []byte
-}
-
-func (e *PanicError) Error() string { return fmt.Sprint("shareconsumer: handler panicked: ", e.Value) }
 
 // ProcessStats is a snapshot of what Process did on a consumer, counted from its creation over
 // every Process call.
