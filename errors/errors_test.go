@@ -1,7 +1,6 @@
 package errors_test
 
 import (
-	stderrors "errors"
 	"fmt"
 	"testing"
 
@@ -57,11 +56,11 @@ func TestFromKafka(t *testing.T) {
 			}
 			require.EqualError(t, err, tc.want)
 			assert.ErrorIs(t, err, tc.is)
-			ke, ok := stderrors.AsType[*kerr.Error](err)
-			require.True(t, ok)
+			var ke *kerr.Error
+			require.True(t, errors.As(err, &ke))
 			assert.Same(t, tc.is, ke)
-			kafka, ok := stderrors.AsType[*errors.KafkaError](err)
-			require.True(t, ok)
+			var kafka *errors.KafkaError
+			require.True(t, errors.As(err, &kafka))
 			assert.Equal(t, tc.code, kafka.Code)
 		})
 	}

@@ -2,7 +2,6 @@ package shareconsumer
 
 import (
 	"context"
-	stderrors "errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -187,7 +186,7 @@ func FuzzShareAcknowledgeResponse(f *testing.F) {
 		}
 		var reqErr error
 		if version&0x80 != 0 {
-			reqErr = stderrors.New("fuzz: connection reset")
+			reqErr = errors.New("fuzz: connection reset")
 		}
 		c.mu.Lock()
 		defer c.mu.Unlock()

@@ -1,7 +1,6 @@
 package shareconsumer
 
 import (
-	stderrors "errors"
 	"testing"
 	"time"
 
@@ -115,7 +114,7 @@ func FuzzShareFetchResponse(f *testing.F) {
 		}
 		var reqErr error
 		if version&0x80 != 0 {
-			reqErr = stderrors.New("fuzz: connection reset")
+			reqErr = errors.New("fuzz: connection reset")
 		}
 		in := fuzzInput{plan}
 
@@ -203,7 +202,7 @@ func FuzzShareFetchResponse(f *testing.F) {
 
 		tooMany := 0
 		for _, err := range c.pollErrs {
-			if stderrors.Is(err, errors.ErrTooManyAcquired) {
+			if errors.Is(err, errors.ErrTooManyAcquired) {
 				tooMany++
 			}
 		}
