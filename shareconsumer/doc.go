@@ -98,9 +98,8 @@
 //   - Poll takes a context and returns ctx.Err(), wrapped with the reason, when it ends before
 //     records arrive, where Java returns an empty batch after its timeout.
 //   - Wakeup interrupts Poll only; CommitSync and Close are bounded by their contexts.
-//   - Errors are values: the sentinels and result types of package
-//     github.com/kshare/kshare/errors, and CorruptBatchError, PartitionError, BrokerError and
-//     ErrRecordLimitUnsupported here.
+//   - Errors are values: the sentinels and error types of package
+//     github.com/kshare/kshare/errors, which holds every error of the SDK.
 //   - Renew is refused up front, not in the callback, when the leader cannot take it, and a
 //     Poll waiting for a renew's answer returns as soon as it is in, not after its timeout.
 package shareconsumer
