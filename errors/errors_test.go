@@ -154,6 +154,7 @@ func TestSentinelsAreDistinct(t *testing.T) {
 		errors.ErrUnsupportedAcknowledgeType, errors.ErrClosed, errors.ErrWokenUp, errors.ErrConcurrentPoll,
 		errors.ErrImplicitMode, errors.ErrCannotAcknowledge, errors.ErrUnacknowledgedRecords,
 		errors.ErrNotSubscribed, errors.ErrProcessRunning, errors.ErrProcessStopped, errors.ErrReject, errors.ErrLockLost,
+		errors.ErrInvalidAcknowledgeType, errors.ErrRecordLimitUnsupported, errors.ErrTooManyAcquired,
 	}
 	for i, a := range all {
 		for k, b := range all {
@@ -188,4 +189,17 @@ func TestInconsistentGroupType(t *testing.T) {
 	missing := &errors.FatalError{Group: "g", Err: kerr.GroupIDNotFound, Message: "Share group g not found."}
 	assert.NotErrorIs(t, missing, errors.ErrInconsistentGroupType)
 	assert.ErrorIs(t, missing, kerr.GroupIDNotFound)
+}
+
+func TestStandardLibraryFunctions(t *testing.T) {
+	t.Parallel()
+	a, b := errors.New("a"), errors.New("b")
+	assert.EqualError(t, a, "a")
+	assert.NotSame(t, a, errors.New("a"), "New returns a distinct error each time")
+	joined := errors.Join(a, nil, b)
+	assert.EqualError(t, joined, "a\nb")
+	assert.True(t, errors.Is(joined, b))
+	assert.NoError(t, errors.Join(nil, nil))
+	assert.Same(t, a, errors.Unwrap(fmt.Errorf("wrapped: %w", a)))
+	assert.NoError(t, errors.Unwrap(joined), "Unwrap returns nil for a list")
 }
