@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
-	kserrors "github.com/kshare/kshare/errors"
+	"github.com/kshare/kshare/errors"
 )
 
 // versionRange is the versions of one API a broker accepts, both ends included.
@@ -23,7 +23,7 @@ type Versions struct {
 // wrapping that code (a *errors.KafkaError); entries whose range is empty (min above max) are
 // left out.
 func FromResponse(resp *kmsg.ApiVersionsResponse) (Versions, error) {
-	if err := kserrors.FromKafka(resp.ErrorCode, nil); err != nil {
+	if err := errors.FromKafka(resp.ErrorCode, nil); err != nil {
 		return Versions{}, fmt.Errorf("apiversions: the broker answered ApiVersions with %w", err)
 	}
 	v := Versions{apis: make(map[kmsg.Key]versionRange, len(resp.ApiKeys))}

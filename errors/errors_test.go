@@ -1,7 +1,6 @@
 package errors_test
 
 import (
-	stderrors "errors"
 	"fmt"
 	"testing"
 
@@ -57,11 +56,11 @@ func TestFromKafka(t *testing.T) {
 			}
 			require.EqualError(t, err, tc.want)
 			assert.ErrorIs(t, err, tc.is)
-			ke, ok := stderrors.AsType[*kerr.Error](err)
-			require.True(t, ok)
+			var ke *kerr.Error
+			require.True(t, errors.As(err, &ke))
 			assert.Same(t, tc.is, ke)
-			kafka, ok := stderrors.AsType[*errors.KafkaError](err)
-			require.True(t, ok)
+			var kafka *errors.KafkaError
+			require.True(t, errors.As(err, &kafka))
 			assert.Equal(t, tc.code, kafka.Code)
 		})
 	}
@@ -155,6 +154,7 @@ func TestSentinelsAreDistinct(t *testing.T) {
 		errors.ErrUnsupportedAcknowledgeType, errors.ErrClosed, errors.ErrWokenUp, errors.ErrConcurrentPoll,
 		errors.ErrImplicitMode, errors.ErrCannotAcknowledge, errors.ErrUnacknowledgedRecords,
 		errors.ErrNotSubscribed, errors.ErrProcessRunning, errors.ErrProcessStopped, errors.ErrReject, errors.ErrLockLost,
+		errors.ErrInvalidAcknowledgeType, errors.ErrRecordLimitUnsupported, errors.ErrTooManyAcquired,
 	}
 	for i, a := range all {
 		for k, b := range all {
@@ -189,4 +189,17 @@ func TestInconsistentGroupType(t *testing.T) {
 	missing := &errors.FatalError{Group: "g", Err: kerr.GroupIDNotFound, Message: "Share group g not found."}
 	assert.NotErrorIs(t, missing, errors.ErrInconsistentGroupType)
 	assert.ErrorIs(t, missing, kerr.GroupIDNotFound)
+}
+
+func TestStandardLibraryFunctions(t *testing.T) {
+	t.Parallel()
+	a, b := errors.New("a"), errors.New("b")
+	assert.EqualError(t, a, "a")
+	assert.NotSame(t, a, errors.New("a"), "New returns a distinct error each time")
+	joined := errors.Join(a, nil, b)
+	assert.EqualError(t, joined, "a\nb")
+	assert.True(t, errors.Is(joined, b))
+	assert.NoError(t, errors.Join(nil, nil))
+	assert.Same(t, a, errors.Unwrap(fmt.Errorf("wrapped: %w", a)))
+	assert.NoError(t, errors.Unwrap(joined), "Unwrap returns nil for a list")
 }

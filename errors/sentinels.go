@@ -9,6 +9,11 @@ var (
 	// (Renew needs Kafka 4.2: ShareFetch and ShareAcknowledge v2). Nothing was sent.
 	ErrUnsupportedAcknowledgeType = stderrors.New("acknowledge type not supported by the partition leader")
 
+	// ErrInvalidAcknowledgeType: shareconsumer's Acknowledge or AcknowledgeOffset was given a type
+	// the application may not use: anything but acktype.Accept, Release, Reject and Renew
+	// (acktype.Gap is the consumer's own).
+	ErrInvalidAcknowledgeType = stderrors.New("not an acknowledge type the application may use")
+
 	// ErrClosed: the consumer was closed; it cannot be used again.
 	ErrClosed = stderrors.New("consumer is closed")
 
@@ -63,3 +68,14 @@ func Is(err, target error) bool { return stderrors.Is(err, target) }
 // As finds the first error in err's tree that matches target and, if one is found, sets target
 // to it and returns true; it is the standard library's errors.As.
 func As(err error, target any) bool { return stderrors.As(err, target) }
+
+// New returns an error whose Error method returns text; it is the standard library's errors.New.
+func New(text string) error { return stderrors.New(text) }
+
+// Join returns an error that wraps errs, leaving out nils, or nil when every one is nil; it is the
+// standard library's errors.Join.
+func Join(errs ...error) error { return stderrors.Join(errs...) }
+
+// Unwrap returns the result of calling err's Unwrap method, or nil when err has none or it
+// returns a list; it is the standard library's errors.Unwrap.
+func Unwrap(err error) error { return stderrors.Unwrap(err) }

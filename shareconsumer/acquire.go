@@ -225,12 +225,12 @@ func (c *Consumer) poolFetchLocked(n *node, req *kmsg.ShareFetchRequest, carried
 	req.MaxWaitMillis = int32(c.pool.fetchWait(lock) / time.Millisecond)
 }
 
-// sessionResetLocked makes the next request to n open a new share session; Process gives up
-// the records it holds from n (LockSessionReset), whose renews and acknowledgements cannot
+// sessionResetLocked makes the next request to n open a new share session; Process gives up the
+// records it holds from n (errors.LockSessionReset), whose renews and acknowledgements cannot
 // travel on the opening request.
 func (c *Consumer) sessionResetLocked(n *node) {
 	n.resetSessionLocked()
 	if c.pool != nil {
-		c.pool.loseWhere(func(h *heldRecord) bool { return h.node == n.id }, LockSessionReset)
+		c.pool.loseWhere(func(h *heldRecord) bool { return h.node == n.id }, errors.LockSessionReset)
 	}
 }

@@ -81,9 +81,9 @@ func TestExplicitMode(t *testing.T) {
 	require.ErrorIs(t, err, errors.ErrUnacknowledgedRecords, "still")
 
 	// Misuse.
-	assert.ErrorIs(t, cons.AcknowledgeOffset("t", 0, 2, acktype.Renew), ErrInvalidAcknowledgeType, "no record to return again")
-	assert.ErrorIs(t, cons.Acknowledge(recs[2], acktype.Gap), ErrInvalidAcknowledgeType)
-	assert.ErrorIs(t, cons.Acknowledge(recs[2], acktype.Type(9)), ErrInvalidAcknowledgeType)
+	assert.ErrorIs(t, cons.AcknowledgeOffset("t", 0, 2, acktype.Renew), errors.ErrInvalidAcknowledgeType, "no record to return again")
+	assert.ErrorIs(t, cons.Acknowledge(recs[2], acktype.Gap), errors.ErrInvalidAcknowledgeType)
+	assert.ErrorIs(t, cons.Acknowledge(recs[2], acktype.Type(9)), errors.ErrInvalidAcknowledgeType)
 	assert.ErrorIs(t, cons.Acknowledge(nil, acktype.Accept), errors.ErrCannotAcknowledge)
 	assert.ErrorIs(t, cons.Acknowledge(&Record{Topic: "t", Partition: 0, Offset: 99}, acktype.Accept), errors.ErrCannotAcknowledge)
 	assert.ErrorIs(t, cons.Acknowledge(&Record{Topic: "other", Partition: 0, Offset: 0}, acktype.Accept), errors.ErrCannotAcknowledge)

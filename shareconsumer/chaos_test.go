@@ -2,7 +2,6 @@ package shareconsumer_test
 
 import (
 	"context"
-	stderrors "errors"
 	"flag"
 	"fmt"
 	"hash/fnv"
@@ -19,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/acktype"
-	kerrors "github.com/kshare/kshare/errors"
+	"github.com/kshare/kshare/errors"
 	"github.com/kshare/kshare/shareconsumer"
 	"github.com/kshare/kshare/testbroker"
 )
@@ -318,7 +317,7 @@ func TestChaos(t *testing.T) {
 			}
 			switch k.answer(seed) {
 			case acktype.Reject:
-				return kerrors.ErrReject
+				return errors.ErrReject
 			case acktype.Release:
 				return fmt.Errorf("chaos release")
 			}
@@ -335,8 +334,8 @@ func TestChaos(t *testing.T) {
 					}
 					return
 				}
-				var lle *shareconsumer.LockLostError
-				if stderrors.As(o.Err, &lle) {
+				var lle *errors.LockLostError
+				if errors.As(o.Err, &lle) {
 					ptl.lost++
 				} else {
 					ptl.badLoss = append(ptl.badLoss, fmt.Sprintf("%d/%d: nothing acknowledged and no loss reported: %v", k.p, k.off, o.Err))
@@ -546,9 +545,9 @@ func chaosPollLoop(ctx context.Context, cons *shareconsumer.Consumer, tl *tally,
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		recs, err := cons.Poll(pctx)
 		cancel()
-		if err != nil && ctx.Err() == nil && !stderrors.Is(err, context.DeadlineExceeded) {
-			var fe *kerrors.FatalError
-			if stderrors.As(err, &fe) || stderrors.Is(err, kerrors.ErrClosed) {
+		if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+			var fe *errors.FatalError
+			if errors.As(err, &fe) || errors.Is(err, errors.ErrClosed) {
 				fatal.CompareAndSwap(nil, fmt.Errorf("%s: Poll: %w", tl.name, err))
 				return
 			}

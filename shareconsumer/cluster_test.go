@@ -217,10 +217,10 @@ func TestRecordLimitUnsupported(t *testing.T) {
 	c := tStart(t, testbroker.Topic("t", 1), testbroker.Kafka41())
 	cons := tNew(t, c, "g", Topics("t"), RecordLimitAcquire())
 	_, err := cons.Poll(tCtx(t))
-	require.ErrorIs(t, err, ErrRecordLimitUnsupported)
+	require.ErrorIs(t, err, errors.ErrRecordLimitUnsupported)
 	assert.Contains(t, err.Error(), "broker 0 supports ShareFetch up to v1")
 	_, err = cons.Poll(tCtx(t))
-	require.ErrorIs(t, err, ErrRecordLimitUnsupported, "every Poll")
+	require.ErrorIs(t, err, errors.ErrRecordLimitUnsupported, "every Poll")
 	assert.Empty(t, c.ShareSessions(0), "nothing was fetched")
 }
 

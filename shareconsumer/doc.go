@@ -40,11 +40,12 @@
 // consumer; only acquired offsets become records, each with its delivery count. Acquired
 // offsets within the data without a record (compaction, transaction markers) are acknowledged
 // as gaps on their own, and batches that cannot be decoded are reported by Poll
-// (*CorruptBatchError) and rejected unless the application says otherwise (AcknowledgeOffset).
-// Acquired offsets outside the data were never fetched: unlike Kafka's client, which
-// acknowledges those after the data as gaps, the consumer leaves them to their lock's expiry,
-// so that a record a broker failed to send is delivered again rather than archived. An answer
-// acquiring more than a million offsets of a partition is refused (ErrTooManyAcquired).
+// (*errors.CorruptBatchError) and rejected unless the application says otherwise
+// (AcknowledgeOffset). Acquired offsets outside the data were never fetched: unlike Kafka's
+// client, which acknowledges those after the data as gaps, the consumer leaves them to their
+// lock's expiry, so that a record a broker failed to send is delivered again rather than
+// archived. An answer acquiring more than a million offsets of a partition is refused
+// (errors.ErrTooManyAcquired).
 //
 // Acknowledge records ACCEPT, RELEASE or REJECT for a record; the acknowledgement travels on
 // the next ShareFetch to that record's leader, or in a ShareAcknowledge on CommitSync,
@@ -85,21 +86,20 @@
 // # Worker pools
 //
 // Process runs the poll loop itself with a pool of workers, one record per handler call, and
-// acknowledges each record from the handler's answer (nil accepts, an error releases, Reject
-// rejects, a panic releases). While a handler works, Process renews the record's lock before it
-// runs out, all due renews of a leader in one ShareAcknowledge, and cancels the handler's
-// context, with a *LockLostError as its cause, the moment the lock is lost. It never holds more
-// acquired records than its workers and queue can take, and on shutdown it releases what it
-// has not started, waits for running handlers and commits. See docs/guide.md.
+// acknowledges each record from the handler's answer (nil accepts, an error releases,
+// errors.Reject rejects, a panic releases). While a handler works, Process renews the record's
+// lock before it runs out, all due renews of a leader in one ShareAcknowledge, and cancels the
+// handler's context, with a *errors.LockLostError as its cause, the moment the lock is lost. It
+// never holds more acquired records than its workers and queue can take, and on shutdown it
+// releases what it has not started, waits for running handlers and commits. See docs/guide.md.
 //
 // # Differences from Kafka's Java client
 //
 //   - Poll takes a context and returns ctx.Err(), wrapped with the reason, when it ends before
 //     records arrive, where Java returns an empty batch after its timeout.
 //   - Wakeup interrupts Poll only; CommitSync and Close are bounded by their contexts.
-//   - Errors are values: the sentinels and result types of package
-//     github.com/kshare/kshare/errors, and CorruptBatchError, PartitionError, BrokerError and
-//     ErrRecordLimitUnsupported here.
+//   - Errors are values: the sentinels and error types of package
+//     github.com/kshare/kshare/errors, which holds every error of the SDK.
 //   - Renew is refused up front, not in the callback, when the leader cannot take it, and a
 //     Poll waiting for a renew's answer returns as soon as it is in, not after its timeout.
 package shareconsumer

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/acktype"
-	kerrors "github.com/kshare/kshare/errors"
+	"github.com/kshare/kshare/errors"
 	"github.com/kshare/kshare/shareconsumer"
 	"github.com/kshare/kshare/testbroker"
 )
@@ -65,7 +65,7 @@ func TestE2ERenewReturnsRecordUntilFinal(t *testing.T) {
 		require.NoError(t, c.Acknowledge(again[0], acktype.Accept))
 		commitSyncOK(t, c, "consumer")
 		env.waitSPSO(t, group, []int32{0}, 3)
-		assert.ErrorIs(t, c.Acknowledge(renewed, acktype.Renew), kerrors.ErrCannotAcknowledge,
+		assert.ErrorIs(t, c.Acknowledge(renewed, acktype.Renew), errors.ErrCannotAcknowledge,
 			"a record whose final acknowledgement was sent cannot be renewed")
 	})
 }
@@ -154,7 +154,7 @@ func TestE2ETestbrokerRenewAfterExpiryFails(t *testing.T) {
 		res, err := c.CommitSync(e2eCtx(t, 10*time.Second))
 		require.NoError(t, err)
 		require.ErrorIs(t, res[tp], kerr.InvalidRecordState)
-		var ae *kerrors.AckError
+		var ae *errors.AckError
 		require.ErrorAs(t, res[tp], &ae)
 		assert.Equal(t, []int64{0, 1}, ae.Offsets)
 		acs := cb.get()
@@ -185,7 +185,7 @@ func TestE2ETestbrokerRenewDisabledForGroup(t *testing.T) {
 		acs := cb.get()
 		require.Len(t, acs, 1)
 		require.ErrorIs(t, acs[0].Err, kerr.InvalidRecordState)
-		var ae *kerrors.AckError
+		var ae *errors.AckError
 		require.ErrorAs(t, acs[0].Err, &ae)
 		assert.Equal(t, "Renewing acquisition locks is not enabled for the group.", ae.Message)
 		assert.Equal(t, []int64{0}, ae.Offsets)
@@ -241,10 +241,10 @@ func TestE2ERenewRefusedUpFrontByOldLeader(t *testing.T) {
 		c := env.newConsumer(t, group, shareconsumer.ExplicitAcknowledgement(), cb.opt())
 		recs := pollN(t, c, 3, 10*time.Second)
 		for _, r := range recs {
-			require.ErrorIs(t, c.Acknowledge(r, acktype.Renew), kerrors.ErrUnsupportedAcknowledgeType, "offset %d", r.Offset)
+			require.ErrorIs(t, c.Acknowledge(r, acktype.Renew), errors.ErrUnsupportedAcknowledgeType, "offset %d", r.Offset)
 		}
 		_, err := c.Poll(e2eCtx(t, 10*time.Second))
-		require.ErrorIs(t, err, kerrors.ErrUnacknowledgedRecords, "nothing was recorded")
+		require.ErrorIs(t, err, errors.ErrUnacknowledgedRecords, "nothing was recorded")
 		require.NoError(t, c.Acknowledge(recs[0], acktype.Accept))
 		require.NoError(t, c.Acknowledge(recs[1], acktype.Reject))
 		require.NoError(t, c.Acknowledge(recs[2], acktype.Release))

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kshare/kshare/acktype"
-	kerrors "github.com/kshare/kshare/errors"
+	"github.com/kshare/kshare/errors"
 	"github.com/kshare/kshare/shareconsumer"
 	"github.com/kshare/kshare/testbroker"
 )
@@ -89,7 +89,7 @@ func workGroup(t *testing.T, cs []*shareconsumer.Consumer, total int, handle fun
 				pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 				recs, err := c.Poll(pctx)
 				cancel()
-				if err != nil && !kerrors.Is(err, context.DeadlineExceeded) {
+				if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 					fail("consumer %d: Poll: %v", i, err)
 					return
 				}
@@ -199,7 +199,7 @@ func TestE2EImplicitAcceptsAtNextPoll(t *testing.T) {
 			assert.EqualValues(t, i+1, r.Offset)
 			assert.EqualValues(t, 1, r.DeliveryCount)
 		}
-		require.ErrorIs(t, c.Acknowledge(recs[0], acktype.Release), kerrors.ErrImplicitMode)
+		require.ErrorIs(t, c.Acknowledge(recs[0], acktype.Release), errors.ErrImplicitMode)
 		if env.tb != nil {
 			for _, sr := range env.tb.ShareRecords(group, e2eTopic, 0) {
 				assert.Equal(t, testbroker.ShareAcquired, sr.State, "offset %d before the next Poll", sr.Offset)
@@ -249,7 +249,7 @@ func TestE2EExplicitRefusesPollWhileUnacknowledged(t *testing.T) {
 		}
 		for range 2 {
 			recs, err := c.Poll(ctx)
-			require.ErrorIs(t, err, kerrors.ErrUnacknowledgedRecords)
+			require.ErrorIs(t, err, errors.ErrUnacknowledgedRecords)
 			require.Empty(t, recs)
 		}
 		require.NoError(t, c.Acknowledge(last, acktype.Accept))

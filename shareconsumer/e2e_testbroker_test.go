@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/acktype"
-	kerrors "github.com/kshare/kshare/errors"
+	"github.com/kshare/kshare/errors"
 	"github.com/kshare/kshare/shareconsumer"
 	"github.com/kshare/kshare/testbroker"
 )
@@ -67,7 +67,7 @@ func TestE2ETestbrokerLockExpiryRedeliversToAnother(t *testing.T) {
 		require.NoError(t, err)
 		require.Contains(t, res, tp)
 		assert.ErrorIs(t, res[tp], kerr.InvalidRecordState)
-		var ae *kerrors.AckError
+		var ae *errors.AckError
 		if assert.ErrorAs(t, res[tp], &ae) {
 			assert.Equal(t, []int64{0, 1, 2, 3, 4}, ae.Offsets)
 		}
@@ -158,12 +158,12 @@ func TestE2ETestbrokerFatalHeartbeatError(t *testing.T) {
 		for pollErr == nil {
 			recs, err := c.Poll(ctx)
 			require.Empty(t, recs)
-			if kerrors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 				continue
 			}
 			pollErr = err
 		}
-		var fe *kerrors.FatalError
+		var fe *errors.FatalError
 		require.ErrorAs(t, pollErr, &fe)
 		assert.Equal(t, group, fe.Group)
 		assert.ErrorIs(t, pollErr, kerr.GroupAuthorizationFailed)
@@ -198,7 +198,7 @@ func TestE2ETestbrokerLeaderMove(t *testing.T) {
 		res, err := c.CommitSync(e2eCtx(t, 10*time.Second))
 		require.NoError(t, err)
 		require.Error(t, res[tp])
-		assert.True(t, kerrors.Is(res[tp], kerr.UnknownTopicOrPartition) || kerrors.Is(res[tp], kerr.NotLeaderForPartition),
+		assert.True(t, errors.Is(res[tp], kerr.UnknownTopicOrPartition) || errors.Is(res[tp], kerr.NotLeaderForPartition),
 			"the locks stayed with the old leader: %v", res[tp])
 
 		env.produce(t, []int32{0}, 5)
@@ -239,7 +239,7 @@ func TestE2ETestbrokerRenewFailsAfterLeaderMove(t *testing.T) {
 		acs := cb.get()
 		require.NotEmpty(t, acs)
 		assert.Equal(t, []int64{0, 1, 2}, acs[0].Offsets)
-		assert.True(t, kerrors.Is(acs[0].Err, kerr.UnknownTopicOrPartition) || kerrors.Is(acs[0].Err, kerr.NotLeaderForPartition),
+		assert.True(t, errors.Is(acs[0].Err, kerr.UnknownTopicOrPartition) || errors.Is(acs[0].Err, kerr.NotLeaderForPartition),
 			"the renew failed: %v", acs[0].Err)
 		commitSyncOK(t, c, "consumer")
 		env.waitSPSO(t, group, []int32{0}, 3)

@@ -2,7 +2,6 @@ package shareconsumer
 
 import (
 	"context"
-	stderrors "errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -112,7 +111,7 @@ func FuzzAcknowledgeBatching(f *testing.F) {
 				err := c.AcknowledgeOffset("t", p, off, ty)
 				switch {
 				case !ty.Valid() || ty == acktype.Renew:
-					require.ErrorIs(t, err, ErrInvalidAcknowledgeType)
+					require.ErrorIs(t, err, errors.ErrInvalidAcknowledgeType)
 				case ok && h.undecodable:
 					require.NoError(t, err)
 					acked[key{p, off}] = ty
@@ -132,7 +131,7 @@ func FuzzAcknowledgeBatching(f *testing.F) {
 				err := c.Acknowledge(r, ty)
 				switch {
 				case !ty.Valid():
-					require.ErrorIs(t, err, ErrInvalidAcknowledgeType)
+					require.ErrorIs(t, err, errors.ErrInvalidAcknowledgeType)
 				case ok && !h.undecodable:
 					require.NoError(t, err)
 					acked[k] = ty
@@ -187,7 +186,7 @@ func FuzzShareAcknowledgeResponse(f *testing.F) {
 		}
 		var reqErr error
 		if version&0x80 != 0 {
-			reqErr = stderrors.New("fuzz: connection reset")
+			reqErr = errors.New("fuzz: connection reset")
 		}
 		c.mu.Lock()
 		defer c.mu.Unlock()

@@ -1,7 +1,6 @@
 package shareconsumer
 
 import (
-	stderrors "errors"
 	"testing"
 	"time"
 
@@ -115,7 +114,7 @@ func FuzzShareFetchResponse(f *testing.F) {
 		}
 		var reqErr error
 		if version&0x80 != 0 {
-			reqErr = stderrors.New("fuzz: connection reset")
+			reqErr = errors.New("fuzz: connection reset")
 		}
 		in := fuzzInput{plan}
 
@@ -203,7 +202,7 @@ func FuzzShareFetchResponse(f *testing.F) {
 
 		tooMany := 0
 		for _, err := range c.pollErrs {
-			if stderrors.Is(err, ErrTooManyAcquired) {
+			if errors.Is(err, errors.ErrTooManyAcquired) {
 				tooMany++
 			}
 		}
@@ -228,7 +227,7 @@ func FuzzShareFetchResponse(f *testing.F) {
 				handed[key{r.Partition, r.Offset}] = false
 				handedRecs = append(handedRecs, r)
 			}
-			var ce *CorruptBatchError
+			var ce *errors.CorruptBatchError
 			if err != nil {
 				require.ErrorAs(t, err, &ce)
 				require.ErrorIs(t, err, kerr.CorruptMessage)
@@ -254,7 +253,7 @@ func FuzzShareFetchResponse(f *testing.F) {
 					require.NoError(t, err)
 					wantType[key{r.Partition, r.Offset}] = ty
 				} else {
-					require.ErrorIs(t, err, ErrInvalidAcknowledgeType)
+					require.ErrorIs(t, err, errors.ErrInvalidAcknowledgeType)
 				}
 				continue
 			}
@@ -262,7 +261,7 @@ func FuzzShareFetchResponse(f *testing.F) {
 			err := c.AcknowledgeOffset("t", p, off, ty)
 			switch corrupt, ok := handed[key{p, off}]; {
 			case !ty.Valid() || ty == acktype.Renew:
-				require.ErrorIs(t, err, ErrInvalidAcknowledgeType)
+				require.ErrorIs(t, err, errors.ErrInvalidAcknowledgeType)
 			case ok && corrupt:
 				require.NoError(t, err)
 				wantType[key{p, off}] = ty
@@ -356,9 +355,9 @@ func TestShareFetchTooManyAcquiredRefused(t *testing.T) {
 	defer c.mu.Unlock()
 
 	require.Len(t, c.pollErrs, 1)
-	var pe *PartitionError
+	var pe *errors.PartitionError
 	require.ErrorAs(t, c.pollErrs[0], &pe)
-	require.ErrorIs(t, pe, ErrTooManyAcquired)
+	require.ErrorIs(t, pe, errors.ErrTooManyAcquired)
 	require.Equal(t, TopicPartition{"t", 0}, TopicPartition{pe.Topic, pe.Partition})
 
 	got, err := c.drainLocked()

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kshare/kshare/errors"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -65,7 +67,7 @@ func TestLeasePlanWaitsForARenewInFlightThenGivesUp(t *testing.T) {
 	assert.Equal(t, t0.Add(15*time.Second), p.next)
 	p = l.plan(t0.Add(15*time.Second), []*heldRecord{h})
 	require.Len(t, p.lost, 1)
-	assert.Equal(t, LockDeadlinePassed, p.lost[0].reason)
+	assert.Equal(t, errors.LockDeadlinePassed, p.lost[0].reason)
 }
 
 func TestLeasePlanLosesLocksPastTheDeadlineOrTheMaximumHold(t *testing.T) {
@@ -76,10 +78,10 @@ func TestLeasePlanLosesLocksPastTheDeadlineOrTheMaximumHold(t *testing.T) {
 	old.deadline = t0.Add(70 * time.Second) // renewed lately, but held for over a minute
 	unrenewable := heldAt(2, 1, t0.Add(50*time.Second), lock)
 	unrenewable.renewable = false
-	p := l.plan(t0.Add(60*time.Second), []*heldRecord{old, unrenewable, {rec: &Record{}, lost: &LockLostError{}}})
+	p := l.plan(t0.Add(60*time.Second), []*heldRecord{old, unrenewable, {rec: &Record{}, lost: &errors.LockLostError{}}})
 	require.Len(t, p.lost, 2)
-	assert.Equal(t, lostLock{old, LockMaxHoldReached}, p.lost[0])
-	assert.Equal(t, lostLock{unrenewable, LockDeadlinePassed}, p.lost[1], "a leader without RENEW: the lock runs out")
+	assert.Equal(t, lostLock{old, errors.LockMaxHoldReached}, p.lost[0])
+	assert.Equal(t, lostLock{unrenewable, errors.LockDeadlinePassed}, p.lost[1], "a leader without RENEW: the lock runs out")
 	assert.Empty(t, p.renew)
 
 	p = l.plan(t0.Add(55*time.Second), []*heldRecord{unrenewable})
@@ -142,6 +144,6 @@ func TestHistogramQuantiles(t *testing.T) {
 
 func TestProcessStatsString(t *testing.T) {
 	t.Parallel()
-	s := ProcessStats{Delivered: 3, Accepted: 2, LocksLost: 1, LocksLostBy: map[LockLostReason]uint64{LockLeaderMoved: 1}, Held: 1}
+	s := ProcessStats{Delivered: 3, Accepted: 2, LocksLost: 1, LocksLostBy: map[errors.LockLostReason]uint64{errors.LockLeaderMoved: 1}, Held: 1}
 	assert.Equal(t, "delivered=3 accepted=2 released=0 rejected=0 redeliveries=0 renew_requests=0 renewed=0 renew_failures=0 locks_lost=1 locks_lost_leader_moved=1 panics=0 held=1 handler_p50=0s handler_p99=0s", s.String())
 }

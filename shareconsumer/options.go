@@ -107,7 +107,7 @@ func MaxPollRecords(n int) Opt { return opt(func(c *cfg) { c.maxPollRecords = n 
 // RecordLimitAcquire makes the broker acquire at most MaxPollRecords records per fetch,
 // splitting record batches if it must (Kafka's share.acquire.mode=record_limit), and makes the
 // consumer fetch from one partition leader at a time. It needs ShareFetch v2 (Kafka 4.2) on
-// every leader: Poll fails with ErrRecordLimitUnsupported for a leader without it.
+// every leader: Poll fails with errors.ErrRecordLimitUnsupported for a leader without it.
 func RecordLimitAcquire() Opt { return opt(func(c *cfg) { c.recordLimit = true }) }
 
 // FetchMaxWait sets how long a broker may hold a ShareFetch while it has less than

@@ -17,14 +17,14 @@ import (
 
 // Handler processes one record for Process. Its answer is the record's acknowledgement: nil
 // accepts it; an error releases it (it is delivered again, maybe to another consumer); an error
-// for which errors.Is(err, errors.ErrReject) holds (see Reject) rejects it. A panic is
+// for which errors.Is(err, errors.ErrReject) holds (see errors.Reject) rejects it. A panic is
 // recovered and releases it.
 //
 // ctx ends when the record stops being the handler's: its cause (context.Cause) is a
-// *LockLostError when the acquisition lock was lost, errors.ErrProcessStopped when Process shut
-// down and the grace period passed. Whatever the handler returns after its lock was lost,
-// nothing is acknowledged. ctx carries the values of Process's context, not its end. Against
-// a leader without RENEW, and with NoRenewal, ctx has the record's lock deadline.
+// *errors.LockLostError when the acquisition lock was lost, errors.ErrProcessStopped when
+// Process shut down and the grace period passed. Whatever the handler returns after its lock was
+// lost, nothing is acknowledged. ctx carries the values of Process's context, not its end.
+// Against a leader without RENEW, and with NoRenewal, ctx has the record's lock deadline.
 //
 // The handler owns r while it runs; Process does not touch r meanwhile. r.LockDeadline is the
 // deadline of the delivery, not of later renews.
@@ -58,9 +58,10 @@ type Handler func(ctx context.Context, r *Record) error
 // errors.ErrProcessStopped), and at once, doing
 // nothing, with ErrProcessRunning when Process already runs, ErrConcurrentPoll while Poll runs,
 // or an error for a nil handler or a bad option. Errors Poll would return once (a
-// *PartitionError, a *BrokerError, a *CorruptBatchError, whose records are rejected) are logged
-// through the kgo logger and Process goes on. Poll fails with ErrProcessRunning while Process
-// runs; Acknowledge cannot reach the records Process holds; Wakeup has no effect on it.
+// *errors.PartitionError, a *errors.BrokerError, a *errors.CorruptBatchError, whose records are
+// rejected) are logged through the kgo logger and Process goes on. Poll fails with
+// ErrProcessRunning while Process runs; Acknowledge cannot reach the records Process holds;
+// Wakeup has no effect on it.
 func (c *Consumer) Process(ctx context.Context, h Handler, opts ...ProcessOpt) error {
 	if err := c.check(); err != nil {
 		return err
@@ -234,7 +235,7 @@ func (p *pool) intake() error {
 		case ctx.Err() != nil:
 			return p.endErr(nil)
 		case errors.As(err, &fatal), errors.Is(err, errors.ErrClosed), errors.Is(err, errors.ErrNotSubscribed),
-			errors.Is(err, ErrRecordLimitUnsupported):
+			errors.Is(err, errors.ErrRecordLimitUnsupported):
 			return err
 		}
 		p.c.log(kgo.LogLevelWarn, "Process goes on after an error Poll would have returned", "err", err)
@@ -276,7 +277,7 @@ func (p *pool) admitRecords(recs []*heldRecord) {
 	for _, h := range recs {
 		if old := p.ledger.add(h); old != nil {
 			// Delivered again while the earlier delivery was still held: its lock was lost.
-			p.loseLocked(old, LockDeadlinePassed, nil)
+			p.loseLocked(old, errors.LockDeadlinePassed, nil)
 		}
 		if !h.renewable && !p.cfg.noRenew && !p.warned[h.node] {
 			p.warned[h.node] = true
@@ -354,7 +355,7 @@ func (p *pool) start(h *heldRecord) (context.Context, bool) {
 	if !h.deadline.IsZero() && h.renewSent.IsZero() && !time.Now().Before(h.deadline) {
 		// The lock ran out while h waited, and the lease loop has not seen it yet: the broker
 		// may give h to another member, so no handler works on it.
-		p.loseLocked(h, LockDeadlinePassed, nil)
+		p.loseLocked(h, errors.LockDeadlinePassed, nil)
 		p.mu.Unlock()
 		return nil, false
 	}
@@ -367,7 +368,7 @@ func (p *pool) start(h *heldRecord) (context.Context, bool) {
 	ctx, cancel := context.WithCancelCause(p.base)
 	if !h.renewable && !h.deadline.IsZero() {
 		var stop context.CancelFunc
-		ctx, stop = context.WithDeadlineCause(ctx, h.deadline, &LockLostError{Topic: h.tp.Topic, Partition: h.tp.Partition, Offset: h.rec.Offset, Reason: LockDeadlinePassed})
+		ctx, stop = context.WithDeadlineCause(ctx, h.deadline, &errors.LockLostError{Topic: h.tp.Topic, Partition: h.tp.Partition, Offset: h.rec.Offset, Reason: errors.LockDeadlinePassed})
 		inner := cancel
 		cancel = func(cause error) { inner(cause); stop() }
 	}
@@ -392,7 +393,7 @@ func (p *pool) handle(ctx context.Context, h *heldRecord) {
 
 	p.mu.Lock()
 	if h.lost == nil && !h.deadline.IsZero() && h.renewSent.IsZero() && !time.Now().Before(h.deadline) {
-		p.loseLocked(h, LockDeadlinePassed, nil)
+		p.loseLocked(h, errors.LockDeadlinePassed, nil)
 	}
 	lost, stopped, renews := h.lost, h.stopped, h.renews
 	out := RecordOutcome{Record: h.rec, Err: err, HandlerTime: took, Renews: renews}
@@ -436,12 +437,12 @@ func (p *pool) handle(ctx context.Context, h *heldRecord) {
 	}
 }
 
-// call runs the handler, turning a panic into a *PanicError.
+// call runs the handler, turning a panic into a *errors.PanicError.
 func (p *pool) call(ctx context.Context, h *heldRecord) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			stack := debug.Stack()
-			err = &PanicError{Value: v, Stack: stack}
+			err = &errors.PanicError{Value: v, Stack: stack}
 			p.stats.panics.Add(1)
 			p.c.log(kgo.LogLevelError, "Process handler panicked; the record is released", "topic", h.tp.Topic, "partition", h.tp.Partition, "offset", h.rec.Offset, "panic", v, "stack", string(stack))
 			if p.cfg.onPanic != nil {
@@ -471,11 +472,11 @@ func (p *pool) removeLocked(h *heldRecord) {
 
 // loseLocked marks h's lock lost: its handler's context is cancelled with the reason, a record
 // still waiting for a worker leaves the ledger, and nothing will be acknowledged for it.
-func (p *pool) loseLocked(h *heldRecord, reason LockLostReason, err error) {
+func (p *pool) loseLocked(h *heldRecord, reason errors.LockLostReason, err error) {
 	if h.lost != nil {
 		return
 	}
-	h.lost = &LockLostError{Topic: h.tp.Topic, Partition: h.tp.Partition, Offset: h.rec.Offset, Reason: reason, Err: err}
+	h.lost = &errors.LockLostError{Topic: h.tp.Topic, Partition: h.tp.Partition, Offset: h.rec.Offset, Reason: reason, Err: err}
 	p.stats.locksLost[reason].Add(1)
 	if h.started {
 		h.cancel(h.lost)
@@ -510,7 +511,7 @@ func (p *pool) unanswered(hs []*heldRecord) []*heldRecord {
 
 // loseWhere marks the locks of the held records match selects lost. The consumer calls it,
 // under its lock, when a leader's share session was reset or a partition's leader moved.
-func (p *pool) loseWhere(match func(*heldRecord) bool, reason LockLostReason) {
+func (p *pool) loseWhere(match func(*heldRecord) bool, reason errors.LockLostReason) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, h := range p.ledger.where(match) {
@@ -548,21 +549,21 @@ func (p *pool) renewSettled(hs []*heldRecord, err error, sent time.Time, lockMs 
 }
 
 // lockLostReason is the reason a renew's failure err gives.
-func lockLostReason(err error) LockLostReason {
+func lockLostReason(err error) errors.LockLostReason {
 	var ae *errors.AckError
 	if !errors.As(err, &ae) {
-		return LockRenewRefused
+		return errors.LockRenewRefused
 	}
 	switch {
 	case errors.Is(ae.Err, kerr.InvalidRecordState):
-		return LockInvalidRecordState
+		return errors.LockInvalidRecordState
 	case errors.Is(ae.Err, kerr.NetworkException):
-		return LockSessionReset
+		return errors.LockSessionReset
 	case errors.Is(ae.Err, kerr.NotLeaderForPartition), errors.Is(ae.Err, kerr.FencedLeaderEpoch),
 		errors.Is(ae.Err, kerr.UnknownTopicOrPartition), errors.Is(ae.Err, kerr.UnknownTopicID):
-		return LockLeaderMoved
+		return errors.LockLeaderMoved
 	}
-	return LockRenewRefused
+	return errors.LockRenewRefused
 }
 
 // leaseLoop renews locks as the lease plans, gives up those it loses, and flushes the

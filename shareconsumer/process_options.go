@@ -70,7 +70,7 @@ func RenewMargin(d time.Duration) ProcessOpt {
 
 // MaxHold sets the longest Process keeps a record's lock alive (default 60 minutes, as Pub/Sub's
 // MaxExtension). Past it the lock is left to run out, the handler's context is cancelled with a
-// *LockLostError (LockMaxHoldReached), and nothing is acknowledged for the record.
+// *errors.LockLostError (errors.LockMaxHoldReached), and nothing is acknowledged for the record.
 func MaxHold(d time.Duration) ProcessOpt { return processOpt(func(c *processCfg) { c.maxHold = d }) }
 
 // ShutdownGrace sets how long, once Process's context ends, running handlers may take to finish

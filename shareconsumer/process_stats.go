@@ -1,7 +1,6 @@
 package shareconsumer
 
 import (
-	"fmt"
 	"math/bits"
 	"strconv"
 	"strings"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kshare/kshare/acktype"
+	"github.com/kshare/kshare/errors"
 )
 
 // RecordOutcome is what became of one record Process acquired, as OnRecordDone receives it:
@@ -16,24 +16,16 @@ import (
 type RecordOutcome struct {
 	Record *Record
 	// Ack is what was acknowledged: acktype.Accept, Release or Reject; 0 when nothing was,
-	// because the lock was lost (Err is then the *LockLostError).
+	// because the lock was lost (Err is then the *errors.LockLostError).
 	Ack acktype.Type
-	// Err is the handler's error (nil for Accept), a *PanicError when it panicked, or the
-	// *LockLostError when the lock was lost.
+	// Err is the handler's error (nil for Accept), a *errors.PanicError when it panicked, or the
+	// *errors.LockLostError when the lock was lost.
 	Err error
 	// HandlerTime is how long the handler ran.
 	HandlerTime time.Duration
 	// Renews is how many times the broker renewed the record's lock for it.
 	Renews int
 }
-
-// PanicError is the RecordOutcome.Err of a handler that panicked.
-type PanicError struct {
-	Value any
-	Stack []byte
-}
-
-func (e *PanicError) Error() string { return fmt.Sprint("shareconsumer: handler panicked: ", e.Value) }
 
 // ProcessStats is a snapshot of what Process did on a consumer, counted from its creation over
 // every Process call.
@@ -46,7 +38,7 @@ type ProcessStats struct {
 	Renewed       uint64 // locks the brokers renewed
 	RenewFailures uint64 // renews a broker refused (a lock lost to a session reset or a late answer counts in LocksLostBy only)
 	LocksLost     uint64 // records whose lock was lost; LocksLostBy splits them by reason
-	LocksLostBy   map[LockLostReason]uint64
+	LocksLostBy   map[errors.LockLostReason]uint64
 	Redeliveries  uint64 // records delivered with DeliveryCount above 1
 	Panics        uint64
 	Held          int // acquired records Process holds now
@@ -76,7 +68,7 @@ func (s ProcessStats) String() string {
 	kv("renewed", s.Renewed)
 	kv("renew_failures", s.RenewFailures)
 	kv("locks_lost", s.LocksLost)
-	for _, r := range LockLostReasons {
+	for _, r := range errors.LockLostReasons {
 		if n := s.LocksLostBy[r]; n > 0 {
 			kv("locks_lost_"+r.String(), n)
 		}
@@ -142,7 +134,7 @@ type processCounters struct {
 	delivered, accepted, released, rejected atomic.Uint64
 	renewRequests, renewed, renewFailures   atomic.Uint64
 	redeliveries, panics                    atomic.Uint64
-	locksLost                               [len(lockLostNames)]atomic.Uint64
+	locksLost                               [errors.LockMaxHoldReached + 1]atomic.Uint64
 	handlerCounts                           [histogramBuckets]atomic.Uint64
 	handlerCount                            atomic.Uint64
 	handlerSum                              atomic.Int64
@@ -177,9 +169,9 @@ func (pc *processCounters) snapshot(held int) ProcessStats {
 		Redeliveries:  pc.redeliveries.Load(),
 		Panics:        pc.panics.Load(),
 		Held:          held,
-		LocksLostBy:   make(map[LockLostReason]uint64),
+		LocksLostBy:   make(map[errors.LockLostReason]uint64),
 	}
-	for _, r := range LockLostReasons {
+	for _, r := range errors.LockLostReasons {
 		if n := pc.locksLost[r].Load(); n > 0 {
 			s.LocksLostBy[r] = n
 			s.LocksLost += n

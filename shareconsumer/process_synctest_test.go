@@ -137,9 +137,9 @@ func lostCause(t *testing.T, c *testbroker.Cluster, cons *Consumer, setup func()
 	return cause, cons.ProcessStats()
 }
 
-func requireLost(t *testing.T, cause error, reason LockLostReason) *LockLostError {
+func requireLost(t *testing.T, cause error, reason errors.LockLostReason) *errors.LockLostError {
 	t.Helper()
-	var lle *LockLostError
+	var lle *errors.LockLostError
 	require.ErrorAs(t, cause, &lle)
 	assert.ErrorIs(t, cause, errors.ErrLockLost)
 	assert.Equal(t, reason, lle.Reason, "%v", cause)
@@ -155,10 +155,10 @@ func TestProcessLostLockCancelsTheHandler(t *testing.T) {
 			cause, s := lostCause(t, c, cons, func() {
 				require.NoError(t, c.SetGroupConfig("g", "share.renew.acknowledge.enable", "false"))
 			})
-			requireLost(t, cause, LockInvalidRecordState)
+			requireLost(t, cause, errors.LockInvalidRecordState)
 			assert.ErrorIs(t, cause, kerr.InvalidRecordState)
 			assert.ErrorContains(t, cause, "Renewing acquisition locks is not enabled for the group.")
-			assert.Equal(t, uint64(1), s.LocksLostBy[LockInvalidRecordState])
+			assert.Equal(t, uint64(1), s.LocksLostBy[errors.LockInvalidRecordState])
 			assert.Equal(t, uint64(1), s.RenewFailures)
 			assert.Equal(t, uint64(0), s.Accepted+s.Released+s.Rejected, "nothing acknowledged")
 			start, _, _ := c.SharePartitionOffsets("g", "t", 0)
@@ -173,7 +173,7 @@ func TestProcessLostLockCancelsTheHandler(t *testing.T) {
 				_, err := c.InjectFault(testbroker.Fault{APIs: []kmsg.Key{kmsg.ShareAcknowledge}, Err: kerr.GroupAuthorizationFailed})
 				require.NoError(t, err)
 			})
-			requireLost(t, cause, LockRenewRefused)
+			requireLost(t, cause, errors.LockRenewRefused)
 			assert.ErrorIs(t, cause, kerr.GroupAuthorizationFailed)
 			assert.Equal(t, uint64(0), s.Accepted+s.Released+s.Rejected)
 		})
@@ -186,7 +186,7 @@ func TestProcessLostLockCancelsTheHandler(t *testing.T) {
 				_, err := c.InjectFault(testbroker.Fault{APIs: []kmsg.Key{kmsg.ShareAcknowledge}, DropConnection: true, Times: 1})
 				require.NoError(t, err)
 			})
-			requireLost(t, cause, LockSessionReset)
+			requireLost(t, cause, errors.LockSessionReset)
 		})
 	})
 	t.Run("the renew comes too late", func(t *testing.T) {
@@ -197,7 +197,7 @@ func TestProcessLostLockCancelsTheHandler(t *testing.T) {
 				_, err := c.InjectFault(testbroker.Fault{APIs: []kmsg.Key{kmsg.ShareAcknowledge}, Delay: 5 * lockMs * time.Millisecond})
 				require.NoError(t, err)
 			})
-			requireLost(t, cause, LockDeadlinePassed)
+			requireLost(t, cause, errors.LockDeadlinePassed)
 			assert.Equal(t, uint64(0), s.Accepted+s.Released+s.Rejected)
 		})
 	})
@@ -210,7 +210,7 @@ func TestProcessLostLockCancelsTheHandler(t *testing.T) {
 				require.True(t, ok)
 				require.NoError(t, c.MoveLeader("t", 0, 1-p.Leader%2))
 			})
-			requireLost(t, cause, LockLeaderMoved)
+			requireLost(t, cause, errors.LockLeaderMoved)
 		})
 	})
 }
@@ -223,7 +223,7 @@ func TestProcessMaxHoldLetsTheLockGo(t *testing.T) {
 		var held time.Duration
 		cause, s := lostCause(t, c, cons, func() { began = time.Now() }, MaxHold(2500*time.Millisecond))
 		held = time.Since(began)
-		requireLost(t, cause, LockMaxHoldReached)
+		requireLost(t, cause, errors.LockMaxHoldReached)
 		assert.Equal(t, 2500*time.Millisecond, held.Round(100*time.Millisecond))
 		assert.Equal(t, uint64(3), s.Renewed, "renewed at 0.8s, 1.6s and 2.4s, not after")
 	})
@@ -244,7 +244,7 @@ func TestProcessOnKafka41NeverRenews(t *testing.T) {
 			return nil
 		}, func(RecordOutcome) bool { return true })
 		require.NoError(t, err)
-		requireLost(t, cause, LockDeadlinePassed)
+		requireLost(t, cause, errors.LockDeadlinePassed)
 		require.True(t, hasDeadline, "the handler's context carries the lock deadline")
 		assert.Equal(t, lockDeadline, deadline)
 		s := cons.ProcessStats()
@@ -291,7 +291,7 @@ func TestProcessRecordWhoseLockRanOutInTheQueueIsNotHandled(t *testing.T) {
 		assert.Equal(t, []int64{0}, handled, "the second record's lock ran out in the queue")
 		require.Len(t, outcomes, 2)
 		for _, o := range outcomes {
-			requireLost(t, o.Err, LockDeadlinePassed)
+			requireLost(t, o.Err, errors.LockDeadlinePassed)
 		}
 	})
 }

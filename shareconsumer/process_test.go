@@ -81,7 +81,7 @@ func TestProcessAcknowledgesWhatTheHandlerAnswers(t *testing.T) {
 		case "err":
 			return fmt.Errorf("try again")
 		case "reject":
-			return Reject(fmt.Errorf("poison"))
+			return errors.Reject(fmt.Errorf("poison"))
 		case "panic":
 			panic("boom")
 		}
@@ -320,7 +320,7 @@ func TestCloseThatCannotWaitStopsRunningHandlers(t *testing.T) {
 
 // A worker that takes a record whose lock ran out by the local estimate, with no renew in
 // flight, does not start it, whether or not the lease loop has seen the deadline yet: the
-// record is lost (LockDeadlinePassed) and leaves the ledger. A record whose lock runs, or
+// record is lost (errors.LockDeadlinePassed) and leaves the ledger. A record whose lock runs, or
 // whose renew is on its way, starts.
 func TestPoolStartRefusesARecordWhoseLockRanOut(t *testing.T) {
 	t.Parallel()
@@ -341,7 +341,7 @@ func TestPoolStartRefusesARecordWhoseLockRanOut(t *testing.T) {
 	_, ok := p.start(ranOut)
 	require.False(t, ok)
 	require.NotNil(t, ranOut.lost)
-	assert.Equal(t, LockDeadlinePassed, ranOut.lost.Reason)
+	assert.Equal(t, errors.LockDeadlinePassed, ranOut.lost.Reason)
 	assert.False(t, ranOut.started)
 	p.mu.Lock()
 	assert.False(t, p.ledger.holds(ranOut), "the lost record left the ledger")

@@ -2,7 +2,6 @@ package shareconsumer
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"math"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/errors"
 )
 
 // Record is one record the consumer acquired for the application. Key, Value and header values
@@ -212,7 +213,7 @@ type decodedPart struct {
 // chunk is a run of records, or a corrupt batch.
 type chunk struct {
 	recs    []*Record
-	corrupt *CorruptBatchError
+	corrupt *errors.CorruptBatchError
 }
 
 type offsetRange struct{ first, last int64 }
@@ -221,8 +222,8 @@ type offsetRange struct{ first, last int64 }
 // records, each with the delivery count of its range. An acquired offset within the data with
 // no record (removed by compaction, a transaction marker, a record before the batch's start)
 // is a gap. A batch that cannot be decoded (CRC mismatch, unknown compression or magic,
-// malformed records) becomes a CorruptBatchError covering every acquired offset in it; when
-// the framing itself is broken, it covers every acquired offset from there on.
+// malformed records) becomes an errors.CorruptBatchError covering every acquired offset in it;
+// when the framing itself is broken, it covers every acquired offset from there on.
 //
 // Acquired offsets outside the data (before the first batch, after the last complete one: a
 // partial batch at the end is ignored, as Kafka's client ignores it) were never fetched: they
@@ -237,7 +238,7 @@ func (d *decoder) decodePartition(topic string, partition int32, data []byte, ac
 		return out
 	}
 	if tooManyAcquired(rs) {
-		out.invalid = &PartitionError{Topic: topic, Partition: partition, Err: ErrTooManyAcquired}
+		out.invalid = &errors.PartitionError{Topic: topic, Partition: partition, Err: errors.ErrTooManyAcquired}
 		return out
 	}
 	cur := acqCursor{rs: rs, next: rs[0].first}
@@ -265,7 +266,7 @@ func (d *decoder) decodePartition(topic string, partition int32, data []byte, ac
 		}
 	}
 	corrupt := func(first, last int64, err error) {
-		ce := &CorruptBatchError{Topic: topic, Partition: partition, Err: err}
+		ce := &errors.CorruptBatchError{Topic: topic, Partition: partition, Err: err}
 		cur.advance(first, gap)
 		cur.advance(last+1, func(lo, hi int64) {
 			for o := lo; o <= hi; o++ {

@@ -146,10 +146,10 @@ func TestDecodeTooManyAcquired(t *testing.T) {
 		d := tDecoder().decodePartition("t", 4, data, rs, time.Time{})
 		require.Empty(t, d.chunks)
 		require.Empty(t, d.gaps)
-		var pe *PartitionError
+		var pe *errors.PartitionError
 		require.ErrorAs(t, d.invalid, &pe)
 		assert.Equal(t, TopicPartition{"t", 4}, TopicPartition{pe.Topic, pe.Partition})
-		assert.ErrorIs(t, d.invalid, ErrTooManyAcquired)
+		assert.ErrorIs(t, d.invalid, errors.ErrTooManyAcquired)
 	}
 	// At the bound, the answer is taken.
 	d := tDecoder().decodePartition("t", 4, data, []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{acq(0, maxAcquiredOffsets-1, 1)}, time.Time{})

@@ -314,7 +314,7 @@ func TestPollReportsCorruptBatch(t *testing.T) {
 		c := tOffline(t, opts...)
 		tHold(t, c)
 		require.NoError(t, c.Subscribe("t"))
-		ce := &CorruptBatchError{Topic: "t", Partition: 0, Offsets: []int64{2, 3}, Err: errTruncated}
+		ce := &errors.CorruptBatchError{Topic: "t", Partition: 0, Offsets: []int64{2, 3}, Err: errTruncated}
 		tBuffer(c, bufItem{recs: tRecs(0, 1)}, bufItem{corrupt: ce}, bufItem{recs: tRecs(4)})
 
 		recs, err := c.Poll(tCtx(t))
@@ -328,7 +328,7 @@ func TestPollReportsCorruptBatch(t *testing.T) {
 		}
 		_, err = c.Poll(tCtx(t))
 		require.ErrorIs(t, err, kerr.CorruptMessage)
-		var got *CorruptBatchError
+		var got *errors.CorruptBatchError
 		require.ErrorAs(t, err, &got)
 		assert.Equal(t, ce, got)
 		assert.Contains(t, err.Error(), "offsets 2-3")

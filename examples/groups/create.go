@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	kshareerrors "github.com/kshare/kshare/errors"
+	"github.com/kshare/kshare/errors"
 	"github.com/kshare/kshare/shareconsumer"
 )
 
@@ -21,7 +21,7 @@ func createGroup(ctx context.Context, w io.Writer, seeds []string, group string)
 	case err == nil:
 		fmt.Fprintf(w, "Share group '%s' created.\n", group)
 		return true
-	case kshareerrors.Is(err, kshareerrors.ErrInconsistentGroupType):
+	case errors.Is(err, errors.ErrInconsistentGroupType):
 		fmt.Fprintf(w, "Error: Group '%s' is not a share group.\n", group)
 	default:
 		fmt.Fprintf(w, "Error: %v\n", err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -13,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/acktype"
-	kshareerrors "github.com/kshare/kshare/errors"
+	"github.com/kshare/kshare/errors"
 	"github.com/kshare/kshare/internal/groupconfig"
 	"github.com/kshare/kshare/shareconsumer"
 	"github.com/kshare/kshare/testbroker"
@@ -205,7 +204,7 @@ func joinAndSync(ctx context.Context, cl *kgo.Client, group, protocolType string
 	if err != nil {
 		return fmt.Errorf("JoinGroup: %w", err)
 	}
-	if err := kshareerrors.FromKafka(jresp.ErrorCode, nil); err != nil {
+	if err := errors.FromKafka(jresp.ErrorCode, nil); err != nil {
 		return fmt.Errorf("JoinGroup: %w", err)
 	}
 	sync := kmsg.NewPtrSyncGroupRequest()
@@ -218,7 +217,7 @@ func joinAndSync(ctx context.Context, cl *kgo.Client, group, protocolType string
 	if err != nil {
 		return fmt.Errorf("SyncGroup: %w", err)
 	}
-	if err := kshareerrors.FromKafka(sresp.ErrorCode, nil); err != nil {
+	if err := errors.FromKafka(sresp.ErrorCode, nil); err != nil {
 		return fmt.Errorf("SyncGroup: %w", err)
 	}
 	return nil

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	kshareerrors "github.com/kshare/kshare/errors"
+	"github.com/kshare/kshare/errors"
 )
 
 // missing is what kafka-share-groups.sh prints for a value it does not have.
@@ -26,10 +26,10 @@ const missing = "-"
 func describeGroup(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client, group string) bool {
 	d, err := describeShareGroup(ctx, cl, group)
 	switch {
-	case kshareerrors.Is(err, kshareerrors.ErrInconsistentGroupType):
+	case errors.Is(err, errors.ErrInconsistentGroupType):
 		printError(stdout, "Group '"+group+"' is not a share group.")
 		return false
-	case kshareerrors.Is(err, kerr.GroupIDNotFound) || err == nil && d.GroupState == "Dead":
+	case errors.Is(err, kerr.GroupIDNotFound) || err == nil && d.GroupState == "Dead":
 		printError(stdout, "Share group '"+group+"' does not exist.")
 		return false
 	case err != nil:
@@ -64,7 +64,7 @@ func describeShareGroup(ctx context.Context, cl *kgo.Client, group string) (kmsg
 	}
 	for _, g := range resp.Groups {
 		if g.GroupID == group {
-			return g, kshareerrors.FromKafka(g.ErrorCode, g.ErrorMessage)
+			return g, errors.FromKafka(g.ErrorCode, g.ErrorMessage)
 		}
 	}
 	return kmsg.ShareGroupDescribeResponseGroup{}, fmt.Errorf("ShareGroupDescribe answered without group %s", group)

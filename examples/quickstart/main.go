@@ -9,7 +9,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -22,7 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kshare/kshare/acktype"
-	kshareerrors "github.com/kshare/kshare/errors"
+	"github.com/kshare/kshare/errors"
 	"github.com/kshare/kshare/internal/groupconfig"
 	"github.com/kshare/kshare/shareconsumer"
 	"github.com/kshare/kshare/testbroker"
@@ -118,7 +117,7 @@ func run(ctx context.Context, w io.Writer, brokers, topic string, n int) error {
 					pending[r] = true
 					renewed++
 					continue
-				case errors.Is(err, kshareerrors.ErrUnsupportedAcknowledgeType):
+				case errors.Is(err, errors.ErrUnsupportedAcknowledgeType):
 					refused++
 				default:
 					return err

@@ -1,12 +1,8 @@
-package shareconsumer
+package errors
 
-import (
-	"fmt"
+import "fmt"
 
-	"github.com/kshare/kshare/errors"
-)
-
-// LockLostReason says why Process lost a record's acquisition lock.
+// LockLostReason says why shareconsumer's Process lost a record's acquisition lock.
 type LockLostReason uint8
 
 // The reasons a lock is lost.
@@ -29,7 +25,8 @@ const (
 	// LockDeadlinePassed: the lock's deadline passed, by the local estimate, with no renew
 	// answered in time (or none possible: a Kafka 4.1 leader, renewal off).
 	LockDeadlinePassed
-	// LockMaxHoldReached: the record was held for MaxHold; Process stopped renewing it.
+	// LockMaxHoldReached: the record was held for shareconsumer.MaxHold; Process stopped
+	// renewing it.
 	LockMaxHoldReached
 )
 
@@ -42,7 +39,7 @@ var lockLostNames = [...]string{
 	LockMaxHoldReached:     "max_hold_reached",
 }
 
-// LockLostReasons lists every reason, in the order ProcessStats prints them.
+// LockLostReasons lists every reason, in the order shareconsumer.ProcessStats prints them.
 var LockLostReasons = []LockLostReason{LockRenewRefused, LockInvalidRecordState, LockSessionReset, LockLeaderMoved, LockDeadlinePassed, LockMaxHoldReached}
 
 // String returns the reason as the stats name it: "renew_refused", "invalid_record_state",
@@ -54,13 +51,14 @@ func (r LockLostReason) String() string {
 	return fmt.Sprintf("LockLostReason(%d)", r)
 }
 
-// LockLostError is the cause (context.Cause) of a Process handler's context that was cancelled
-// because the record's acquisition lock was lost: the record is no longer this consumer's and
-// may already be with another one. Nothing is acknowledged for it, whatever the handler returns.
+// LockLostError is the cause (context.Cause) of a shareconsumer Process handler's context that
+// was cancelled because the record's acquisition lock was lost: the record is no longer this
+// consumer's and may already be with another one. Nothing is acknowledged for it, whatever the
+// handler returns.
 //
-// errors.Is(err, errors.ErrLockLost) holds, and, when the broker refused a renew, so does
-// errors.Is with the kerr code (kerr.InvalidRecordState, say): Err is then the renew's
-// *errors.AckError, which keeps Kafka's message.
+// errors.Is(err, ErrLockLost) holds, and, when the broker refused a renew, so does errors.Is
+// with the kerr code (kerr.InvalidRecordState, say): Err is then the renew's *AckError, which
+// keeps Kafka's message.
 type LockLostError struct {
 	Topic     string
 	Partition int32
@@ -79,32 +77,10 @@ func (e *LockLostError) Error() string {
 	return s
 }
 
-// Unwrap returns errors.ErrLockLost and Err.
+// Unwrap returns ErrLockLost and Err.
 func (e *LockLostError) Unwrap() []error {
 	if e.Err == nil {
-		return []error{errors.ErrLockLost}
+		return []error{ErrLockLost}
 	}
-	return []error{errors.ErrLockLost, e.Err}
+	return []error{ErrLockLost, e.Err}
 }
-
-// rejectError marks a handler's error as a rejection.
-type rejectError struct{ err error }
-
-func (e rejectError) Error() string {
-	if e.err == nil {
-		return errors.ErrReject.Error()
-	}
-	return e.err.Error()
-}
-
-func (e rejectError) Unwrap() []error {
-	if e.err == nil {
-		return []error{errors.ErrReject}
-	}
-	return []error{errors.ErrReject, e.err}
-}
-
-// Reject wraps err so that a Process handler returning it rejects the record (acktype.Reject:
-// never delivered again) instead of releasing it. errors.Is(Reject(err), err) holds, and so
-// does errors.Is(Reject(err), errors.ErrReject). Reject(nil) rejects too.
-func Reject(err error) error { return rejectError{err} }
