@@ -47,9 +47,6 @@ type pendingPart struct {
 type ackInbox struct {
 	mu   sync.Mutex
 	acks []inboxAck
-	// arrived is signalled when an acknowledgement lands in an empty inbox, so that one
-	// waiting too long without a ShareFetch to carry it is flushed.
-	arrived func()
 }
 
 type inboxAck struct {
@@ -61,11 +58,7 @@ type inboxAck struct {
 func (b *ackInbox) add(part *heldPart, off int64, t acktype.Type) {
 	b.mu.Lock()
 	b.acks = append(b.acks, inboxAck{part, off, t})
-	first := len(b.acks) == 1
 	b.mu.Unlock()
-	if first && b.arrived != nil {
-		b.arrived()
-	}
 }
 
 // drain hands the acknowledgements to fn and empties the inbox, keeping its memory.

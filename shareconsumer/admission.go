@@ -49,6 +49,9 @@ type admission struct {
 	settled   uint64 // the settled count at the last sample
 	sampledAt time.Time
 	low       atomic.Int64
+	// wantKick: a session did not fetch for Process because the queue was above the
+	// watermark or full; the worker that sees it at or below the watermark kicks.
+	wantKick atomic.Bool
 }
 
 func newAdmission(c cfg) admission {
@@ -82,10 +85,17 @@ func (a *admission) mayFetch(s *session, pv pollView, hv heldView, leaders []int
 		return 0
 	}
 	if a.capacity > 0 {
-		if !a.waiting || int64(hv.queued) > a.low.Load() {
+		if !a.waiting {
 			return 0
 		}
-		return a.grant(hv, leaders)
+		g := 0
+		if int64(hv.queued) <= a.low.Load() {
+			g = a.grant(hv, leaders)
+		}
+		if g == 0 {
+			a.wantKick.Store(true)
+		}
+		return g
 	}
 	if a.waiting && s.queuedRenews > 0 {
 		// A renew fetch; or, when the session must be opened anew, the opening fetch, on

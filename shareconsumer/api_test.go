@@ -155,7 +155,7 @@ func TestNoPrefetch(t *testing.T) {
 	require.Eventually(t, func() bool {
 		cons.mu.Lock()
 		defer cons.mu.Unlock()
-		for _, n := range cons.nodes {
+		for _, n := range cons.sessions.byNode {
 			if n.busy {
 				return false
 			}
@@ -220,7 +220,7 @@ func TestWakeup(t *testing.T) {
 		_, err := cons.Poll(tCtx(t))
 		done <- err
 	}()
-	require.Eventually(t, func() bool { return cons.polling.Load() }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return cons.poll.polling.Load() }, 10*time.Second, time.Millisecond)
 	cons.Wakeup()
 	select {
 	case err := <-done:
@@ -239,7 +239,7 @@ func TestConcurrentPoll(t *testing.T) {
 		_, err := cons.Poll(tCtx(t))
 		done <- err
 	}()
-	require.Eventually(t, func() bool { return cons.polling.Load() }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return cons.poll.polling.Load() }, 10*time.Second, time.Millisecond)
 	_, err := cons.Poll(tCtx(t))
 	require.ErrorIs(t, err, errors.ErrConcurrentPoll)
 	cons.Wakeup()

@@ -191,7 +191,7 @@ func TestSessionErrorReopens(t *testing.T) {
 	assert.Equal(t, testbroker.ShareAcquired, r.State)
 	sessions := c.ShareSessions(0)
 	require.Len(t, sessions, 1)
-	assert.Equal(t, cons.memberID, sessions[0].Member)
+	assert.Equal(t, cons.member.memberID, sessions[0].Member)
 }
 
 // TestRecordLimit fetches in record-limit mode: never more than MaxPollRecords acquired.
@@ -260,7 +260,7 @@ func TestLeaderMovedAcksFail(t *testing.T) {
 	// Partition 0 moves to broker 7 (as a metadata refresh would say).
 	p0, _ := c.Partition("t", 0)
 	cons.mu.Lock()
-	tm := cons.topics[cons.byName["t"]]
+	tm := cons.member.topics[cons.member.byName["t"]]
 	tm.leaders[0] = leaderInfo{node: 7, epoch: p0.LeaderEpoch + 1}
 	cons.mu.Unlock()
 	res, err := cons.CommitSync(tCtx(t))

@@ -70,6 +70,9 @@ type Consumer struct {
 	acks     outcomes
 	locks    lockReports
 	health   health
+	// taker is where fetched records go: the ledger's buffer for Poll (pollTaker), or the
+	// running Process's pool.
+	taker recordTaker
 	// pool is the running Process, nil when none runs; process counts what every Process
 	// did. Only process*.go touches them.
 	pool    *pool
@@ -222,6 +225,7 @@ func New(opts ...Opt) (*Consumer, error) {
 	}
 	noCRC, _ := cl.OptValue(kgo.DisableFetchCRCValidation).(bool)
 	c.dec.checkCRC = !noCRC
+	c.taker = pollTaker{c}
 	c.life.ctx, c.life.cancel = context.WithCancel(context.Background())
 	c.life.hbCtx, c.life.hbCancel = context.WithCancel(c.life.ctx)
 	if cfg.topicsSet {
@@ -345,18 +349,11 @@ func (c *Consumer) runCallbacks() { c.acks.run(&c.mu, c.log) }
 func (c *Consumer) session(node int32) *session {
 	s := c.sessions.byNode[node]
 	if s == nil {
-		s = newSession(node, pollRenews{c}, c.ackArrived)
+		s = newSession(node, pollRenews{c})
 		c.sessions.byNode[node] = s
 		c.sessions.order = nil
 	}
 	return s
-}
-
-// ackArrived is told when an acknowledgement of Process lands in an empty inbox.
-func (c *Consumer) ackArrived() {
-	if p := c.runningPool(); p != nil {
-		p.ackArrived()
-	}
 }
 
 // Subscribe replaces the subscription with topics, taking effect at the group coordinator with
@@ -460,26 +457,21 @@ func (c *Consumer) Close(ctx context.Context) error {
 	}
 	close(c.life.closing)
 	var ctxErr error
-	wait := func(ch <-chan struct{}) {
+	wait := func(ch <-chan struct{}) bool {
 		if ctxErr != nil {
-			return
+			return false
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
 			ctxErr = ctx.Err()
 		}
+		return ctxErr == nil
 	}
 
 	// Process shuts down first, as when its context ends, so that its acknowledgements travel
 	// on the requests that close the sessions.
-	if p := c.runningPool(); p != nil {
-		p.cancelIntake()
-		wait(p.shut)
-		if ctxErr != nil {
-			p.hurryUp() // Close cannot wait for the grace period: running handlers stop now
-		}
-	}
+	c.closeProcess(wait)
 
 	c.mu.Lock()
 	now := time.Now()

@@ -257,7 +257,7 @@ func (c *Consumer) applyFetchLocked(s *session, job *ackJob, names map[[16]byte]
 	}
 
 	got, failed := false, false
-	var forPool []poolPart
+	var taken []takenPart
 	for _, t := range resp.Topics {
 		name, known := names[t.TopicID]
 		for i := range t.Partitions {
@@ -294,32 +294,18 @@ func (c *Consumer) applyFetchLocked(s *session, job *ackJob, names map[[16]byte]
 					s.addAck(part, o, acktype.Gap)
 				}
 			}
-			for _, ch := range d.chunks {
-				switch {
-				case c.pool != nil && ch.corrupt != nil:
-					// Rejected, as Poll's default is; reported, and Process goes on.
-					for _, o := range ch.corrupt.Offsets {
-						s.addAck(part, o, acktype.Reject)
-					}
-					c.log(kgo.LogLevelWarn, "Process rejects a record batch it could not decode", "err", ch.corrupt)
-				case c.pool != nil:
-					forPool = append(forPool, poolPart{part, ch.recs})
-					got = true
-				default:
-					c.ledger.hold(part, ch.recs, ch.corrupt, lock)
-					got = true
-				}
+			if len(d.chunks) > 0 {
+				taken = append(taken, takenPart{part, d.chunks})
 			}
 		}
 	}
-	if len(forPool) > 0 {
-		c.locks.show(lock)
-		c.pool.acquired(s.node, forPool, sent, time.Duration(lock.ms)*time.Millisecond, now)
+	got = len(taken) > 0
+	if got {
+		c.taker.take(s, taken, sent, lock, now)
 	}
 	s.fetchedEmpty = !got && !failed
 	switch {
 	case got:
-		c.wake()
 	case failed:
 		s.pause = retryBackoff
 	case c.cfg.fetchMaxWait == 0:
@@ -332,10 +318,50 @@ func (c *Consumer) applyFetchLocked(s *session, job *ackJob, names map[[16]byte]
 	}
 }
 
+// takenPart is one partition's records of a ShareFetch answer, in chunks split where a corrupt
+// batch sits.
+type takenPart struct {
+	part   *heldPart
+	chunks []chunk
+}
+
+// recordTaker is where the records of a ShareFetch answer go: the ledger's buffer for Poll, or
+// Process's pool. Consumer.mu is held; take never blocks.
+type recordTaker interface {
+	take(s *session, parts []takenPart, sent time.Time, lock lockReport, now time.Time)
+}
+
+// pollTaker holds fetched records in the ledger for Poll, and wakes a waiting Poll.
+type pollTaker struct{ c *Consumer }
+
+func (pt pollTaker) take(_ *session, parts []takenPart, _ time.Time, lock lockReport, _ time.Time) {
+	for _, tp := range parts {
+		for _, ch := range tp.chunks {
+			pt.c.ledger.hold(tp.part, ch.recs, ch.corrupt, lock)
+		}
+	}
+	pt.c.wake()
+}
+
 // poolPart is one partition's records of a ShareFetch answer for Process.
 type poolPart struct {
 	part *heldPart
 	recs []*Record
+}
+
+// queueRenews queues a renew of every Process record held from each of nodes, for their
+// sessions to build when they send it.
+func (c *Consumer) queueRenews(nodes []int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range nodes {
+		if c.life.stopped {
+			c.ledger.renewDropped(n)
+			continue
+		}
+		c.session(n).enqueue(&ackJob{kind: jobLease})
+	}
+	c.kickLocked()
 }
 
 // fetchErrorLocked handles a partition a ShareFetch could not fetch.

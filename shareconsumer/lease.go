@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/kshare/kshare/acktype"
 	"github.com/kshare/kshare/errors"
 )
@@ -39,8 +41,9 @@ type lease struct {
 	// settled counts the records settled from a handler's answer or released unhandled.
 	settled atomic.Uint64
 	// renewRequests counts the requests that renewed locks; renewed, the locks the brokers
-	// renewed, whether or not the handler had answered by then.
-	renewRequests, renewed atomic.Uint64
+	// renewed, whether or not the handler had answered by then; renewFailures, the locks lost
+	// because a broker refused their renew.
+	renewRequests, renewed, renewFailures atomic.Uint64
 }
 
 // entry is one record acquired for Process.
@@ -414,8 +417,12 @@ func (l *lease) renewParts(node int32, now time.Time) ([]*ackPart, *leaseGroup) 
 func (l *lease) renewAnswered(g *leaseGroup, p *ackPart, err error, lockMs int32, now time.Time) {
 	if err != nil {
 		tp := p.tp
+		lost := 0
 		for _, a := range slices.Clone(g.acqs) {
-			l.loseEntries(a, func(e *entry) bool { return e.part.tp == tp }, lockLostReason(err), err)
+			lost += l.loseEntries(a, func(e *entry) bool { return e.part.tp == tp }, lockLostReason(err), err)
+		}
+		if reason := lockLostReason(err); reason != errors.LockSessionReset {
+			l.renewFailures.Add(uint64(lost))
 		}
 		return
 	}
@@ -436,17 +443,20 @@ func (l *lease) renewAnswered(g *leaseGroup, p *ackPart, err error, lockMs int32
 
 // loseIn loses the live records of a.
 func (l *lease) loseIn(a *acquisition, reason errors.LockLostReason, err error) {
-	l.loseEntries(a, nil, reason, err)
+	_ = l.loseEntries(a, nil, reason, err)
 }
 
-// loseEntries loses the live records of a for which match is true (nil: all).
-func (l *lease) loseEntries(a *acquisition, match func(*entry) bool, reason errors.LockLostReason, err error) {
+// loseEntries loses the live records of a for which match is true (nil: all), and returns how
+// many it lost.
+func (l *lease) loseEntries(a *acquisition, match func(*entry) bool, reason errors.LockLostReason, err error) int {
+	n := 0
 	for i := range a.entries {
 		e := &a.entries[i]
-		if match == nil || match(e) {
-			l.lose(e, reason, err)
+		if (match == nil || match(e)) && l.lose(e, reason, err) {
+			n++
 		}
 	}
+	return n
 }
 
 // loseWhere loses the live records held from node n for which match is true.
@@ -473,11 +483,11 @@ func (l *lease) losePartition(node int32, tp TopicPartition) {
 // lose takes e's lock as lost, if it is live, and tells its holder. A record lost while queued
 // stays counted as held and queued until a worker takes it out of the queue (start), so that
 // the queue never holds more than admission allowed.
-func (l *lease) lose(e *entry, reason errors.LockLostReason, err error) {
+func (l *lease) lose(e *entry, reason errors.LockLostReason, err error) bool {
 	for {
 		s := e.state.Load()
 		if s != entryQueued && s != entryRunning {
-			return
+			return false
 		}
 		if e.state.CompareAndSwap(s, entryLost) {
 			if s == entryRunning {
@@ -493,6 +503,7 @@ func (l *lease) lose(e *entry, reason errors.LockLostReason, err error) {
 	if int(e.acq.done.Add(1)) == len(e.acq.entries) {
 		l.retire(e.acq)
 	}
+	return true
 }
 
 // retire forgets a, none of whose records is live any more.
@@ -579,3 +590,21 @@ func (e *entry) deadline() time.Time {
 
 // renewable reports whether e's lock is renewed while its handler works.
 func (e *entry) renewable() bool { return e.acq.node.renewable }
+
+// lockLostReason is the reason a renew's failure err gives.
+func lockLostReason(err error) errors.LockLostReason {
+	var ae *errors.AckError
+	if !errors.As(err, &ae) {
+		return errors.LockRenewRefused
+	}
+	switch {
+	case errors.Is(ae.Err, kerr.InvalidRecordState):
+		return errors.LockInvalidRecordState
+	case errors.Is(ae.Err, kerr.NetworkException):
+		return errors.LockSessionReset
+	case errors.Is(ae.Err, kerr.NotLeaderForPartition), errors.Is(ae.Err, kerr.FencedLeaderEpoch),
+		errors.Is(ae.Err, kerr.UnknownTopicOrPartition), errors.Is(ae.Err, kerr.UnknownTopicID):
+		return errors.LockLeaderMoved
+	}
+	return errors.LockRenewRefused
+}

@@ -48,7 +48,7 @@ type ledger struct {
 type bufItem struct {
 	part    *heldPart
 	recs    []*Record
-	corrupt *CorruptBatchError
+	corrupt *errors.CorruptBatchError
 	lock    lockReport // the lock duration the fetch's answer reported
 }
 
@@ -112,7 +112,7 @@ func renewKey(tp TopicPartition, off int64) renewbuffer.Key {
 
 // hold takes records a ShareFetch acquired for Poll. A fresh delivery of a renewed record
 // replaces it: its lock was lost.
-func (l *ledger) hold(part *heldPart, recs []*Record, corrupt *CorruptBatchError, lock lockReport) {
+func (l *ledger) hold(part *heldPart, recs []*Record, corrupt *errors.CorruptBatchError, lock lockReport) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.renews.Len() > 0 {
@@ -153,7 +153,7 @@ func (l *ledger) pollView() pollView {
 // them). A corrupt batch is reported on its own: its offsets enter the polled set acknowledged
 // as Reject until the application says otherwise; it is returned as the error. lock is the
 // lock report of the last records taken, zero when none.
-func (l *ledger) take(now time.Time, max int) (out []*Record, err *CorruptBatchError, lock lockReport, dropped, renewedTaken int) {
+func (l *ledger) take(now time.Time, max int) (out []*Record, err *errors.CorruptBatchError, lock lockReport, dropped, renewedTaken int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out, renewedTaken = l.takeRenewed(now, max)
@@ -204,7 +204,7 @@ func (l *ledger) takeRenewed(now time.Time, max int) (out []*Record, n int) {
 // dropping those whose lock has run out by the local estimate. It stops before a corrupt batch
 // when records were taken (taken says whether the caller already has some); otherwise it gives
 // the batch to corrupt, removes it and returns its error.
-func (l *ledger) drain(now time.Time, max int, taken bool, take func(it *bufItem, r *Record), corrupt func(it *bufItem)) (dropped int, lock lockReport, _ *CorruptBatchError) {
+func (l *ledger) drain(now time.Time, max int, taken bool, take func(it *bufItem, r *Record), corrupt func(it *bufItem)) (dropped int, lock lockReport, _ *errors.CorruptBatchError) {
 	n := 0
 	for len(l.buffer) > 0 && n < max {
 		it := &l.buffer[0]
@@ -540,4 +540,26 @@ func (l *ledger) losePartition(node int32, tp TopicPartition) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lease.losePartition(node, tp)
+}
+
+// loseOne loses e's lock, if it is live.
+func (l *ledger) loseOne(e *entry, reason errors.LockLostReason) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lease.lose(e, reason, nil)
+}
+
+// eachRunning calls fn for every Process record a handler has.
+func (l *ledger) eachRunning(fn func(*entry)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, n := range l.lease.nodes {
+		for _, a := range n.acqs {
+			for i := range a.entries {
+				if e := &a.entries[i]; e.state.Load() == entryRunning {
+					fn(e)
+				}
+			}
+		}
+	}
 }

@@ -60,7 +60,7 @@ func TestOptionsDefaultsAndOverrides(t *testing.T) {
 	assert.False(t, c.cfg.recordLimit)
 	assert.Equal(t, 9*time.Minute, c.cl.OptValue(kgo.ConnIdleTimeout))
 	assert.Nil(t, c.Subscription())
-	assert.Len(t, c.memberID, 22, "a Kafka Uuid string")
+	assert.Len(t, c.member.memberID, 22, "a Kafka Uuid string")
 
 	c2, err := New(ClientOpts(kgo.SeedBrokers("127.0.0.1:1"), kgo.ConnIdleTimeout(time.Minute)), Group("g"),
 		Topics("b", "a", "b"), MaxPollRecords(1), MaxPollRecords(7), FetchMaxWait(0), ExplicitAcknowledgement(), RecordLimitAcquire())

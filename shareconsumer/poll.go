@@ -40,10 +40,10 @@ import (
 //
 // Other errors: a *errors.FatalError once the coordinator refused the member for good, or does
 // not serve share groups at all (kerr.UnsupportedVersion; close the consumer); ErrNotSubscribed;
-// ErrConcurrentPoll; ErrProcessRunning; ErrRecordLimitUnsupported, wrapped. Each of these is
-// returned once, by the Poll after it happened: a *CorruptBatchError, a *PartitionError or a
-// *BrokerError for a ShareFetch the broker refused, and a *errors.KafkaError for
-// TOPIC_AUTHORIZATION_FAILED from the group coordinator.
+// ErrConcurrentPoll; ErrProcessRunning; errors.ErrRecordLimitUnsupported, wrapped. Each of these
+// is returned once, by the Poll after it happened: a *errors.CorruptBatchError, a
+// *errors.PartitionError or a *errors.BrokerError for a ShareFetch the broker refused, and a
+// *errors.KafkaError for TOPIC_AUTHORIZATION_FAILED from the group coordinator.
 func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 	if err := c.check(); err != nil {
 		return nil, err
@@ -176,7 +176,7 @@ func (c *Consumer) awaitLocked(ctx context.Context, wakeup <-chan struct{}) erro
 // then a later call for the same record replaces it. It fails with ErrImplicitMode unless the
 // consumer was created with ExplicitAcknowledgement, with ErrCannotAcknowledge for a record this
 // consumer is not holding (not returned by Poll, or its acknowledgement already sent), and with
-// ErrInvalidAcknowledgeType for acktype.Gap or an unknown type.
+// errors.ErrInvalidAcknowledgeType for acktype.Gap or an unknown type.
 //
 // Renew (KIP-1222) says "I need more time": the record stays this consumer's. The next Poll
 // sends the renew (a ShareFetch with IsRenewAck, which brings no records) or the next commit
@@ -209,10 +209,10 @@ func (c *Consumer) Acknowledge(r *Record, t acktype.Type) error {
 }
 
 // AcknowledgeOffset acknowledges an offset Poll could not return as a record: one of the
-// Offsets of a *CorruptBatchError, which the consumer rejects on its own unless told otherwise
-// here. Any other offset fails with ErrCannotAcknowledge, and acktype.Renew with
-// ErrInvalidAcknowledgeType, since there is no record to return again. Otherwise it behaves as
-// Acknowledge.
+// Offsets of a *errors.CorruptBatchError, which the consumer rejects on its own unless told
+// otherwise here. Any other offset fails with ErrCannotAcknowledge, and acktype.Renew with
+// errors.ErrInvalidAcknowledgeType, since there is no record to return again. Otherwise it
+// behaves as Acknowledge.
 func (c *Consumer) AcknowledgeOffset(topic string, partition int32, offset int64, t acktype.Type) error {
 	if err := c.checkAck(t); err != nil {
 		return err

@@ -3,12 +3,10 @@ package shareconsumer
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kshare/kshare/acktype"
@@ -78,14 +76,14 @@ func (c *Consumer) Process(ctx context.Context, h Handler, opts ...ProcessOpt) e
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	if !c.processing.CompareAndSwap(false, true) {
+	if !c.poll.processing.CompareAndSwap(false, true) {
 		return errors.ErrProcessRunning
 	}
-	defer c.processing.Store(false)
-	if !c.polling.CompareAndSwap(false, true) {
+	defer c.poll.processing.Store(false)
+	if !c.poll.polling.CompareAndSwap(false, true) {
 		return errors.ErrConcurrentPoll
 	}
-	defer c.polling.Store(false)
+	defer c.poll.polling.Store(false)
 	defer c.pollEnded()
 
 	c.runCallbacks()
@@ -94,7 +92,6 @@ func (c *Consumer) Process(ctx context.Context, h Handler, opts ...ProcessOpt) e
 		p.cancelIntake()
 		return err
 	}
-	defer close(p.done)
 	err := p.run()
 	c.runCallbacks()
 	return err
@@ -103,83 +100,246 @@ func (c *Consumer) Process(ctx context.Context, h Handler, opts ...ProcessOpt) e
 // ProcessStats returns what Process did on this consumer so far, over every Process call, and
 // how many records it holds now. It is safe from any goroutine.
 func (c *Consumer) ProcessStats() ProcessStats {
-	c.mu.Lock()
-	p := c.pool
-	c.mu.Unlock()
-	held := 0
-	if p != nil {
-		held = int(p.held.Load())
-	}
-	return c.procStats.snapshot(held)
+	l := &c.ledger.lease
+	return c.process.snapshot(int(l.held.Load()), l.renewRequests.Load(), l.renewed.Load(), l.renewFailures.Load())
 }
 
-// pool is the state of one Process call: the ledger of held records, the lease that renews
-// them, the workers and the queue they take records from.
+// pool is one Process call: its workers, the queue they take records from, and the goroutine
+// that keeps the records' locks (process_lease.go). It reaches the rest of the consumer
+// through a few calls: startProcess and endProcess, the records admission lets it acquire
+// (take), and the ledger's start, settle and release for each record.
 type pool struct {
 	c     *Consumer
 	cfg   processCfg
 	h     Handler
 	stats *processCounters
-	admit admission
 	// base is the parent of every handler's context: Process's values, not its end.
 	base         context.Context
 	intakeCtx    context.Context
 	cancelIntake context.CancelFunc
-	done         chan struct{} // closed when Process returns
 	shut         chan struct{} // closed when shutdown is complete, before the callbacks stop
 	hurry        chan struct{} // closed by a Close whose context ended: the grace period ends now
 	hurryOnce    sync.Once
 
-	mu       sync.Mutex
-	ledger   ledger
-	lease    lease
-	flushDue time.Time // when acknowledgements not carried by a ShareFetch yet are flushed
-	warned   map[int32]bool
+	jobs     chan *task // records waiting for a worker
+	stopping atomic.Bool
+	workers  sync.WaitGroup
+	// overflow holds records beyond the queue's room (a Kafka 4.1 leader acquires whole
+	// batches), which the feeder moves into the queue as it empties.
+	overflowMu sync.Mutex
+	overflow   []*task
+	feed       chan struct{}
+	feederDone chan struct{}
 
-	held      atomic.Int64     // ledger.len(), read without mu
-	stopping  atomic.Bool      // shutting down: started records are the last
-	jobs      chan *heldRecord // records waiting for a worker
-	freed     chan struct{}    // a record left the ledger
 	leaseKick chan struct{}
-	quit      chan struct{} // workers take no more records
 	leaseStop chan struct{}
 	leaseDone chan struct{}
-	workers   sync.WaitGroup
-	hooks     sync.WaitGroup // OnRecordDone calls for records lost while waiting for a worker
+	// flushAt is when acknowledgements that no ShareFetch carried yet are flushed (Unix
+	// nanoseconds; 0 when none wait).
+	flushAt atomic.Int64
+	// warned: the leaders without RENEW a warning was logged for (Consumer.mu).
+	warned map[int32]bool
 }
 
 func newPool(c *Consumer, cfg processCfg, h Handler, ctx context.Context) *pool {
 	capacity := cfg.workers + cfg.queue
 	p := &pool{
-		c: c, cfg: cfg, h: h, stats: &c.procStats,
-		admit:     admission{capacity: capacity},
-		base:      context.WithoutCancel(ctx),
-		done:      make(chan struct{}),
-		shut:      make(chan struct{}),
-		hurry:     make(chan struct{}),
-		ledger:    newLedger(),
-		warned:    make(map[int32]bool),
-		jobs:      make(chan *heldRecord, capacity),
-		freed:     make(chan struct{}, 1),
-		leaseKick: make(chan struct{}, 1),
-		quit:      make(chan struct{}),
-		leaseStop: make(chan struct{}),
-		leaseDone: make(chan struct{}),
+		c: c, cfg: cfg, h: h, stats: &c.process,
+		base:       context.WithoutCancel(ctx),
+		shut:       make(chan struct{}),
+		hurry:      make(chan struct{}),
+		jobs:       make(chan *task, capacity),
+		feed:       make(chan struct{}, 1),
+		feederDone: make(chan struct{}),
+		leaseKick:  make(chan struct{}, 1),
+		leaseStop:  make(chan struct{}),
+		leaseDone:  make(chan struct{}),
+		warned:     make(map[int32]bool),
 	}
 	p.intakeCtx, p.cancelIntake = context.WithCancel(ctx)
-	p.lease = lease{fixedMargin: cfg.renewMargin, maxHold: cfg.maxHold, fetchWait: c.cfg.fetchMaxWait}
-	// The lease's margin caps the fetch wait at a quarter of the lock, as fetchWait does.
 	return p
 }
 
-// fetchWait is the longest a ShareFetch of Process may wait at a broker: a renew queued behind it
-// waits as long, so it is kept to a quarter of the lock duration (once known).
-func (p *pool) fetchWait(lock time.Duration) time.Duration {
-	w := p.c.cfg.fetchMaxWait
-	if lock > 0 {
-		w = min(w, lock/4)
+// runningPool returns the running Process, nil when none runs.
+func (c *Consumer) runningPool() *pool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pool
+}
+
+// closeProcess shuts the running Process down for Close, as when its context ends, waiting
+// with wait; when Close cannot wait (wait reports false), running handlers are stopped at once.
+func (c *Consumer) closeProcess(wait func(<-chan struct{}) bool) {
+	p := c.runningPool()
+	if p == nil {
+		return
 	}
-	return w
+	p.cancelIntake()
+	if !wait(p.shut) {
+		p.hurryOnce.Do(func() { close(p.hurry) })
+	}
+}
+
+// startProcess finishes with the last Poll's records, as Poll would, and makes p the
+// consumer's pool: admission sizes fetches for it, the ledger's lease keeps its locks, and
+// fetched records go to it.
+func (c *Consumer) startProcess(p *pool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.life.stopped || c.life.closed.Load():
+		return errors.ErrClosed
+	case c.member.fatal != nil:
+		return c.member.fatal
+	case len(c.member.subscription) == 0:
+		return errors.ErrNotSubscribed
+	case c.cfg.explicit && c.ledger.unacked() > 0:
+		return errors.ErrUnacknowledgedRecords
+	}
+	c.rejoinIfLeftLocked()
+	if !c.cfg.explicit {
+		c.ledger.acceptAll()
+	}
+	c.moveAckedLocked()
+	// Records a Poll's fetch left behind, and renewed ones, would go past the pool's bound:
+	// they go back.
+	c.giveBackLocked()
+	now := time.Now()
+	c.ledger.mu.Lock()
+	l := &c.ledger.lease
+	l.fixedMargin, l.maxHold, l.fetchWait = p.cfg.renewMargin, p.cfg.maxHold, c.cfg.fetchMaxWait
+	c.ledger.mu.Unlock()
+	c.pool, c.taker = p, p
+	c.admit.startPool(p.cfg.workers+p.cfg.queue, now)
+	c.admit.waiting = true
+	c.flushAllLocked()
+	return nil
+}
+
+// stopIntake stops fetching for p: admission allows no more ShareFetches for it, and the
+// records of those still on their way go to the ledger's buffer, to be released by endProcess.
+func (c *Consumer) stopIntake(p *pool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.admit.waiting = false
+	c.admit.endPool()
+	c.taker = pollTaker{c}
+}
+
+// endProcess, once p's workers and lease have stopped, releases the records acquired and not
+// handed out and sends every acknowledgement, waiting a while for the answers.
+func (c *Consumer) endProcess(p *pool) {
+	c.mu.Lock()
+	c.pool = nil
+	c.giveBackLocked()
+	c.mu.Unlock()
+	if c.life.closed.Load() {
+		c.kick() // Close sends them, on the requests that close the share sessions
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(p.base), shutdownCommitTimeout)
+	defer cancel()
+	c.commitSync(ctx)
+}
+
+// take hands the records of one ShareFetch answer to the pool: corrupt batches are rejected, as
+// Poll's default is, and logged; records enter the ledger and the queue. It never blocks.
+// Consumer.mu is held.
+func (p *pool) take(s *session, parts []takenPart, sent time.Time, lock lockReport, now time.Time) {
+	c := p.c
+	var pps []poolPart
+	n := 0
+	for _, tp := range parts {
+		for _, ch := range tp.chunks {
+			if ch.corrupt != nil {
+				for _, o := range ch.corrupt.Offsets {
+					s.addAck(tp.part, o, acktype.Reject)
+				}
+				c.log(kgo.LogLevelWarn, "Process rejects a record batch it could not decode", "err", ch.corrupt)
+				continue
+			}
+			pps = append(pps, poolPart{tp.part, ch.recs})
+			n += len(ch.recs)
+		}
+	}
+	if n == 0 {
+		return
+	}
+	c.locks.show(lock)
+	v, known := c.versions.Get(s.node)
+	renewable := known && v.SupportsRenew() && !p.cfg.noRenew
+	if !renewable && !p.cfg.noRenew && !p.warned[s.node] {
+		p.warned[s.node] = true
+		c.log(kgo.LogLevelWarn, "the partition leader does not support RENEW (Kafka 4.1: ShareAcknowledge v1); Process cannot renew locks there, and gives each handler its record's lock deadline", "broker", s.node)
+	}
+	tasks := make([]task, n)
+	entries := c.ledger.acquire(s.node, pps, sent, time.Duration(lock.ms)*time.Millisecond, renewable, now, func(es []entry) {
+		for i := range es {
+			tasks[i] = task{e: &es[i], p: p}
+			es[i].holder = &tasks[i]
+		}
+	})
+	for i := range entries {
+		if entries[i].rec.DeliveryCount > 1 {
+			p.stats.redeliveries.Add(1)
+		}
+	}
+	p.stats.delivered.Add(uint64(n))
+	p.deliver(tasks)
+	p.kickLease()
+}
+
+// deliver queues tasks for the workers, the overflow feeder taking what the queue has no room
+// for.
+func (p *pool) deliver(tasks []task) {
+	p.overflowMu.Lock()
+	defer p.overflowMu.Unlock()
+	for i := range tasks {
+		if len(p.overflow) == 0 {
+			select {
+			case p.jobs <- &tasks[i]:
+				continue
+			default:
+			}
+		}
+		p.overflow = append(p.overflow, &tasks[i])
+	}
+	if len(p.overflow) > 0 {
+		select {
+		case p.feed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// feeder moves overflowed records into the queue as it empties, until shutdown.
+func (p *pool) feeder() {
+	defer close(p.feederDone)
+	for {
+		select {
+		case <-p.feed:
+		case <-p.intakeCtx.Done():
+			return
+		}
+		for {
+			p.overflowMu.Lock()
+			if len(p.overflow) == 0 {
+				p.overflowMu.Unlock()
+				break
+			}
+			t := p.overflow[0]
+			p.overflowMu.Unlock()
+			select {
+			case p.jobs <- t:
+			case <-p.intakeCtx.Done():
+				return
+			}
+			p.overflowMu.Lock()
+			p.overflow[0] = nil
+			p.overflow = p.overflow[1:]
+			p.overflowMu.Unlock()
+		}
+	}
 }
 
 func (p *pool) run() error {
@@ -188,13 +348,56 @@ func (p *pool) run() error {
 		go p.worker()
 	}
 	go p.leaseLoop()
+	go p.feeder()
 	callbacksDone := make(chan struct{})
 	go p.callbackLoop(callbacksDone)
-	err := p.intake()
+	p.c.kick()
+	err := p.watch()
 	p.shutdown()
 	close(p.shut)
 	<-callbacksDone
 	return err
+}
+
+// watch waits until Process's context ends or the consumer can serve it no more, and returns
+// what Process returns. Errors Poll would return once are logged, and Process goes on.
+func (p *pool) watch() error {
+	c := p.c
+	for {
+		c.mu.Lock()
+		var err error
+		switch {
+		case c.life.closed.Load():
+			err = errors.ErrClosed
+		case c.member.fatal != nil:
+			err = c.member.fatal
+		case len(c.member.subscription) == 0:
+			err = errors.ErrNotSubscribed
+		}
+		if err == nil {
+			err = c.nextPollErrLocked()
+			if err != nil && !errors.Is(err, errors.ErrRecordLimitUnsupported) {
+				c.log(kgo.LogLevelWarn, "Process goes on after an error Poll would have returned", "err", err)
+				err = nil
+				c.mu.Unlock()
+				continue
+			}
+		}
+		c.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		select {
+		case <-c.poll.notify:
+		case <-p.intakeCtx.Done():
+			if c.life.closed.Load() {
+				return errors.ErrClosed
+			}
+			return nil
+		case <-c.life.closing:
+			return errors.ErrClosed
+		}
+	}
 }
 
 // callbackLoop gives acknowledgement outcomes to the OnAcknowledgementCommit callback while
@@ -217,435 +420,24 @@ func (p *pool) callbackLoop(done chan<- struct{}) {
 	}
 }
 
-// intake acquires records while workers and the queue have room, until the intake context ends.
-func (p *pool) intake() error {
-	ctx := p.intakeCtx
-	for {
-		free := p.waitFree(ctx)
-		if free == 0 {
-			return p.endErr(nil)
-		}
-		recs, err := p.c.acquire(ctx, p, free)
-		p.admitRecords(recs)
-		if err == nil {
-			continue
-		}
-		var fatal *errors.FatalError
-		switch {
-		case ctx.Err() != nil:
-			return p.endErr(nil)
-		case errors.As(err, &fatal), errors.Is(err, errors.ErrClosed), errors.Is(err, errors.ErrNotSubscribed),
-			errors.Is(err, errors.ErrRecordLimitUnsupported):
-			return err
-		}
-		p.c.log(kgo.LogLevelWarn, "Process goes on after an error Poll would have returned", "err", err)
-	}
-}
-
-// endErr is what Process returns when its intake stopped: ErrClosed when Close stopped it.
-func (p *pool) endErr(err error) error {
-	if p.c.closed.Load() {
-		return errors.ErrClosed
-	}
-	return err
-}
-
-// waitFree waits until the ledger has room and returns how much; 0 when ctx ended.
-func (p *pool) waitFree(ctx context.Context) int {
-	for {
-		if ctx.Err() != nil {
-			return 0
-		}
-		if free := p.admit.free(int(p.held.Load()), 0, 0); free > 0 {
-			return free
-		}
-		select {
-		case <-p.freed:
-		case <-ctx.Done():
-			return 0
-		}
-	}
-}
-
-// admitRecords takes acquired records into the ledger and hands them to the workers.
-func (p *pool) admitRecords(recs []*heldRecord) {
-	if len(recs) == 0 {
-		return
-	}
-	var warn []int32
-	p.mu.Lock()
-	for _, h := range recs {
-		if old := p.ledger.add(h); old != nil {
-			// Delivered again while the earlier delivery was still held: its lock was lost.
-			p.loseLocked(old, errors.LockDeadlinePassed, nil)
-		}
-		if !h.renewable && !p.cfg.noRenew && !p.warned[h.node] {
-			p.warned[h.node] = true
-			warn = append(warn, h.node)
-		}
-		p.stats.delivered.Add(1)
-		if h.rec.DeliveryCount > 1 {
-			p.stats.redeliveries.Add(1)
-		}
-	}
-	p.held.Store(int64(p.ledger.len()))
-	p.mu.Unlock()
-	for _, node := range warn {
-		p.c.log(kgo.LogLevelWarn, "the partition leader does not support RENEW (Kafka 4.1: ShareAcknowledge v1); Process cannot renew locks there, and gives each handler its record's lock deadline", "broker", node)
-	}
-	p.kickLease()
-	for i, h := range recs {
-		select {
-		case p.jobs <- h:
-		case <-p.intakeCtx.Done():
-			// Shutting down while the queue is full of records lost meanwhile: what is
-			// left goes back.
-			for _, h := range recs[i:] {
-				p.mu.Lock()
-				queued := p.ledger.holds(h) && h.lost == nil
-				if queued {
-					p.removeLocked(h)
-				}
-				p.mu.Unlock()
-				if queued {
-					p.release(h)
-				}
-			}
-			return
-		}
-	}
-}
-
-func (p *pool) kickLease() {
-	select {
-	case p.leaseKick <- struct{}{}:
-	default:
-	}
-}
-
-func (p *pool) signalFreed() {
-	select {
-	case p.freed <- struct{}{}:
-	default:
-	}
-}
-
-func (p *pool) worker() {
-	defer p.workers.Done()
-	for {
-		select {
-		case <-p.quit:
-			return
-		case h := <-p.jobs:
-			if ctx, ok := p.start(h); ok {
-				p.handle(ctx, h)
-			}
-		}
-	}
-}
-
-// start gives h to the calling worker and makes its context, unless h is no longer held (its
-// lock was lost while it waited) or Process is shutting down (h is released).
-func (p *pool) start(h *heldRecord) (context.Context, bool) {
-	p.mu.Lock()
-	if !p.ledger.holds(h) || h.lost != nil {
-		p.mu.Unlock()
-		return nil, false
-	}
-	if !h.deadline.IsZero() && h.renewSent.IsZero() && !time.Now().Before(h.deadline) {
-		// The lock ran out while h waited, and the lease loop has not seen it yet: the broker
-		// may give h to another member, so no handler works on it.
-		p.loseLocked(h, errors.LockDeadlinePassed, nil)
-		p.mu.Unlock()
-		return nil, false
-	}
-	if p.stopping.Load() {
-		p.removeLocked(h)
-		p.mu.Unlock()
-		p.release(h)
-		return nil, false
-	}
-	ctx, cancel := context.WithCancelCause(p.base)
-	if !h.renewable && !h.deadline.IsZero() {
-		var stop context.CancelFunc
-		ctx, stop = context.WithDeadlineCause(ctx, h.deadline, &errors.LockLostError{Topic: h.tp.Topic, Partition: h.tp.Partition, Offset: h.rec.Offset, Reason: errors.LockDeadlinePassed})
-		inner := cancel
-		cancel = func(cause error) { inner(cause); stop() }
-	}
-	h.started, h.cancel = true, cancel
-	p.mu.Unlock()
-	return ctx, true
-}
-
-// release releases h, which left the ledger without reaching a handler.
-func (p *pool) release(h *heldRecord) {
-	p.c.ackHeld(h, acktype.Release)
-	p.stats.released.Add(1)
-	p.signalFreed()
-}
-
-// handle runs the handler on h and acknowledges its answer.
-func (p *pool) handle(ctx context.Context, h *heldRecord) {
-	began := time.Now()
-	err := p.call(ctx, h)
-	took := time.Since(began)
-	p.stats.observeHandler(took)
-
-	p.mu.Lock()
-	if h.lost == nil && !h.deadline.IsZero() && h.renewSent.IsZero() && !time.Now().Before(h.deadline) {
-		p.loseLocked(h, errors.LockDeadlinePassed, nil)
-	}
-	lost, stopped, renews := h.lost, h.stopped, h.renews
-	out := RecordOutcome{Record: h.rec, Err: err, HandlerTime: took, Renews: renews}
-	armFlush := false
-	if lost != nil {
-		out.Err = lost
-	} else {
-		// No renew may follow its acknowledgement: the broker would refuse it, and with it
-		// the other acknowledgements of the partition in the same request.
-		h.answered = true
-		out.Ack = ackFor(err)
-		if stopped {
-			out.Ack = acktype.Release
-		}
-		if p.flushDue.IsZero() {
-			p.flushDue = time.Now().Add(ackFlushInterval)
-			armFlush = true
-		}
-	}
-	p.mu.Unlock()
-	if out.Ack != 0 {
-		// Acknowledged before it leaves the ledger, so that admission counts it all along.
-		if p.c.ackHeld(h, out.Ack) {
-			p.stats.countAck(out.Ack)
-		} else {
-			p.mu.Lock()
-			out.Ack, out.Err = 0, h.lost
-			p.mu.Unlock()
-		}
-	}
-	p.mu.Lock()
-	p.removeLocked(h)
-	p.mu.Unlock()
-	h.cancel(nil)
-	if armFlush {
-		p.kickLease() // a record leaving changes no renew time; a flush to arm does
-	}
-	p.signalFreed()
-	if p.cfg.onRecordDone != nil {
-		p.cfg.onRecordDone(out)
-	}
-}
-
-// call runs the handler, turning a panic into a *errors.PanicError.
-func (p *pool) call(ctx context.Context, h *heldRecord) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			stack := debug.Stack()
-			err = &errors.PanicError{Value: v, Stack: stack}
-			p.stats.panics.Add(1)
-			p.c.log(kgo.LogLevelError, "Process handler panicked; the record is released", "topic", h.tp.Topic, "partition", h.tp.Partition, "offset", h.rec.Offset, "panic", v, "stack", string(stack))
-			if p.cfg.onPanic != nil {
-				p.cfg.onPanic(h.rec, v, stack)
-			}
-		}
-	}()
-	return p.h(ctx, h.rec)
-}
-
-// ackFor is the acknowledgement of a handler's answer.
-func ackFor(err error) acktype.Type {
-	switch {
-	case err == nil:
-		return acktype.Accept
-	case errors.Is(err, errors.ErrReject):
-		return acktype.Reject
-	}
-	return acktype.Release
-}
-
-func (p *pool) removeLocked(h *heldRecord) {
-	if p.ledger.remove(h) {
-		p.held.Store(int64(p.ledger.len()))
-	}
-}
-
-// loseLocked marks h's lock lost: its handler's context is cancelled with the reason, a record
-// still waiting for a worker leaves the ledger, and nothing will be acknowledged for it.
-func (p *pool) loseLocked(h *heldRecord, reason errors.LockLostReason, err error) {
-	if h.lost != nil {
-		return
-	}
-	h.lost = &errors.LockLostError{Topic: h.tp.Topic, Partition: h.tp.Partition, Offset: h.rec.Offset, Reason: reason, Err: err}
-	p.stats.locksLost[reason].Add(1)
-	if h.started {
-		h.cancel(h.lost)
-		return
-	}
-	p.removeLocked(h)
-	p.signalFreed()
-	if p.cfg.onRecordDone != nil {
-		// Reported from a goroutine of its own: the hook must not run under the pool's lock.
-		out := RecordOutcome{Record: h.rec, Err: h.lost}
-		p.hooks.Add(1)
-		go func() {
-			defer p.hooks.Done()
-			p.cfg.onRecordDone(out)
-		}()
-	}
-}
-
-// unanswered returns the records of hs whose final acknowledgement is not recorded yet. The
-// consumer calls it under its lock.
-func (p *pool) unanswered(hs []*heldRecord) []*heldRecord {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	keep := hs[:0]
-	for _, h := range hs {
-		if !h.answered && h.lost == nil {
-			keep = append(keep, h)
-		}
-	}
-	return keep
-}
-
-// loseWhere marks the locks of the held records match selects lost. The consumer calls it,
-// under its lock, when a leader's share session was reset or a partition's leader moved.
-func (p *pool) loseWhere(match func(*heldRecord) bool, reason errors.LockLostReason) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, h := range p.ledger.where(match) {
-		p.loseLocked(h, reason, nil)
-	}
-}
-
-// renewSettled takes the outcome of renews sent at sent: on success each lock runs for the
-// duration the answer reported (lockMs; else the one known) from sent; on failure it is lost.
-// The consumer calls it under its lock.
-func (p *pool) renewSettled(hs []*heldRecord, err error, sent time.Time, lockMs int32) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err == nil && !sent.IsZero() {
-		p.lease.observeRTT(time.Since(sent))
-	}
-	for _, h := range hs {
-		if !p.ledger.holds(h) || h.lost != nil {
-			continue
-		}
-		h.renewSent = time.Time{}
-		if err != nil {
-			p.stats.renewFailures.Add(1)
-			p.loseLocked(h, lockLostReason(err), err)
-			continue
-		}
-		if lockMs > 0 {
-			h.lock = time.Duration(lockMs) * time.Millisecond
-		}
-		h.deadline = sent.Add(h.lock)
-		h.renews++
-		p.stats.renewed.Add(1)
-	}
-	p.kickLease()
-}
-
-// lockLostReason is the reason a renew's failure err gives.
-func lockLostReason(err error) errors.LockLostReason {
-	var ae *errors.AckError
-	if !errors.As(err, &ae) {
-		return errors.LockRenewRefused
-	}
-	switch {
-	case errors.Is(ae.Err, kerr.InvalidRecordState):
-		return errors.LockInvalidRecordState
-	case errors.Is(ae.Err, kerr.NetworkException):
-		return errors.LockSessionReset
-	case errors.Is(ae.Err, kerr.NotLeaderForPartition), errors.Is(ae.Err, kerr.FencedLeaderEpoch),
-		errors.Is(ae.Err, kerr.UnknownTopicOrPartition), errors.Is(ae.Err, kerr.UnknownTopicID):
-		return errors.LockLeaderMoved
-	}
-	return errors.LockRenewRefused
-}
-
-// leaseLoop renews locks as the lease plans, gives up those it loses, and flushes the
-// acknowledgements that waited ackFlushInterval for a ShareFetch.
-func (p *pool) leaseLoop() {
-	defer close(p.leaseDone)
-	t := time.NewTimer(time.Hour)
-	defer t.Stop()
-	for {
-		now := time.Now()
-		p.mu.Lock()
-		plan := p.lease.plan(now, p.ledger.where(func(*heldRecord) bool { return true }))
-		for _, l := range plan.lost {
-			p.loseLocked(l.h, l.reason, nil)
-		}
-		for _, hs := range plan.renew {
-			for _, h := range hs {
-				h.renewSent = now
-			}
-		}
-		flush := !p.flushDue.IsZero() && !now.Before(p.flushDue)
-		if flush {
-			p.flushDue = time.Time{}
-		}
-		next := plan.next
-		if !p.flushDue.IsZero() && (next.IsZero() || p.flushDue.Before(next)) {
-			next = p.flushDue
-		}
-		p.mu.Unlock()
-		if len(plan.renew) > 0 {
-			p.c.renewHeld(plan.renew)
-		}
-		if flush {
-			p.c.flushHeldAcks()
-		}
-		if next.IsZero() {
-			t.Stop()
-		} else {
-			t.Reset(max(0, next.Sub(time.Now())))
-		}
-		select {
-		case <-t.C:
-		case <-p.leaseKick:
-		case <-p.leaseStop:
-			return
-		}
-	}
-}
-
-// stopHandlers cancels the contexts of the running handlers with ErrProcessStopped; what they
-// leave is released.
-func (p *pool) stopHandlers() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, h := range p.ledger.where(func(h *heldRecord) bool { return h.started && h.lost == nil }) {
-		h.stopped = true
-		h.cancel(errors.ErrProcessStopped)
-	}
-}
-
 // shutdown ends Process as its doc says.
 func (p *pool) shutdown() {
 	p.cancelIntake()
+	p.c.stopIntake(p)
 	p.stopping.Store(true)
-	close(p.quit)
-	for drained := false; !drained; {
-		select {
-		case h := <-p.jobs:
-			p.mu.Lock()
-			queued := p.ledger.holds(h) && h.lost == nil
-			if queued {
-				p.removeLocked(h)
-			}
-			p.mu.Unlock()
-			if queued {
-				p.release(h)
-			}
-		default:
-			drained = true
-		}
+	<-p.feederDone
+	p.overflowMu.Lock()
+	over := p.overflow
+	p.overflow = nil
+	p.overflowMu.Unlock()
+	for _, t := range over {
+		p.release(t)
 	}
-	p.c.flushHeldAcks() // the queued records go back at once
+	close(p.jobs)
+	for t := range p.jobs { // the queued records go back at once, beside the workers
+		p.release(t)
+	}
+	p.c.flushAll()
 	workersDone := make(chan struct{})
 	go func() {
 		p.workers.Wait()
@@ -665,5 +457,21 @@ func (p *pool) shutdown() {
 	close(p.leaseStop)
 	<-p.leaseDone
 	p.c.endProcess(p)
-	p.hooks.Wait()
+}
+
+// stopHandlers cancels the contexts of the running handlers with ErrProcessStopped; what they
+// leave is released.
+func (p *pool) stopHandlers() {
+	p.c.ledger.eachRunning(func(e *entry) {
+		if t, ok := e.holder.(*task); ok {
+			t.stop()
+		}
+	})
+}
+
+// flushAll sends every waiting acknowledgement in a ShareAcknowledge per leader.
+func (c *Consumer) flushAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.flushAllLocked()
 }

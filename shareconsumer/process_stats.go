@@ -132,7 +132,6 @@ func (h Histogram) Quantile(q float64) time.Duration {
 // processCounters are ProcessStats as the workers count them.
 type processCounters struct {
 	delivered, accepted, released, rejected atomic.Uint64
-	renewRequests, renewed, renewFailures   atomic.Uint64
 	redeliveries, panics                    atomic.Uint64
 	locksLost                               [errors.LockMaxHoldReached + 1]atomic.Uint64
 	handlerCounts                           [histogramBuckets]atomic.Uint64
@@ -157,15 +156,16 @@ func (pc *processCounters) countAck(t acktype.Type) {
 	}
 }
 
-func (pc *processCounters) snapshot(held int) ProcessStats {
+// snapshot returns the counts, with held and the lease's renew counts.
+func (pc *processCounters) snapshot(held int, renewRequests, renewed, renewFailures uint64) ProcessStats {
 	s := ProcessStats{
 		Delivered:     pc.delivered.Load(),
 		Accepted:      pc.accepted.Load(),
 		Released:      pc.released.Load(),
 		Rejected:      pc.rejected.Load(),
-		RenewRequests: pc.renewRequests.Load(),
-		Renewed:       pc.renewed.Load(),
-		RenewFailures: pc.renewFailures.Load(),
+		RenewRequests: renewRequests,
+		Renewed:       renewed,
+		RenewFailures: renewFailures,
 		Redeliveries:  pc.redeliveries.Load(),
 		Panics:        pc.panics.Load(),
 		Held:          held,

@@ -161,7 +161,7 @@ func TestProcessRefusesMisuse(t *testing.T) {
 		defer close(polled)
 		_, _ = cons.Poll(pollCtx)
 	}()
-	require.Eventually(t, func() bool { return cons.polling.Load() }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return cons.poll.polling.Load() }, 10*time.Second, time.Millisecond)
 	assert.ErrorIs(t, cons.Process(tCtx(t), accept), errors.ErrConcurrentPoll)
 	stopPoll()
 	<-polled
@@ -316,43 +316,4 @@ func TestCloseThatCannotWaitStopsRunningHandlers(t *testing.T) {
 	assert.ErrorIs(t, cons.Close(ctx), context.DeadlineExceeded)
 	assert.ErrorIs(t, waitProcess(t, done), errors.ErrClosed)
 	assert.ErrorIs(t, cause, errors.ErrProcessStopped, "stopped at once, not after the grace period")
-}
-
-// A worker that takes a record whose lock ran out by the local estimate, with no renew in
-// flight, does not start it, whether or not the lease loop has seen the deadline yet: the
-// record is lost (errors.LockDeadlinePassed) and leaves the ledger. A record whose lock runs, or
-// whose renew is on its way, starts.
-func TestPoolStartRefusesARecordWhoseLockRanOut(t *testing.T) {
-	t.Parallel()
-	c := fuzzConsumer(t)
-	p := newPool(c, defaultProcessCfg(), func(context.Context, *Record) error { return nil }, context.Background())
-	now := time.Now()
-	held := func(off int64, deadline, renewSent time.Time) *heldRecord {
-		h := &heldRecord{rec: &Record{Topic: "t", Offset: off}, tp: TopicPartition{"t", 0}, deadline: deadline, renewSent: renewSent, renewable: true}
-		p.mu.Lock()
-		p.ledger.add(h)
-		p.mu.Unlock()
-		return h
-	}
-	ranOut := held(1, now.Add(-time.Millisecond), time.Time{})
-	running := held(2, now.Add(time.Hour), time.Time{})
-	renewing := held(3, now.Add(-time.Millisecond), now.Add(-2*time.Millisecond))
-
-	_, ok := p.start(ranOut)
-	require.False(t, ok)
-	require.NotNil(t, ranOut.lost)
-	assert.Equal(t, errors.LockDeadlinePassed, ranOut.lost.Reason)
-	assert.False(t, ranOut.started)
-	p.mu.Lock()
-	assert.False(t, p.ledger.holds(ranOut), "the lost record left the ledger")
-	p.mu.Unlock()
-
-	for _, h := range []*heldRecord{running, renewing} {
-		ctx, ok := p.start(h)
-		require.True(t, ok, "offset %d", h.rec.Offset)
-		require.NotNil(t, ctx)
-		assert.True(t, h.started)
-		assert.Nil(t, h.lost)
-		h.cancel(nil)
-	}
 }

@@ -76,10 +76,8 @@ type tidp struct {
 	p  int32
 }
 
-func newSession(node int32, pollRenews renewer, arrived func()) *session {
-	s := &session{node: node, pending: make(map[TopicPartition]*pendingPart), pollRenews: pollRenews}
-	s.inbox.arrived = arrived
-	return s
+func newSession(node int32, pollRenews renewer) *session {
+	return &session{node: node, pending: make(map[TopicPartition]*pendingPart), pollRenews: pollRenews}
 }
 
 // nextEpoch is Kafka's ShareRequestMetadata.nextEpoch.

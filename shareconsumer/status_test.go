@@ -144,11 +144,11 @@ func TestStatusSaysNoPartitionsAreAssigned(t *testing.T) {
 	require.NoError(t, err)
 	defer cons.Close(context.Background())
 	cons.mu.Lock()
-	cons.subscription = []string{"t"}
+	cons.member.subscription = []string{"t"}
 	id := [16]byte{1}
-	cons.topics[id] = &topicMeta{name: "t", id: id, leaders: map[int32]leaderInfo{0: {node: 0}, 1: {node: 0}}}
-	cons.byName["t"] = id
-	cons.health.memberEpoch = 3
+	cons.member.topics[id] = &topicMeta{name: "t", id: id, leaders: map[int32]leaderInfo{0: {node: 0}, 1: {node: 0}}}
+	cons.member.byName["t"] = id
+	cons.member.epoch = 3
 	cons.health.members = 5
 	cons.mu.Unlock()
 	s := cons.Status()

@@ -1,0 +1,57 @@
+package shareconsumer
+
+import (
+	"time"
+)
+
+// leaseLoop keeps the pool's locks: it handles the lease's events when they are due (renews to
+// queue, locks lost), and flushes the acknowledgements that waited ackFlushInterval for a
+// ShareFetch to carry them.
+func (p *pool) leaseLoop() {
+	defer close(p.leaseDone)
+	c := p.c
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		now := time.Now()
+		ev := c.ledger.due(now)
+		if len(ev.renew) > 0 {
+			c.queueRenews(ev.renew)
+		}
+		next := ev.next
+		if at := p.flushAt.Load(); at != 0 {
+			if flushAt := time.Unix(0, at); !now.Before(flushAt) {
+				p.flushAt.Store(0)
+				c.flushAll()
+			} else if next.IsZero() || flushAt.Before(next) {
+				next = flushAt
+			}
+		}
+		if next.IsZero() {
+			t.Stop()
+		} else {
+			t.Reset(max(0, next.Sub(time.Now())))
+		}
+		select {
+		case <-t.C:
+		case <-p.leaseKick:
+		case <-p.leaseStop:
+			return
+		}
+	}
+}
+
+func (p *pool) kickLease() {
+	select {
+	case p.leaseKick <- struct{}{}:
+	default:
+	}
+}
+
+// armFlush makes the acknowledgement just settled leave within ackFlushInterval of now, in a
+// ShareAcknowledge if no ShareFetch carries it first.
+func (p *pool) armFlush(now time.Time) {
+	if p.flushAt.Load() == 0 && p.flushAt.CompareAndSwap(0, now.Add(ackFlushInterval).UnixNano()) {
+		p.kickLease()
+	}
+}
