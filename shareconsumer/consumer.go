@@ -226,6 +226,7 @@ func New(opts ...Opt) (*Consumer, error) {
 	noCRC, _ := cl.OptValue(kgo.DisableFetchCRCValidation).(bool)
 	c.dec.checkCRC = !noCRC
 	c.taker = pollTaker{c}
+	c.ledger.lease.epoch = time.Now().Add(-time.Hour)
 	c.life.ctx, c.life.cancel = context.WithCancel(context.Background())
 	c.life.hbCtx, c.life.hbCancel = context.WithCancel(c.life.ctx)
 	if cfg.topicsSet {

@@ -31,8 +31,13 @@ func (c *Consumer) kickLocked() {
 	for _, s := range c.sessions.sorted() {
 		if !s.busy && (len(s.jobs) > 0 || c.wantFetchLocked(s)) {
 			s.busy = true
-			c.life.wg.Add(1)
-			go c.runSession(s)
+			if s.wake == nil {
+				s.wake = make(chan struct{}, 1)
+				c.life.wg.Add(1)
+				go c.runSession(s)
+			} else {
+				s.wake <- struct{}{}
+			}
 		}
 	}
 	c.noteLocked(time.Now())
@@ -53,7 +58,9 @@ func (c *Consumer) wantFetchLocked(s *session) bool {
 	return c.admit.mayFetch(s, c.ledger.pollView(), c.admitHeld(), c.member.leaders()) > 0
 }
 
-// runSession sends s's requests, one at a time, until s has no work left.
+// runSession sends s's requests, one at a time, while s has work, and waits for more until the
+// consumer closes. One goroutine per leader lives that long, rather than one per burst of
+// work: a ShareFetch round trip would otherwise pay for a goroutine and its stack's growth.
 func (c *Consumer) runSession(s *session) {
 	defer c.life.wg.Done()
 	for {
@@ -62,7 +69,12 @@ func (c *Consumer) runSession(s *session) {
 		if work == nil {
 			s.busy = false
 			c.mu.Unlock()
-			return
+			select {
+			case <-s.wake:
+				continue
+			case <-c.life.ctx.Done():
+				return
+			}
 		}
 		c.mu.Unlock()
 		work()

@@ -27,6 +27,11 @@ import (
 // record held. Walks happen only where every record walked must be touched anyway: building a
 // renew request (it lists them), and losing the locks of a group, a session or a partition.
 type lease struct {
+	// epoch is what the lease's times count from (monotonic nanoseconds, so that a worker reads
+	// the clock at the cost of time.Since): an hour before the consumer was created, so that
+	// every time is above 0, which stands for none.
+	epoch time.Time
+
 	fixedMargin time.Duration // RenewMargin; 0 derives the margin
 	fetchWait   time.Duration // the longest a renew may queue behind a ShareFetch
 	maxHold     time.Duration
@@ -91,8 +96,8 @@ type leaseGroup struct {
 	node *nodeLease
 	acqs []*acquisition
 	lock time.Duration // the lock duration the leader last reported
-	// deadline is when the locks run out by the local estimate, in Unix nanoseconds; 0 when the
-	// leader reported no lock duration. Workers read it without the ledger's lock.
+	// deadline is when the locks run out by the local estimate, in the lease's nanoseconds; 0
+	// when the leader reported no lock duration. Workers read it without the ledger's lock.
 	deadline atomic.Int64
 	// renewing: a renew covering the group is in flight; giveUp is when its locks are lost if
 	// no answer came.
@@ -105,6 +110,7 @@ type leaseGroup struct {
 
 // nodeLease is the Process records acquired from one leader.
 type nodeLease struct {
+	lease     *lease
 	node      int32
 	renewable bool // the leader takes RENEW and renewal is on
 	acqs      []*acquisition
@@ -188,7 +194,7 @@ func (l *lease) node(id int32, renewable bool) *nodeLease {
 	}
 	n := l.nodes[id]
 	if n == nil {
-		n = &nodeLease{node: id}
+		n = &nodeLease{lease: l, node: id}
 		l.nodes[id] = n
 	}
 	n.renewable = renewable
@@ -236,7 +242,7 @@ func (l *lease) acquire(node int32, pps []poolPart, sent time.Time, lock time.Du
 	g := &leaseGroup{node: n, lock: lock}
 	g.t.group, g.t.index = g, -1
 	if lock > 0 {
-		g.deadline.Store(sent.Add(lock).UnixNano())
+		g.deadline.Store(l.mono(sent.Add(lock)))
 	}
 	l.join(g, a)
 	l.scheduleGroup(g, now)
@@ -290,9 +296,9 @@ func (l *lease) scheduleGroup(g *leaseGroup, now time.Time) {
 		at = g.giveUp
 	case dl == 0:
 	case g.node.renewable && !g.node.renewQueued:
-		at = time.Unix(0, dl).Add(-l.margin(g.lock))
+		at = l.at(dl).Add(-l.margin(g.lock))
 	default:
-		at = time.Unix(0, dl)
+		at = l.at(dl)
 	}
 	if !at.IsZero() && at.Before(now) {
 		at = now
@@ -319,7 +325,7 @@ func (l *lease) due(now time.Time) leaseEvents {
 			continue
 		}
 		g := t.group
-		dl := time.Unix(0, g.deadline.Load())
+		dl := l.at(g.deadline.Load())
 		switch {
 		case g.renewing.Load() || !now.Before(dl) || !g.node.renewable:
 			l.schedule(t, time.Time{})
@@ -382,7 +388,7 @@ func (l *lease) renewParts(node int32, now time.Time) ([]*ackPart, *leaseGroup) 
 	}
 	g.deadline.Store(dl)
 	g.renewing.Store(true)
-	g.giveUp = time.Unix(0, dl).Add(renewGrace(g.lock))
+	g.giveUp = l.at(dl).Add(renewGrace(g.lock))
 	l.scheduleGroup(g, now)
 
 	slices.SortFunc(hs, func(a, b held) int {
@@ -432,7 +438,7 @@ func (l *lease) renewAnswered(g *leaseGroup, p *ackPart, err error, lockMs int32
 		if lockMs > 0 {
 			g.lock = time.Duration(lockMs) * time.Millisecond
 		}
-		g.deadline.Store(g.sent.Add(g.lock).UnixNano())
+		g.deadline.Store(l.mono(g.sent.Add(g.lock)))
 		g.renewed.Store(true)
 		g.renewing.Store(false)
 		if len(g.acqs) > 0 {
@@ -517,34 +523,31 @@ func (l *lease) retire(a *acquisition) {
 	l.schedule(&a.hold, time.Time{})
 }
 
-// start gives e, just taken out of the queue by a worker, to that worker at now, unless its
-// lock was lost, or ran out while it waited and no renew is on its way (then it is lost: the
-// broker may give it to another member).
-func (l *ledger) start(e *entry, now time.Time) bool {
-	l.lease.queued.Add(-1)
-	g := e.acq.group.Load()
-	if dl := g.deadline.Load(); dl != 0 && !g.renewing.Load() && now.UnixNano() >= dl {
+// begin gives e, just taken out of the queue by a worker, to that worker at now (the lease's
+// nanoseconds, clock), unless its lock was lost, or ran out while it waited and no renew is on
+// its way (then it is lost: the broker may give it to another member). The worker counts e out
+// of the queue itself (workerBatch).
+func (l *ledger) begin(e *entry, now int64) bool {
+	if e.expired(now) {
 		l.mu.Lock()
 		l.lease.lose(e, errors.LockDeadlinePassed, nil)
 		l.mu.Unlock()
 	}
-	if e.state.CompareAndSwap(entryQueued, entryRunning) {
-		return true
-	}
-	l.lease.held.Add(-1) // lost while it waited: it leaves the count as it leaves the queue
-	return false
+	return e.state.CompareAndSwap(entryQueued, entryRunning)
 }
 
-// settle records t, a handler's answer, as e's acknowledgement, to go to its leader's session.
-// It reports false, recording nothing, when e's lock was lost. It takes the ledger's lock only
-// when e was the last record of its acquisition.
-func (l *ledger) settle(e *entry, t acktype.Type) bool {
-	if !e.state.CompareAndSwap(entryRunning, entrySettled) {
-		return false
-	}
-	l.lease.held.Add(-1)
-	l.done(e, t)
-	return true
+// finish marks e settled from its handler's answer; false when its lock was lost. The worker
+// hands the acknowledgement over and counts e out itself (workerBatch).
+func (l *ledger) finish(e *entry) bool {
+	return e.state.CompareAndSwap(entryRunning, entrySettled)
+}
+
+// expired reports whether e's lock ran out by now (the lease's nanoseconds) with no renew on
+// its way.
+func (e *entry) expired(now int64) bool {
+	g := e.acq.group.Load()
+	dl := g.deadline.Load()
+	return dl != 0 && now >= dl && !g.renewing.Load()
 }
 
 // release releases e, taken out of the queue by shutdown without reaching a handler. It reports
@@ -559,15 +562,73 @@ func (l *ledger) release(e *entry) bool {
 	return true
 }
 
+// workerBatch is what a worker did since it last published it: records taken out of the
+// queue, records that left the count of held ones, acknowledgements for their sessions, and
+// records of its current acquisition that left it. A worker publishes when it is about to wait
+// for a record, every publishEvery records and after a slow handler, so that the shared counts
+// move once per batch rather than once per record; until then they count a record as held
+// longer than it is, never shorter, so admission never lets more in than it should.
+type workerBatch struct {
+	unqueued, left, settled int64
+	acks                    []inboxAck
+	acq                     *acquisition
+	acqLeft                 int32
+}
+
+// leave counts e, which left the worker (settled or lost), out of its acquisition.
+func (b *workerBatch) leave(l *ledger, e *entry) {
+	if b.acq != e.acq {
+		l.acqLeft(b.acq, b.acqLeft)
+		b.acq, b.acqLeft = e.acq, 0
+	}
+	b.acqLeft++
+}
+
+// publish applies b to the shared counts and hands its acknowledgements to their sessions.
+func (l *ledger) publish(b *workerBatch) {
+	if b.unqueued != 0 {
+		l.lease.queued.Add(-b.unqueued)
+	}
+	if b.left != 0 {
+		l.lease.held.Add(-b.left)
+	}
+	if b.settled != 0 {
+		l.lease.settled.Add(uint64(b.settled))
+	}
+	for i := 0; i < len(b.acks); {
+		in := b.acks[i].part.inbox
+		k := i + 1
+		for k < len(b.acks) && b.acks[k].part.inbox == in {
+			k++
+		}
+		in.mu.Lock()
+		in.acks = append(in.acks, b.acks[i:k]...)
+		in.mu.Unlock()
+		i = k
+	}
+	clear(b.acks)
+	b.acks = b.acks[:0]
+	l.acqLeft(b.acq, b.acqLeft)
+	b.unqueued, b.left, b.settled, b.acq, b.acqLeft = 0, 0, 0, nil, 0
+}
+
+// acqLeft counts n more records of a as settled or lost, and retires a once none is left.
+func (l *ledger) acqLeft(a *acquisition, n int32) {
+	if a == nil || n == 0 {
+		return
+	}
+	if int(a.done.Add(n)) == len(a.entries) {
+		l.mu.Lock()
+		l.lease.retire(a)
+		l.mu.Unlock()
+	}
+}
+
 // done hands e's acknowledgement to its leader's session and counts e out of its acquisition.
 func (l *ledger) done(e *entry, t acktype.Type) {
 	l.lease.settled.Add(1)
 	e.part.inbox.add(e.part, e.rec.Offset, t)
-	if int(e.acq.done.Add(1)) == len(e.acq.entries) {
-		l.mu.Lock()
-		l.lease.retire(e.acq)
-		l.mu.Unlock()
-	}
+	l.acqLeft(e.acq, 1)
 }
 
 // renews returns how many renews of e the brokers confirmed.
@@ -583,10 +644,19 @@ func (e *entry) renews() int {
 // duration.
 func (e *entry) deadline() time.Time {
 	if dl := e.acq.group.Load().deadline.Load(); dl != 0 {
-		return time.Unix(0, dl)
+		return e.acq.node.lease.at(dl)
 	}
 	return time.Time{}
 }
+
+// mono returns t in the lease's nanoseconds.
+func (l *lease) mono(t time.Time) int64 { return int64(t.Sub(l.epoch)) }
+
+// at returns the time of n, in the lease's nanoseconds.
+func (l *lease) at(n int64) time.Time { return l.epoch.Add(time.Duration(n)) }
+
+// clock reads the clock, in the lease's nanoseconds.
+func (l *lease) clock() int64 { return int64(time.Since(l.epoch)) }
 
 // renewable reports whether e's lock is renewed while its handler works.
 func (e *entry) renewable() bool { return e.acq.node.renewable }

@@ -100,8 +100,16 @@ func (c *Consumer) Process(ctx context.Context, h Handler, opts ...ProcessOpt) e
 // ProcessStats returns what Process did on this consumer so far, over every Process call, and
 // how many records it holds now. It is safe from any goroutine.
 func (c *Consumer) ProcessStats() ProcessStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	l := &c.ledger.lease
-	return c.process.snapshot(int(l.held.Load()), l.renewRequests.Load(), l.renewed.Load(), l.renewFailures.Load())
+	s := c.process.snapshot(int(l.held.Load()), l.renewRequests.Load(), l.renewed.Load(), l.renewFailures.Load())
+	if p := c.pool; p != nil {
+		for _, w := range p.ws {
+			s.add(w.stats.snapshot(0, 0, 0, 0))
+		}
+	}
+	return s
 }
 
 // pool is one Process call: its workers, the queue they take records from, and the goroutine
@@ -121,13 +129,18 @@ type pool struct {
 	hurry        chan struct{} // closed by a Close whose context ended: the grace period ends now
 	hurryOnce    sync.Once
 
-	jobs     chan *task // records waiting for a worker
+	// jobs holds the records waiting for a worker, in runs a worker handles one after the
+	// other (of one record, unless handlers are fast: runOf).
+	jobs     chan []task
 	stopping atomic.Bool
 	workers  sync.WaitGroup
+	ws       []*worker
+	// handled and handlerNs count the handler calls and their time, as workers publish them.
+	handled, handlerNs atomic.Int64
 	// overflow holds records beyond the queue's room (a Kafka 4.1 leader acquires whole
 	// batches), which the feeder moves into the queue as it empties.
 	overflowMu sync.Mutex
-	overflow   []*task
+	overflow   [][]task
 	feed       chan struct{}
 	feederDone chan struct{}
 
@@ -148,7 +161,7 @@ func newPool(c *Consumer, cfg processCfg, h Handler, ctx context.Context) *pool 
 		base:       context.WithoutCancel(ctx),
 		shut:       make(chan struct{}),
 		hurry:      make(chan struct{}),
-		jobs:       make(chan *task, capacity),
+		jobs:       make(chan []task, capacity),
 		feed:       make(chan struct{}, 1),
 		feederDone: make(chan struct{}),
 		leaseKick:  make(chan struct{}, 1),
@@ -157,6 +170,10 @@ func newPool(c *Consumer, cfg processCfg, h Handler, ctx context.Context) *pool 
 		warned:     make(map[int32]bool),
 	}
 	p.intakeCtx, p.cancelIntake = context.WithCancel(ctx)
+	p.ws = make([]*worker, cfg.workers)
+	for i := range p.ws {
+		p.ws[i] = &worker{p: p}
+	}
 	return p
 }
 
@@ -230,6 +247,9 @@ func (c *Consumer) stopIntake(p *pool) {
 // handed out and sends every acknowledgement, waiting a while for the answers.
 func (c *Consumer) endProcess(p *pool) {
 	c.mu.Lock()
+	for _, w := range p.ws {
+		c.process.fold(&w.stats)
+	}
 	c.pool = nil
 	c.giveBackLocked()
 	c.mu.Unlock()
@@ -289,20 +309,22 @@ func (p *pool) take(s *session, parts []takenPart, sent time.Time, lock lockRepo
 	p.kickLease()
 }
 
-// deliver queues tasks for the workers, the overflow feeder taking what the queue has no room
-// for.
+// deliver queues tasks for the workers, in runs, the overflow feeder taking what the queue has
+// no room for.
 func (p *pool) deliver(tasks []task) {
+	k := p.runOf(len(tasks))
 	p.overflowMu.Lock()
 	defer p.overflowMu.Unlock()
-	for i := range tasks {
+	for i := 0; i < len(tasks); i += k {
+		run := tasks[i:min(i+k, len(tasks))]
 		if len(p.overflow) == 0 {
 			select {
-			case p.jobs <- &tasks[i]:
+			case p.jobs <- run:
 				continue
 			default:
 			}
 		}
-		p.overflow = append(p.overflow, &tasks[i])
+		p.overflow = append(p.overflow, run)
 	}
 	if len(p.overflow) > 0 {
 		select {
@@ -344,8 +366,8 @@ func (p *pool) feeder() {
 
 func (p *pool) run() error {
 	p.workers.Add(p.cfg.workers)
-	for range p.cfg.workers {
-		go p.worker()
+	for _, w := range p.ws {
+		go w.run()
 	}
 	go p.leaseLoop()
 	go p.feeder()
@@ -430,12 +452,12 @@ func (p *pool) shutdown() {
 	over := p.overflow
 	p.overflow = nil
 	p.overflowMu.Unlock()
-	for _, t := range over {
-		p.release(t)
+	for _, run := range over {
+		p.releaseRun(run)
 	}
 	close(p.jobs)
-	for t := range p.jobs { // the queued records go back at once, beside the workers
-		p.release(t)
+	for run := range p.jobs { // the queued records go back at once, beside the workers
+		p.releaseRun(run)
 	}
 	p.c.flushAll()
 	workersDone := make(chan struct{})

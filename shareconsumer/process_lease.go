@@ -20,7 +20,7 @@ func (p *pool) leaseLoop() {
 		}
 		next := ev.next
 		if at := p.flushAt.Load(); at != 0 {
-			if flushAt := time.Unix(0, at); !now.Before(flushAt) {
+			if flushAt := c.ledger.lease.at(at); !now.Before(flushAt) {
 				p.flushAt.Store(0)
 				c.flushAll()
 			} else if next.IsZero() || flushAt.Before(next) {
@@ -48,10 +48,11 @@ func (p *pool) kickLease() {
 	}
 }
 
-// armFlush makes the acknowledgement just settled leave within ackFlushInterval of now, in a
-// ShareAcknowledge if no ShareFetch carries it first.
-func (p *pool) armFlush(now time.Time) {
-	if p.flushAt.Load() == 0 && p.flushAt.CompareAndSwap(0, now.Add(ackFlushInterval).UnixNano()) {
+// armFlush makes the acknowledgements just handed to the sessions leave within
+// ackFlushInterval of now (the lease's nanoseconds), in a ShareAcknowledge if no ShareFetch
+// carries them first.
+func (p *pool) armFlush(now int64) {
+	if p.flushAt.Load() == 0 && p.flushAt.CompareAndSwap(0, now+int64(ackFlushInterval)) {
 		p.kickLease()
 	}
 }

@@ -184,3 +184,40 @@ func (pc *processCounters) snapshot(held int, renewRequests, renewed, renewFailu
 	s.HandlerTime.Sum = time.Duration(pc.handlerSum.Load())
 	return s
 }
+
+// fold adds the counts of o, a worker's, to pc.
+func (pc *processCounters) fold(o *processCounters) {
+	pc.delivered.Add(o.delivered.Load())
+	pc.accepted.Add(o.accepted.Load())
+	pc.released.Add(o.released.Load())
+	pc.rejected.Add(o.rejected.Load())
+	pc.redeliveries.Add(o.redeliveries.Load())
+	pc.panics.Add(o.panics.Load())
+	for i := range pc.locksLost {
+		pc.locksLost[i].Add(o.locksLost[i].Load())
+	}
+	for i := range pc.handlerCounts {
+		pc.handlerCounts[i].Add(o.handlerCounts[i].Load())
+	}
+	pc.handlerCount.Add(o.handlerCount.Load())
+	pc.handlerSum.Add(o.handlerSum.Load())
+}
+
+// add adds the counts of o to s; Held and the renew counts stay s's.
+func (s *ProcessStats) add(o ProcessStats) {
+	s.Delivered += o.Delivered
+	s.Accepted += o.Accepted
+	s.Released += o.Released
+	s.Rejected += o.Rejected
+	s.Redeliveries += o.Redeliveries
+	s.Panics += o.Panics
+	for r, n := range o.LocksLostBy {
+		s.LocksLostBy[r] += n
+		s.LocksLost += n
+	}
+	for i := range s.HandlerTime.Counts {
+		s.HandlerTime.Counts[i] += o.HandlerTime.Counts[i]
+	}
+	s.HandlerTime.Count += o.HandlerTime.Count
+	s.HandlerTime.Sum += o.HandlerTime.Sum
+}

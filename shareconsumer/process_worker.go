@@ -2,6 +2,7 @@ package shareconsumer
 
 import (
 	"context"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -119,51 +120,150 @@ func (t *task) stop() {
 	t.end(errors.ErrProcessStopped)
 }
 
-func (p *pool) worker() {
+// publishEvery bounds how many records a busy worker handles before it publishes its batch;
+// publishAfter, how long (a slow handler's record is published at once).
+const (
+	publishEvery = 64
+	publishAfter = 100 * time.Microsecond
+)
+
+// worker is one of the pool's goroutines, with what it did since it last published.
+type worker struct {
+	p     *pool
+	batch workerBatch
+	stats processCounters // this worker's counts, summed by ProcessStats
+	// now is the clock when the last record ended, or when the worker got one after waiting:
+	// a busy worker starts its next record then, so it reads the clock once per record.
+	now  int64
+	last int64 // when it last published, in the lease's nanoseconds
+	n    int   // records handled since
+	// handled and handlerNs are the handler calls and their time since it last published.
+	handled, handlerNs int64
+}
+
+func (w *worker) run() {
+	p := w.p
 	defer p.workers.Done()
-	for t := range p.jobs {
-		p.handle(t)
+	defer w.publish()
+	w.now = p.c.ledger.lease.clock()
+	for {
+		var run []task
+		var ok bool
+		select {
+		case run, ok = <-p.jobs:
+		default:
+			w.publish() // about to wait: what this worker did counts now
+			run, ok = <-p.jobs
+			w.now = p.c.ledger.lease.clock()
+		}
+		if !ok {
+			return
+		}
+		for i := range run {
+			w.handle(&run[i])
+		}
+	}
+}
+
+// fastHandler is the mean handler time under which records go to workers in runs: a handler
+// that quick gains nothing from more workers than there are CPUs, and a record costs no
+// hand-over of its own.
+const fastHandler = 20 * time.Microsecond
+
+// runOf returns how many records of a ShareFetch answer of n records go to a worker at once:
+// one while handlers are slow (or not timed yet), so that every worker gets one; for fast
+// handlers as many as keep twice as many workers busy as there are CPUs (up to the pool's
+// workers), at most 64.
+func (p *pool) runOf(n int) int {
+	handled := p.handled.Load()
+	if handled == 0 || time.Duration(p.handlerNs.Load()/handled) >= fastHandler {
+		return 1
+	}
+	busy := min(p.cfg.workers, 2*runtime.GOMAXPROCS(0))
+	return max(1, min(n/busy, 64))
+}
+
+// publish applies the worker's batch, arms the flush of its acknowledgements, and asks for
+// more records when the queue ran down to admission's watermark.
+func (w *worker) publish() {
+	p, c := w.p, w.p.c
+	w.n = 0
+	if w.batch.unqueued == 0 && w.batch.left == 0 && len(w.batch.acks) == 0 {
+		return
+	}
+	acks := len(w.batch.acks) > 0
+	if w.handled > 0 {
+		p.handled.Add(w.handled)
+		p.handlerNs.Add(w.handlerNs)
+		w.handled, w.handlerNs = 0, 0
+	}
+	c.ledger.publish(&w.batch)
+	w.last = c.ledger.lease.clock()
+	if acks {
+		p.armFlush(w.last)
+	}
+	if !p.stopping.Load() && c.admit.wantKick.Load() && c.ledger.lease.queued.Load() <= c.admit.low.Load() && c.admit.wantKick.CompareAndSwap(true, false) {
+		c.kick()
 	}
 }
 
 // handle runs the handler on t's record and acknowledges its answer; a record whose lock was
 // lost while it waited is only reported, and one taken after shutdown began is released.
-func (p *pool) handle(t *task) {
+func (w *worker) handle(t *task) {
+	p, l := w.p, &w.p.c.ledger
 	if p.stopping.Load() {
+		w.publish()
 		p.release(t)
 		return
 	}
-	began := time.Now()
-	if !p.c.ledger.start(t.e, began) {
-		p.done(RecordOutcome{Record: t.e.rec, Err: t.lost.Load()})
+	e := t.e
+	began := w.now
+	w.batch.unqueued++
+	if !l.begin(e, began) {
+		w.batch.left++ // lost while it waited: it leaves the count as it leaves the queue
+		p.done(RecordOutcome{Record: e.rec, Err: t.lost.Load()})
 		return
 	}
 	err := p.call(t)
-	now := time.Now()
-	took := now.Sub(began)
-	p.stats.observeHandler(took)
-	out := RecordOutcome{Record: t.e.rec, Err: err, HandlerTime: took}
-	if t.lost.Load() == nil {
-		if dl := t.e.deadline(); !dl.IsZero() && !now.Before(dl) && !t.e.acq.group.Load().renewing.Load() {
-			// The handler outlived the lock, with no renew on its way: the broker may have
-			// given the record to another member.
-			p.c.ledger.loseOne(t.e, errors.LockDeadlinePassed)
-		}
+	now := l.lease.clock()
+	w.now = now
+	took := time.Duration(now - began)
+	w.stats.observeHandler(took)
+	w.handled++
+	w.handlerNs += int64(took)
+	out := RecordOutcome{Record: e.rec, Err: err, HandlerTime: took}
+	if t.lost.Load() == nil && e.expired(now) {
+		// The handler outlived the lock, with no renew on its way: the broker may have given
+		// the record to another member.
+		l.loseOne(e, errors.LockDeadlinePassed)
 	}
 	ack := ackFor(err)
 	if t.stopped.Load() {
 		ack = acktype.Release
 	}
-	if t.lost.Load() == nil && p.c.ledger.settle(t.e, ack) {
+	if t.lost.Load() == nil && l.finish(e) {
 		out.Ack = ack
-		p.stats.countAck(ack)
-		p.armFlush(now)
+		w.stats.countAck(ack)
+		w.batch.left++
+		w.batch.settled++
+		w.batch.acks = append(w.batch.acks, inboxAck{e.part, e.rec.Offset, ack})
+		w.batch.leave(l, e)
 	} else {
 		out.Err = t.lost.Load()
 	}
-	out.Renews = t.e.renews()
+	out.Renews = e.renews()
 	t.end(context.Canceled)
+	if w.n++; w.n >= publishEvery || time.Duration(now-w.last) >= publishAfter {
+		w.publish()
+	}
 	p.done(out)
+}
+
+// releaseRun releases the records of run, taken out of the queue without reaching a handler.
+func (p *pool) releaseRun(run []task) {
+	for i := range run {
+		p.release(&run[i])
+	}
 }
 
 // release releases a record taken out of the queue without reaching a handler.
@@ -176,13 +276,8 @@ func (p *pool) release(t *task) {
 	p.done(RecordOutcome{Record: t.e.rec, Err: t.lost.Load()})
 }
 
-// done reports what became of a record that left the pool, and asks for more records when the
-// queue ran down to admission's watermark.
+// done reports what became of a record that left the pool.
 func (p *pool) done(out RecordOutcome) {
-	c := p.c
-	if !p.stopping.Load() && c.ledger.lease.queued.Load() <= c.admit.low.Load() && c.admit.wantKick.CompareAndSwap(true, false) {
-		c.kick()
-	}
 	if p.cfg.onRecordDone != nil {
 		p.cfg.onRecordDone(out)
 	}
@@ -194,7 +289,7 @@ func (p *pool) call(t *task) (err error) {
 		if v := recover(); v != nil {
 			stack := debug.Stack()
 			err = &errors.PanicError{Value: v, Stack: stack}
-			p.stats.panics.Add(1)
+			p.stats.panics.Add(1) // rare: the shared counts
 			r := t.e.rec
 			p.c.log(kgo.LogLevelError, "Process handler panicked; the record is released", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "panic", v, "stack", string(stack))
 			if p.cfg.onPanic != nil {

@@ -42,7 +42,8 @@ type session struct {
 	pollRenews   renewer
 
 	jobs      []*ackJob // ShareAcknowledges queued behind the request in flight
-	busy      bool      // a goroutine sends this session's requests
+	busy      bool          // the session's goroutine has work
+	wake      chan struct{} // wakes the session's goroutine, made when it starts
 	piggyback *ackJob   // the acknowledgements on the ShareFetch in flight, if any
 	sending   *ackJob   // the ShareAcknowledge in flight, if any
 	fetching  bool      // a ShareFetch is in flight
