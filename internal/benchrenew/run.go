@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/acktype"
+	"github.com/kshare/kshare/internal/benchkit"
 	"github.com/kshare/kshare/internal/brokerproc"
 	"github.com/kshare/kshare/internal/groupconfig"
 	"github.com/kshare/kshare/internal/wiretap"
@@ -37,12 +38,6 @@ const (
 	// comes back fails the run instead of hanging it.
 	phaseTimeout = 60 * time.Second
 )
-
-// brokerPackages are the broker programs, by name.
-var brokerPackages = map[string]string{
-	"testbroker": brokerproc.TestbrokerPkg,
-	"kfake":      brokerproc.KfakePkg,
-}
 
 // result is what one broker program, cluster size and partition count gave.
 type result struct {
@@ -102,19 +97,14 @@ func (b bulkResult) byNodeString() string {
 // runAll builds every broker program and runs every cluster size and partition count against
 // it, returning what it measured until the first failure.
 func runAll(ctx context.Context, c config) ([]result, error) {
-	root, err := brokerproc.ModuleRoot(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("run benchrenew inside the kshare module: %w", err)
-	}
-	dir, err := os.MkdirTemp("", "benchrenew")
+	progs, err := benchkit.NewPrograms(ctx, "benchrenew")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer progs.Close()
 	var results []result
 	for _, prog := range c.programs {
-		fmt.Fprintf(os.Stderr, "building %s\n", prog)
-		bin, err := brokerproc.Build(ctx, root, dir, prog, brokerPackages[prog])
+		bin, err := progs.Build(ctx, prog)
 		if err != nil {
 			return results, err
 		}
@@ -135,35 +125,39 @@ func runAll(ctx context.Context, c config) ([]result, error) {
 	return results, nil
 }
 
-// runOne starts one cluster and measures the round trips, then the requests per renew.
-func runOne(ctx context.Context, c config, prog, bin string, brokers, parts int) (result, error) {
-	r := result{broker: prog, brokers: brokers, partitions: parts}
+// runOne starts one cluster, with the bulk topic, and measures it.
+func runOne(ctx context.Context, c config, prog, bin string, brokers, parts int) (r result, err error) {
+	r = result{broker: prog, brokers: brokers, partitions: parts}
 	o := brokerproc.Options{Name: prog, Bin: bin, Brokers: brokers, Topic: bulkTopic, Partitions: parts}
-	if c.verbose {
-		o.Echo = os.Stderr
-	}
-	bp, err := brokerproc.Start(ctx, o)
+	bp, err := benchkit.StartBroker(ctx, o, c.verbose)
 	if err != nil {
 		return r, err
 	}
-	defer func() { _, _, _ = bp.Stop(10 * time.Second) }()
+	defer benchkit.StopBroker(bp, &err)
+	err = measure(ctx, c, &r, bp.Seeds)
+	return r, err
+}
 
-	adm, err := newAdmin(bp.Seeds)
+// measure measures the round trips, then the requests per renew, on the cluster at seeds, whose
+// bulk topic has r.partitions partitions.
+func measure(ctx context.Context, c config, r *result, seeds []string) error {
+	parts := r.partitions
+	adm, err := newAdmin(seeds)
 	if err != nil {
-		return r, err
+		return err
 	}
 	defer adm.Close()
 	if err := adm.createTopic(ctx, roundTripTopic, parts); err != nil {
-		return r, err
+		return err
 	}
 
 	// Round trips: the topic holds exactly one record.
 	if err := adm.produce(ctx, roundTripTopic, []int32{0}); err != nil {
-		return r, err
+		return err
 	}
-	r.viaPoll, r.viaCommit, err = measureRoundTrips(ctx, c, adm, bp.Seeds)
+	r.viaPoll, r.viaCommit, err = measureRoundTrips(ctx, c, adm, seeds)
 	if err != nil {
-		return r, err
+		return err
 	}
 	s := summarize(r.viaPoll.samples)
 	fmt.Fprintf(os.Stderr, "  round trip via Poll: p50 %v, p99 %v\n", s.p50, s.p99)
@@ -172,16 +166,16 @@ func runOne(ctx context.Context, c config, prog, bin string, brokers, parts int)
 
 	leaders, err := adm.leaders(ctx, bulkTopic)
 	if err != nil {
-		return r, err
+		return err
 	}
-	r.bulk, err = measureBulk(ctx, c, adm, bp.Seeds, parts, leaders)
+	r.bulk, err = measureBulk(ctx, c, adm, seeds, parts, leaders)
 	for i := range r.bulk {
 		b := &r.bulk[i]
 		b.leaders = leaders
 		fmt.Fprintf(os.Stderr, "  %d renews via %s: %d share requests (%s), %+v, %d B, %v\n", b.renews, b.via,
 			b.requests, b.byNodeString(), b.kinds, b.bytes, b.elapsed.Round(time.Microsecond))
 	}
-	return r, err
+	return err
 }
 
 // admin is a plain client for producing, metadata and group configs.
