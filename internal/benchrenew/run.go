@@ -37,6 +37,9 @@ const (
 	// phaseTimeout bounds every wait of one phase on a broker, so that a renew that never
 	// comes back fails the run instead of hanging it.
 	phaseTimeout = 60 * time.Second
+
+	// mergeRounds bounds how often merge renews and polls to get every record into one Poll.
+	mergeRounds = 5
 )
 
 // result is what one broker program, cluster size and partition count gave.
@@ -569,29 +572,29 @@ func holdAll(ctx context.Context, c config, a *admin, cons *shareconsumer.Consum
 // merge returns all c.renews records from one Poll, given recs, what the last Poll returned:
 // once every share request sent was answered, the records other fetches brought are held by
 // the consumer, so renewing recs through CommitSync, which waits for the answers, makes the
-// next Poll return them all.
+// next Poll return them all. On a busy machine a fetch may bring only part of its leader's
+// records, so merge renews and polls again, up to mergeRounds times.
 func merge(ctx context.Context, c config, cons *shareconsumer.Consumer, hook *shareCounter, recs []*shareconsumer.Record) ([]*shareconsumer.Record, error) {
-	if distinct(recs) == c.renews {
-		return recs, nil
-	}
-	if c.verbose {
-		fmt.Fprintf(os.Stderr, "  a Poll returned %d of %d records; renewing them to get all in the next one\n", len(recs), c.renews)
-	}
-	if err := hook.waitIdle(ctx); err != nil {
-		return recs, err
-	}
-	if err := ackAll(cons, recs, acktype.Renew); err != nil {
-		return recs, err
-	}
-	if err := commit(ctx, cons); err != nil {
-		return nil, err
-	}
-	recs, err := cons.Poll(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if n := distinct(recs); n != c.renews {
-		return recs, fmt.Errorf("the Poll after renewing returned %d of %d records", n, c.renews)
+	for round := 1; distinct(recs) != c.renews; round++ {
+		if round > mergeRounds {
+			return recs, fmt.Errorf("after renewing %d times, the Poll returned %d of %d records", mergeRounds, distinct(recs), c.renews)
+		}
+		if c.verbose {
+			fmt.Fprintf(os.Stderr, "  a Poll returned %d of %d records; renewing them to get all in the next one\n", len(recs), c.renews)
+		}
+		if err := hook.waitIdle(ctx); err != nil {
+			return recs, err
+		}
+		if err := ackAll(cons, recs, acktype.Renew); err != nil {
+			return recs, err
+		}
+		if err := commit(ctx, cons); err != nil {
+			return nil, err
+		}
+		var err error
+		if recs, err = cons.Poll(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return recs, nil
 }
