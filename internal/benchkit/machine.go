@@ -40,8 +40,8 @@ func GoVersion() string {
 
 // WriteMachine writes the machine facts of a report as two Markdown list items:
 //
-//	- Go: go1.26.8, linux/amd64
-//	- CPU: AMD EPYC, 2 logical CPUs, GOMAXPROCS 2
+//   - Go: go1.26.8, linux/amd64
+//   - CPU: AMD EPYC, 2 logical CPUs, GOMAXPROCS 2
 //
 // GOMAXPROCS is followed by the environment variable's value when it is set (the broker
 // programs inherit it too).

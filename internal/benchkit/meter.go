@@ -44,6 +44,12 @@ func (m *Meter) Start() error {
 	return err
 }
 
+// CPU returns this process's CPU time since Start, for a figure of part of the span.
+func (m *Meter) CPU() (time.Duration, error) {
+	cpu, err := SelfCPU()
+	return cpu - m.cpu0, err
+}
+
 // Stop ends the span and returns what it measured.
 func (m *Meter) Stop() (Span, error) {
 	s := Span{Start: m.t0, End: time.Now(), BrokerCPU: -1}

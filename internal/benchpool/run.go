@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -103,7 +101,7 @@ func runScenarios(ctx context.Context, c config, t target) ([]result, error) {
 	var results []result
 	for _, name := range c.scenarios {
 		sc := c.scenario(name)
-		if err := adm.createTopic(ctx, sc.topic, c.partitions); err != nil {
+		if err := benchkit.CreateTopic(ctx, adm.cl, sc.topic, c.partitions); err != nil {
 			return results, err
 		}
 		fmt.Fprintf(os.Stderr, "%s: %s: producing %d records of %d B to %d partitions\n", t.broker, sc.name, sc.records, valueSize, c.partitions)
@@ -166,38 +164,6 @@ func newAdmin(seeds []string) (*admin, error) {
 }
 
 func (a *admin) close() { a.cl.Close() }
-
-// createTopic creates topic, unless it exists, and waits until each partition has a leader.
-func (a *admin) createTopic(ctx context.Context, topic string, parts int) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	adm := kadm.NewClient(a.cl)
-	resp, err := adm.CreateTopic(ctx, int32(parts), 1, nil, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("creating topic %s: %w", topic, err)
-	}
-	for {
-		md, err := adm.Metadata(ctx, topic)
-		if err == nil {
-			td := md.Topics[topic]
-			ready := td.Err == nil && len(td.Partitions) == parts
-			for _, p := range td.Partitions {
-				ready = ready && p.Leader >= 0 && p.Err == nil
-			}
-			if ready {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("topic %s has no leader for every partition: %w", topic, errors.Join(err, ctx.Err()))
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
 
 // produce writes n records of valueSize bytes to topic, record i to partition i%parts.
 func (a *admin) produce(ctx context.Context, topic string, parts, n int) error {

@@ -150,7 +150,7 @@ func measure(ctx context.Context, c config, r *result, seeds []string) error {
 		return err
 	}
 	defer adm.Close()
-	if err := adm.createTopic(ctx, roundTripTopic, parts); err != nil {
+	if err := benchkit.CreateTopic(ctx, adm.cl, roundTripTopic, parts); err != nil {
 		return err
 	}
 
@@ -201,26 +201,6 @@ func newAdmin(seeds []string) (*admin, error) {
 }
 
 func (a *admin) Close() { a.cl.Close() }
-
-// createTopic creates topic with parts partitions and waits until each has a leader.
-func (a *admin) createTopic(ctx context.Context, topic string, parts int) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if _, err := kadm.NewClient(a.cl).CreateTopic(ctx, int32(parts), 1, nil, topic); err != nil {
-		return fmt.Errorf("creating topic %s: %w", topic, err)
-	}
-	for {
-		ls, err := a.leaders(ctx, topic)
-		if err == nil && len(ls) > 0 && ls[0] >= 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("topic %s has no leader for every partition: %w", topic, errors.Join(err, ctx.Err()))
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
 
 // leaders returns the distinct leaders of the topic's partitions, sorted (-1 first, for a
 // partition without one).
