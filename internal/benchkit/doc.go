@@ -9,7 +9,7 @@
 //     process, its output prefixed on stderr with -v) and StopBroker;
 //   - flags: Ints, Brokers (-brokers-to-run), StartCPUProfile (-cpuprofile-dir);
 //   - machine facts and formatting: CPUModel, WriteMachine, Thousands, YesNo, FirstLine;
-//   - producing: ProduceRoundRobin and ProduceValues.
+//   - topics and records: CreateTopic, ProduceRoundRobin and ProduceValues.
 //
 // It replaces internal/benchcmd, which held the flag type, the machine facts and the number
 // formatting only.
