@@ -13,7 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kshare/kshare/internal/benchcmd"
+	"github.com/kshare/kshare/internal/benchkit"
 )
 
 // The group workload: franz-go's classic consumer group (range balancer) against each broker.
@@ -67,13 +67,7 @@ func (m groupMeasurement) String() string {
 }
 
 func medianGroup(ms []groupMeasurement) groupMeasurement {
-	pick := func(f func(groupMeasurement) time.Duration) time.Duration {
-		ds := make([]time.Duration, len(ms))
-		for i, m := range ms {
-			ds[i] = f(m)
-		}
-		return medianDuration(ds)
-	}
+	pick := func(f func(groupMeasurement) time.Duration) time.Duration { return benchkit.MedianOf(ms, f) }
 	out := groupMeasurement{
 		records:       ms[0].records,
 		consume:       pick(func(m groupMeasurement) time.Duration { return m.consume }),
@@ -107,11 +101,11 @@ func measureGroup(ctx context.Context, c *config, p *brokerProgram, w workload) 
 	if err != nil {
 		return m, err
 	}
-	defer stopBroker(bp, &err)
+	defer benchkit.StopBroker(bp, &err)
 	if _, err := produce(ctx, bp.Seeds, topic, w, c.client); err != nil {
 		return m, err
 	}
-	b0, _, err := processCPU(bp.Pid())
+	b0, _, err := benchkit.ProcessCPU(bp.Pid())
 	if err != nil {
 		return m, err
 	}
@@ -121,7 +115,7 @@ func measureGroup(ctx context.Context, c *config, p *brokerProgram, w workload) 
 		return m, err
 	}
 	defer first.Close()
-	b1, _, err := processCPU(bp.Pid())
+	b1, _, err := benchkit.ProcessCPU(bp.Pid())
 	if err != nil {
 		return m, err
 	}
@@ -296,7 +290,7 @@ func printGroupReport(out io.Writer, c *config, results []groupResult) {
 	for _, r := range results {
 		m := r.m
 		p("| %s | %d | %d | %s | %.3f | %s | %s | %s |\n", r.broker, r.w.partitions, r.w.records,
-			benchcmd.Thousands(m.rate()), m.brokerPerRecord(), ms(m.rebalance), ms(m.phases[phaseHeartbeatWait]), ms(m.brokerDriven()))
+			benchkit.Thousands(m.rate()), m.brokerPerRecord(), ms(m.rebalance), ms(m.phases[phaseHeartbeatWait]), ms(m.brokerDriven()))
 	}
 	p("\nThe rebalance's phases (medians of each phase, so they need not add up to the median total):\n\n")
 	p("| phase |")
@@ -316,8 +310,8 @@ func printGroupReport(out io.Writer, c *config, results []groupResult) {
 		cpu := tb.m.brokerPerRecord() / kf.m.brokerPerRecord()
 		reb := tb.m.rebalance.Seconds() / kf.m.rebalance.Seconds()
 		drv := tb.m.brokerDriven().Seconds() / kf.m.brokerDriven().Seconds()
-		cmp = append(cmp, fmt.Sprintf("| %d | %.2f | %s | %.2f | %s | %.2f | %s |", tb.w.partitions, cpu, benchcmd.YesNo(cpu <= 0.5),
-			reb, benchcmd.YesNo(reb < 1), drv, benchcmd.YesNo(drv < 1)))
+		cmp = append(cmp, fmt.Sprintf("| %d | %.2f | %s | %.2f | %s | %.2f | %s |", tb.w.partitions, cpu, benchkit.YesNo(cpu <= 0.5),
+			reb, benchkit.YesNo(reb < 1), drv, benchkit.YesNo(drv < 1)))
 	})
 	if len(cmp) > 0 {
 		p("\nGoals: broker CPU per record at most half of kfake's; rebalance, and its broker-driven part, below kfake's.\n\n")

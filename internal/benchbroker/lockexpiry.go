@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/internal/benchkit"
 	"github.com/kshare/kshare/internal/groupconfig"
 )
 
@@ -61,12 +61,12 @@ func runLockExpiry(ctx context.Context, c *config, programs []*brokerProgram) ([
 		r, err := measureLockExpiry(ctx, c, p, samples)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "benchbroker: %s: lock expiry: %v\n", p.name, err)
-			failures = append(failures, fmt.Sprintf("%s, lock expiry: %s", p.name, firstLine(err)))
+			failures = append(failures, fmt.Sprintf("%s, lock expiry: %s", p.name, benchkit.FirstLine(err)))
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "  late by p50 %v, p99 %v, max %v (upper bounds: %v, %v, %v)\n",
-			percentile(r.late, 50), percentile(r.late, 99), percentile(r.late, 100),
-			percentile(r.upper, 50), percentile(r.upper, 99), percentile(r.upper, 100))
+			benchkit.Percentile(r.late, 50), benchkit.Percentile(r.late, 99), benchkit.Percentile(r.late, 100),
+			benchkit.Percentile(r.upper, 50), benchkit.Percentile(r.upper, 99), benchkit.Percentile(r.upper, 100))
 		results = append(results, r)
 	}
 	return results, failures, nil
@@ -91,7 +91,7 @@ func measureLockExpiry(ctx context.Context, c *config, p *brokerProgram, samples
 	if err != nil {
 		return r, err
 	}
-	defer stopBroker(bp, &err)
+	defer benchkit.StopBroker(bp, &err)
 	if err := groupconfig.SetOn(ctx, bp.Seeds, shareGroupID, "share.auto.offset.reset", "earliest"); err != nil {
 		return r, err
 	}
@@ -344,17 +344,6 @@ func (m *rawMember) accept(ctx context.Context, offset int64) error {
 	return nil
 }
 
-// percentile returns the nearest-rank p-th percentile of ds (p in (0, 100]), 0 for none.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	rank := int(math.Ceil(p / 100 * float64(len(s))))
-	return s[max(rank, 1)-1]
-}
-
 // printLockReport writes the lock-expiry table.
 func printLockReport(out io.Writer, c *config, results []lockResult) {
 	if len(results) == 0 {
@@ -377,11 +366,11 @@ func printLockReport(out io.Writer, c *config, results []lockResult) {
 	var goal []string
 	for _, r := range results {
 		p("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", r.broker, len(r.late),
-			round(percentile(r.late, 50)), round(percentile(r.late, 99)), round(percentile(r.late, 100)),
-			round(percentile(r.upper, 50)), round(percentile(r.upper, 99)), round(percentile(r.upper, 100)), round(r.rttMax))
+			round(benchkit.Percentile(r.late, 50)), round(benchkit.Percentile(r.late, 99)), round(benchkit.Percentile(r.late, 100)),
+			round(benchkit.Percentile(r.upper, 50)), round(benchkit.Percentile(r.upper, 99)), round(benchkit.Percentile(r.upper, 100)), round(r.rttMax))
 		if r.broker == "testbroker" {
 			met := "no"
-			if percentile(r.late, 99) < 5*time.Millisecond {
+			if benchkit.Percentile(r.late, 99) < 5*time.Millisecond {
 				met = "yes"
 			}
 			goal = append(goal, fmt.Sprintf("Goal: testbroker offers an expired lock's record again within 5 ms of its deadline (p99): %s.", met))

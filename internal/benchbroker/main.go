@@ -49,22 +49,27 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
 	"os/signal"
-	"runtime"
-	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/kshare/kshare/internal/brokerproc"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kshare/kshare/internal/benchkit"
+	"github.com/kshare/kshare/internal/brokerproc"
 )
 
 func main() {
-	if err := run(); err != nil {
+	c, err := parseFlags(os.Args[1:])
+	if err == nil {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err = run(ctx, c, os.Stdout)
+		stop()
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchbroker:", err)
 		os.Exit(1)
 	}
@@ -76,7 +81,7 @@ type config struct {
 	programs       map[string]*brokerProgram
 	records16      int
 	records1k      int
-	partitions     []int
+	partitions     benchkit.Ints
 	clusterBrokers int
 	runs           int
 	brokerConfigs  []string // key=value, each passed to every broker as -config
@@ -97,13 +102,16 @@ type config struct {
 	lockWait                        time.Duration // a lock-expiry sample fails when not offered again this long after its deadline
 }
 
-func parseFlags() (*config, error) {
+// parseFlags parses the command line args (without the program's name).
+func parseFlags(args []string) (*config, error) {
+	c := config{partitions: benchkit.Ints{1, 3}}
+	brokers := benchkit.Brokers{"testbroker", "kfake"}
+	flag := flag.NewFlagSet("benchbroker", flag.ContinueOnError)
+	flag.Var(&brokers, "brokers-to-run", "comma-separated brokers to measure: testbroker, kfake")
+	flag.Var(&c.partitions, "partitions", "comma-separated partition counts of the topic")
 	var (
-		c           config
-		brokers     = flag.String("brokers-to-run", "testbroker,kfake", "comma-separated brokers to measure: testbroker, kfake")
 		testbroker  = flag.String("testbroker", brokerproc.TestbrokerPkg, "package of the testbroker program, relative to the module root")
 		kfake       = flag.String("kfake", brokerproc.KfakePkg, "package of the kfake program, relative to the module root")
-		partitions  = flag.String("partitions", "1,3", "comma-separated partition counts of the topic")
 		compression = flag.String("compression", "none", "producer compression: none, snappy, lz4, zstd or gzip (values are random bytes)")
 		workloads   = flag.String("workloads", "plain", "comma-separated workloads: plain (produce, then consume without a group), share (franz-go share consumer), lockexpiry (lateness of an expired lock's redelivery), group (franz-go classic consumer group: consume, then a member joining), replication (watermark propagation with KIP-1166 on and off, broker CPU per replicated record; see replication.go)")
 	)
@@ -131,31 +139,18 @@ func parseFlags() (*config, error) {
 	flag.IntVar(&c.lockSamplesKfake, "lock-samples-kfake", 3, "lockexpiry workload: samples against kfake (each waits for its lock sweep, 5 s by default)")
 	flag.DurationVar(&c.lockDuration, "lock-duration", time.Second, "lockexpiry workload: record lock duration (at least 1s, testbroker's lowest bound)")
 	flag.DurationVar(&c.lockWait, "lock-wait", 10*time.Second, "lockexpiry workload: fail a sample whose record is not offered again this long after its deadline")
-	c.repl.register()
-	flag.Parse()
+	c.repl.register(flag)
+	if err := flag.Parse(args); err != nil {
+		return nil, err
+	}
 	if flag.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", flag.Args())
 	}
 
+	c.brokers = brokers
 	c.programs = map[string]*brokerProgram{
 		"testbroker": {name: "testbroker", pkg: *testbroker},
 		"kfake":      {name: "kfake", pkg: *kfake},
-	}
-	for _, b := range strings.Split(*brokers, ",") {
-		b = strings.TrimSpace(b)
-		if _, ok := c.programs[b]; !ok {
-			return nil, fmt.Errorf("-brokers-to-run: unknown broker %q: use testbroker and/or kfake", b)
-		}
-		if !slices.Contains(c.brokers, b) {
-			c.brokers = append(c.brokers, b)
-		}
-	}
-	for _, p := range strings.Split(*partitions, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("-partitions: want positive counts, got %q", p)
-		}
-		c.partitions = append(c.partitions, n)
 	}
 	codecs := map[string]kgo.CompressionCodec{
 		"none": kgo.NoCompression(), "snappy": kgo.SnappyCompression(), "lz4": kgo.Lz4Compression(),
@@ -230,92 +225,107 @@ func (c *config) workloads() []workload {
 	return ws
 }
 
-func run() error {
-	c, err := parseFlags()
+// run builds the brokers c names, runs the workloads it selects and writes the report to out.
+func run(ctx context.Context, c *config, out io.Writer) error {
+	rep, err := measureAll(ctx, c)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	rep.print(out, c)
+	if rep.empty() {
+		return errors.New("no broker was measured")
+	}
+	return nil
+}
 
-	_, method, err := processCPU(os.Getpid())
-	if err != nil {
-		return fmt.Errorf("cannot measure CPU time: %w", err)
-	}
-	root, err := brokerproc.ModuleRoot(ctx)
-	if err != nil {
-		return fmt.Errorf("run benchbroker inside the kshare module: %w", err)
-	}
-	dir, err := os.MkdirTemp("", "benchbroker-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
+// report is what one run of benchbroker measured, workload by workload.
+type report struct {
+	method      string // how the broker CPU was read
+	plain       []result
+	share       []shareResult
+	lockExpiry  []lockResult
+	group       []groupResult
+	replication replResults
+	failures    []string // what was not measured, and why
+}
 
-	var failures []string
+func (r report) empty() bool {
+	return len(r.plain) == 0 && len(r.share) == 0 && len(r.lockExpiry) == 0 && len(r.group) == 0 && r.replication.empty()
+}
+
+func (r report) print(out io.Writer, c *config) {
+	printReport(out, c, r.method, r.plain)
+	printShareReport(out, c, r.share)
+	printLockReport(out, c, r.lockExpiry)
+	printGroupReport(out, c, r.group)
+	printReplicationReport(out, c, r.replication)
+	printFailures(out, r.failures)
+}
+
+// measureAll builds the brokers c names and runs the workloads it selects against each. A
+// broker that does not build or fails a workload is named in the report's failures; the error
+// is for what ends the whole run (the context).
+func measureAll(ctx context.Context, c *config) (report, error) {
+	var rep report
+	_, method, err := benchkit.ProcessCPU(os.Getpid())
+	if err != nil {
+		return rep, fmt.Errorf("cannot measure CPU time: %w", err)
+	}
+	rep.method = method
+	progs, err := benchkit.NewPrograms(ctx, "benchbroker")
+	if err != nil {
+		return rep, err
+	}
+	defer progs.Close()
+
 	var programs []*brokerProgram
 	for _, name := range c.brokers {
 		p := c.programs[name]
-		fmt.Fprintf(os.Stderr, "building %s (%s)\n", name, p.pkg)
-		if err := p.build(ctx, root, dir); err != nil {
+		if err := p.build(ctx, progs); err != nil {
 			fmt.Fprintf(os.Stderr, "benchbroker: %s: skipped, it does not build: %v\n", name, err)
-			failures = append(failures, fmt.Sprintf("%s: skipped, `go build %s` failed", name, p.pkg))
+			rep.failures = append(rep.failures, fmt.Sprintf("%s: skipped, `go build %s` failed", name, p.pkg))
 			continue
 		}
 		programs = append(programs, p)
 	}
 
-	results, fs, err := runWorkloads(ctx, c, programs, c.workloads(), "", measure, median)
-	if err != nil {
-		return err
+	// Each workload adds its rows and its failures, in this order.
+	workloads := []struct {
+		on  bool
+		run func() ([]string, error)
+	}{
+		{c.plain, func() (fs []string, err error) {
+			rep.plain, fs, err = runWorkloads(ctx, c, programs, c.workloads(), "", measure, median)
+			return fs, err
+		}},
+		{c.share, func() (fs []string, err error) {
+			rep.share, fs, err = runShare(ctx, c, programs)
+			return fs, err
+		}},
+		{c.lockExpiry, func() (fs []string, err error) {
+			rep.lockExpiry, fs, err = runLockExpiry(ctx, c, programs)
+			return fs, err
+		}},
+		{c.group, func() (fs []string, err error) {
+			rep.group, fs, err = runGroup(ctx, c, programs)
+			return fs, err
+		}},
+		{c.replication, func() (fs []string, err error) {
+			rep.replication, fs, err = runReplication(ctx, c, programs)
+			return fs, err
+		}},
 	}
-	failures = append(failures, fs...)
-
-	var shareResults []shareResult
-	if c.share {
-		rs, fs, err := runShare(ctx, c, programs)
-		if err != nil {
-			return err
+	for _, w := range workloads {
+		if !w.on {
+			continue
 		}
-		shareResults, failures = rs, append(failures, fs...)
-	}
-	var lockResults []lockResult
-	if c.lockExpiry {
-		rs, fs, err := runLockExpiry(ctx, c, programs)
+		fs, err := w.run()
 		if err != nil {
-			return err
+			return rep, err
 		}
-		lockResults, failures = rs, append(failures, fs...)
+		rep.failures = append(rep.failures, fs...)
 	}
-
-	var groupResults []groupResult
-	if c.group {
-		rs, fs, err := runGroup(ctx, c, programs)
-		if err != nil {
-			return err
-		}
-		groupResults, failures = rs, append(failures, fs...)
-	}
-
-	var replResults replResults
-	if c.replication {
-		rs, fs, err := runReplication(ctx, c, programs)
-		if err != nil {
-			return err
-		}
-		replResults, failures = rs, append(failures, fs...)
-	}
-
-	printReport(os.Stdout, c, method, results)
-	printShareReport(os.Stdout, c, shareResults)
-	printLockReport(os.Stdout, c, lockResults)
-	printGroupReport(os.Stdout, c, groupResults)
-	printReplicationReport(os.Stdout, c, replResults)
-	printFailures(os.Stdout, failures)
-	if len(results) == 0 && len(shareResults) == 0 && len(lockResults) == 0 && len(groupResults) == 0 && replResults.empty() {
-		return errors.New("no broker was measured")
-	}
-	return nil
+	return rep, nil
 }
 
 // measure runs workload w against a fresh broker started from p.
@@ -335,10 +345,10 @@ func measure(ctx context.Context, c *config, p *brokerProgram, w workload) (m me
 	pid := bp.Pid()
 	self := os.Getpid()
 	sample := func() (broker, client time.Duration, err error) {
-		if broker, _, err = processCPU(pid); err != nil {
+		if broker, _, err = benchkit.ProcessCPU(pid); err != nil {
 			return 0, 0, err
 		}
-		client, _, err = processCPU(self)
+		client, _, err = benchkit.ProcessCPU(self)
 		return broker, client, err
 	}
 
@@ -366,22 +376,6 @@ func measure(ctx context.Context, c *config, p *brokerProgram, w workload) (m me
 	return m, nil
 }
 
-func firstLine(err error) string {
-	s, _, _ := strings.Cut(err.Error(), "\n")
-	return s
-}
-
-// goVersion describes the go command that builds the brokers, and this program's runtime.
-func goVersion() string {
-	v := runtime.Version()
-	if out, err := exec.Command("go", "env", "GOVERSION").Output(); err == nil {
-		if gv := strings.TrimSpace(string(out)); gv != v {
-			return fmt.Sprintf("%s (brokers built with %s)", v, gv)
-		}
-	}
-	return v
-}
-
 // runWorkloads runs every workload against every program, c.runs times each, and returns the
 // median measurement of each; a program that fails a workload is left out of that workload's
 // rows, and the failure is named. what prefixes the workload in progress and failure lines.
@@ -407,7 +401,7 @@ func runWorkloads[M any](ctx context.Context, c *config, programs []*brokerProgr
 				if err != nil {
 					fmt.Fprintf(os.Stderr, "benchbroker: %s: %s%v: %v\n", p.name, what, w, err)
 					errs[p.name] = err
-					failures = append(failures, fmt.Sprintf("%s, %s%v: %s", p.name, what, w, firstLine(err)))
+					failures = append(failures, fmt.Sprintf("%s, %s%v: %s", p.name, what, w, benchkit.FirstLine(err)))
 					continue
 				}
 				fmt.Fprintf(os.Stderr, "  %v\n", m)

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kshare/kshare/internal/benchcmd"
+	"github.com/kshare/kshare/internal/benchkit"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -51,7 +51,7 @@ type replConfig struct {
 	records1k  int
 }
 
-func (r *replConfig) register() {
+func (r *replConfig) register(flag *flag.FlagSet) {
 	flag.IntVar(&r.brokers, "repl-brokers", 3, "replication workload: brokers in the cluster; the topic has a partition led by each, and that many watermark samples run at once")
 	flag.IntVar(&r.factor, "repl-factor", 3, "replication workload: replication factor (at most -repl-brokers)")
 	flag.IntVar(&r.samples, "repl-samples", 1000, "replication workload: watermark samples with KIP-1166 on")
@@ -125,12 +125,12 @@ func runReplication(ctx context.Context, c *config, programs []*brokerProgram) (
 			r, err := measureWatermark(ctx, c, p, mode.on, mode.samples)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "benchbroker: %s: watermark propagation, KIP-1166 %s: %v\n", p.name, onOff(mode.on), err)
-				failures = append(failures, fmt.Sprintf("%s, watermark propagation with KIP-1166 %s: %s", p.name, onOff(mode.on), firstLine(err)))
+				failures = append(failures, fmt.Sprintf("%s, watermark propagation with KIP-1166 %s: %s", p.name, onOff(mode.on), benchkit.FirstLine(err)))
 				continue
 			}
 			fmt.Fprintf(os.Stderr, "  %v: propagation p50 %v, p99 %v; produce-to-consume p50 %v, p99 %v\n",
 				time.Since(start).Round(time.Millisecond),
-				percentile(r.propagation, 50), percentile(r.propagation, 99), percentile(r.endToEnd, 50), percentile(r.endToEnd, 99))
+				benchkit.Percentile(r.propagation, 50), benchkit.Percentile(r.propagation, 99), benchkit.Percentile(r.endToEnd, 50), benchkit.Percentile(r.endToEnd, 99))
 			res.watermarks = append(res.watermarks, r)
 		}
 	}
@@ -198,7 +198,7 @@ func measureWatermark(ctx context.Context, c *config, p *brokerProgram, kip1166 
 	if err != nil {
 		return r, err
 	}
-	defer stopBroker(bp, &err)
+	defer benchkit.StopBroker(bp, &err)
 
 	lanes, err := newLanes(ctx, bp.Seeds, c.repl.factor)
 	if err != nil {
@@ -468,13 +468,13 @@ func printReplicationReport(out io.Writer, c *config, res replResults) {
 		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, r := range res.watermarks {
 			p("| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s |\n", onOff(r.kip1166), len(r.propagation), r.lanes,
-				ms(percentile(r.produce, 50)),
-				ms(percentile(r.propagation, 50)), ms(percentile(r.propagation, 99)), ms(percentile(r.propagation, 100)),
-				ms(percentile(r.endToEnd, 50)), ms(percentile(r.endToEnd, 99)), ms(percentile(r.endToEnd, 100)))
+				ms(benchkit.Percentile(r.produce, 50)),
+				ms(benchkit.Percentile(r.propagation, 50)), ms(benchkit.Percentile(r.propagation, 99)), ms(benchkit.Percentile(r.propagation, 100)),
+				ms(benchkit.Percentile(r.endToEnd, 50)), ms(benchkit.Percentile(r.endToEnd, 99)), ms(benchkit.Percentile(r.endToEnd, 100)))
 		}
 		for _, r := range res.watermarks {
 			if r.kip1166 {
-				p("\nGoal: with KIP-1166 on, propagation p99 under 5 ms: %s.\n", benchcmd.YesNo(percentile(r.propagation, 99) < 5*time.Millisecond))
+				p("\nGoal: with KIP-1166 on, propagation p99 under 5 ms: %s.\n", benchkit.YesNo(benchkit.Percentile(r.propagation, 99) < 5*time.Millisecond))
 			}
 		}
 	}
@@ -489,7 +489,7 @@ func printReplicationReport(out io.Writer, c *config, res replResults) {
 		for _, r := range res.cpu {
 			m := r.m
 			p("| %s | %d | %s | %d | %s | %.3f | %.3f | %.3f |\n", r.broker, r.factor, sizeName(r.w.size), r.w.records,
-				benchcmd.Thousands(m.produceRate()), m.perRecord(m.brokerProduce), m.perRecord(m.brokerConsume), m.perRecord(m.brokerBoth))
+				benchkit.Thousands(m.produceRate()), m.perRecord(m.brokerProduce), m.perRecord(m.brokerConsume), m.perRecord(m.brokerBoth))
 		}
 		var ratios []string
 		for _, hi := range res.cpu {

@@ -3,13 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
-	"runtime"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/kshare/kshare/internal/benchcmd"
+	"github.com/kshare/kshare/internal/benchkit"
 )
 
 // measurement is what one run of one workload against one broker gave.
@@ -39,14 +36,7 @@ func (m measurement) String() string {
 
 // median returns, field by field, the median of ms (the lower middle one for an even count).
 func median(ms []measurement) measurement {
-	pick := func(f func(measurement) time.Duration) time.Duration {
-		ds := make([]time.Duration, len(ms))
-		for i, m := range ms {
-			ds[i] = f(m)
-		}
-		slices.Sort(ds)
-		return ds[(len(ds)-1)/2]
-	}
+	pick := func(f func(measurement) time.Duration) time.Duration { return benchkit.MedianOf(ms, f) }
 	return measurement{
 		records:       ms[0].records,
 		produce:       pick(func(m measurement) time.Duration { return m.produce }),
@@ -75,12 +65,7 @@ type result = row[measurement]
 func printReport(out io.Writer, c *config, method string, results []result) {
 	p := func(format string, args ...any) { fmt.Fprintf(out, format, args...) }
 
-	gomaxprocs := fmt.Sprint(runtime.GOMAXPROCS(0))
-	if env := os.Getenv("GOMAXPROCS"); env != "" {
-		gomaxprocs += " (GOMAXPROCS=" + env + ", brokers too)"
-	}
-	p("- Go: %s, %s/%s\n", goVersion(), runtime.GOOS, runtime.GOARCH)
-	p("- CPU: %s, %d logical CPUs, GOMAXPROCS %s\n", benchcmd.CPUModel(), runtime.NumCPU(), gomaxprocs)
+	benchkit.WriteMachine(out)
 	p("- Broker CPU: user+system time of the broker process, all threads, read from its %s just before producing, between the phases and just after consuming\n", method)
 	p("- Client: franz-go kgo in the harness process; %d broker(s) per cluster (the replication workload starts its own), idempotent producer, linger %v, compression %s, %d run(s) per row (median)\n",
 		c.clusterBrokers, c.client.linger, c.client.codecName, c.runs)
@@ -98,7 +83,7 @@ func printReport(out io.Writer, c *config, method string, results []result) {
 		m := r.m
 		p("| %s | %s | %d | %d | %s | %s | %.3f | %.3f | %.3f | %.2f |\n",
 			r.broker, sizeName(r.w.size), r.w.partitions, r.w.records,
-			benchcmd.Thousands(m.produceRate()), benchcmd.Thousands(m.consumeRate()),
+			benchkit.Thousands(m.produceRate()), benchkit.Thousands(m.consumeRate()),
 			m.perRecord(m.brokerBoth), m.perRecord(m.brokerProduce), m.perRecord(m.brokerConsume), m.perRecord(m.client))
 	}
 
@@ -108,7 +93,7 @@ func printReport(out io.Writer, c *config, method string, results []result) {
 		prod := tb.m.produceRate() / kf.m.produceRate()
 		cons := tb.m.consumeRate() / kf.m.consumeRate()
 		cmp = append(cmp, fmt.Sprintf("| %s | %d | %.2f | %.2f | %.2f | %s |",
-			sizeName(tb.w.size), tb.w.partitions, cpu, prod, cons, benchcmd.YesNo(cpu <= 0.5 && prod >= 1 && cons >= 1)))
+			sizeName(tb.w.size), tb.w.partitions, cpu, prod, cons, benchkit.YesNo(cpu <= 0.5 && prod >= 1 && cons >= 1)))
 	})
 	if len(cmp) > 0 {
 		p("\nGoal: testbroker at most half of kfake's broker CPU per record, with the client's records/s no lower.\n\n")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,7 +15,7 @@ import (
 
 	"github.com/kshare/kshare/internal/groupconfig"
 
-	"github.com/kshare/kshare/internal/benchcmd"
+	"github.com/kshare/kshare/internal/benchkit"
 )
 
 // The share workload: records produced as in the plain workload, then consumed by one franz-go
@@ -48,29 +47,16 @@ func (m shareMeasurement) String() string {
 }
 
 func medianShare(ms []shareMeasurement) shareMeasurement {
-	pick := func(f func(shareMeasurement) time.Duration) time.Duration {
-		ds := make([]time.Duration, len(ms))
-		for i, m := range ms {
-			ds[i] = f(m)
-		}
-		return medianDuration(ds)
-	}
 	out := shareMeasurement{
 		records:       ms[0].records,
-		consume:       pick(func(m shareMeasurement) time.Duration { return m.consume }),
-		brokerConsume: pick(func(m shareMeasurement) time.Duration { return m.brokerConsume }),
-		client:        pick(func(m shareMeasurement) time.Duration { return m.client }),
+		consume:       benchkit.MedianOf(ms, func(m shareMeasurement) time.Duration { return m.consume }),
+		brokerConsume: benchkit.MedianOf(ms, func(m shareMeasurement) time.Duration { return m.brokerConsume }),
+		client:        benchkit.MedianOf(ms, func(m shareMeasurement) time.Duration { return m.client }),
 	}
 	for _, m := range ms {
 		out.redelivered = max(out.redelivered, m.redelivered)
 	}
 	return out
-}
-
-// medianDuration returns the median of ds (the lower middle one for an even count); it sorts ds.
-func medianDuration(ds []time.Duration) time.Duration {
-	slices.Sort(ds)
-	return ds[(len(ds)-1)/2]
 }
 
 // shareResult is a row of the share table.
@@ -94,7 +80,7 @@ func measureShare(ctx context.Context, c *config, p *brokerProgram, w workload) 
 	if err != nil {
 		return m, err
 	}
-	defer stopBroker(bp, &err)
+	defer benchkit.StopBroker(bp, &err)
 	if _, err := produce(ctx, bp.Seeds, topic, w, c.client); err != nil {
 		return m, err
 	}
@@ -103,19 +89,19 @@ func measureShare(ctx context.Context, c *config, p *brokerProgram, w workload) 
 	}
 
 	pid, self := bp.Pid(), os.Getpid()
-	b0, _, err := processCPU(pid)
+	b0, _, err := benchkit.ProcessCPU(pid)
 	if err != nil {
 		return m, err
 	}
-	c0, _, err := processCPU(self)
+	c0, _, err := benchkit.ProcessCPU(self)
 	if err != nil {
 		return m, err
 	}
 	var b1, c1 time.Duration
 	var sampleErr error
 	m.consume, m.redelivered, err = shareConsume(ctx, bp.Seeds, topic, w, c, func() {
-		if b1, _, sampleErr = processCPU(pid); sampleErr == nil {
-			c1, _, sampleErr = processCPU(self)
+		if b1, _, sampleErr = benchkit.ProcessCPU(pid); sampleErr == nil {
+			c1, _, sampleErr = benchkit.ProcessCPU(self)
 		}
 	})
 	if err != nil {
@@ -251,13 +237,13 @@ func printShareReport(out io.Writer, c *config, results []shareResult) {
 	for _, r := range results {
 		m := r.m
 		p("| %s | %s | %d | %d | %s | %.3f | %.2f | %d |\n", r.broker, sizeName(r.w.size), r.w.partitions, r.w.records,
-			benchcmd.Thousands(m.rate()), m.perRecord(m.brokerConsume), m.perRecord(m.client), m.redelivered)
+			benchkit.Thousands(m.rate()), m.perRecord(m.brokerConsume), m.perRecord(m.client), m.redelivered)
 	}
 	var cmp []string
 	versusKfake(results, func(tb, kf shareResult) {
 		cpu := tb.m.perRecord(tb.m.brokerConsume) / kf.m.perRecord(kf.m.brokerConsume)
 		rate := tb.m.rate() / kf.m.rate()
-		cmp = append(cmp, fmt.Sprintf("| %s | %d | %.2f | %.2f | %s |", sizeName(tb.w.size), tb.w.partitions, cpu, rate, benchcmd.YesNo(cpu <= 0.5)))
+		cmp = append(cmp, fmt.Sprintf("| %s | %d | %.2f | %.2f | %s |", sizeName(tb.w.size), tb.w.partitions, cpu, rate, benchkit.YesNo(cpu <= 0.5)))
 	})
 	if len(cmp) > 0 {
 		p("\nGoal: testbroker at most half of kfake's broker CPU per share-consumed record.\n\n")

@@ -7,14 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime"
-	"runtime/pprof"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kshare/kshare/acktype"
+	"github.com/kshare/kshare/internal/benchkit"
 	"github.com/kshare/kshare/internal/wiretap"
 	"github.com/kshare/kshare/shareconsumer"
 )
@@ -104,17 +103,11 @@ func runClient(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchkit.StartCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	if c.latency {
@@ -132,7 +125,6 @@ func runClient(args []string) error {
 	}
 
 	var res clientResult
-	var err error
 	switch c.client {
 	case clientFloor:
 		res, err = consumeFloor(ctx, c)
@@ -153,13 +145,11 @@ func runClient(args []string) error {
 type meter struct {
 	hook  requestBytes
 	acks  ackCount
-	t0    time.Time
-	cpu0  time.Duration
-	mem0  runtime.MemStats
+	span  benchkit.Meter
 	deliv int
 	rel   int
-	first time.Time // when the first record was received
-	cpu1  time.Duration
+	first time.Time     // when the first record was received
+	cpu1  time.Duration // the span's CPU time by then
 
 	seen    [][]bool // per partition, by offset: accepted
 	done    int
@@ -179,29 +169,18 @@ func newMeter(c clientConfig) *meter {
 	return m
 }
 
-func (m *meter) start() error {
-	runtime.GC()
-	runtime.ReadMemStats(&m.mem0)
-	cpu, err := selfCPU()
-	if err != nil {
-		return err
-	}
-	m.cpu0, m.t0 = cpu, time.Now()
-	return nil
-}
+func (m *meter) start() error { return m.span.Start() }
 
 func (m *meter) stop(res *clientResult) error {
-	now := time.Now()
-	res.ElapsedNs, res.ConsumeNs = int64(now.Sub(m.t0)), int64(now.Sub(m.first))
-	cpu, err := selfCPU()
+	s, err := m.span.Stop()
 	if err != nil {
 		return err
 	}
-	var mem runtime.MemStats
-	runtime.ReadMemStats(&mem)
-	res.CPUNs, res.ConsumeCPUNs = int64(cpu-m.cpu0), int64(cpu-m.cpu1)
-	res.Mallocs = mem.Mallocs - m.mem0.Mallocs
-	res.AllocBytes = mem.TotalAlloc - m.mem0.TotalAlloc
+	res.ElapsedNs, res.ConsumeNs = int64(s.Wall()), int64(s.End.Sub(m.first))
+	// ConsumeCPUNs is the CPU time from the first record on: the span's CPU less what it had
+	// used by then (cpu1, read by decide).
+	res.CPUNs, res.ConsumeCPUNs = int64(s.CPU), int64(s.CPU-m.cpu1)
+	res.Mallocs, res.AllocBytes = s.Mallocs, s.AllocBytes
 	res.Records, res.Deliveries, res.Released = m.done, m.deliv, m.rel
 	res.ShareFetchRequests, res.ShareFetchBytes = m.hook.fetchReqs.Load(), m.hook.fetchBytes.Load()
 	res.ShareAckRequests, res.ShareAckBytes = m.hook.ackReqs.Load(), m.hook.ackBytes.Load()
@@ -231,7 +210,7 @@ func (m *meter) decide(c clientConfig, p int32, offset int64, delivery int) (rel
 	}
 	if m.deliv == 0 {
 		m.first = time.Now()
-		cpu, err := selfCPU()
+		cpu, err := m.span.CPU()
 		if err != nil {
 			return false, err
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -19,6 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kshare/kshare/acktype"
+	"github.com/kshare/kshare/internal/benchkit"
+	"github.com/kshare/kshare/internal/brokerproc"
 	"github.com/kshare/kshare/shareconsumer"
 )
 
@@ -59,13 +60,12 @@ type latencyResult struct {
 // runLatency starts a broker process with the latency topic and runs every client's latency
 // child against it, each with a share group of its own (share.auto.offset.reset latest: a
 // client sees only the records produced after it joined).
-func runLatency(ctx context.Context, c parentConfig, self, name, bin string, parts int) ([]latencyRow, error) {
-	bp, err := startBrokerProc(ctx, name, bin, latencyTopic, parts, nil, c.verbose)
+func runLatency(ctx context.Context, c parentConfig, self, name, bin string, parts int) (out []latencyRow, err error) {
+	bp, err := benchkit.StartBroker(ctx, brokerproc.Options{Name: name, Bin: bin, Brokers: 1, Topic: latencyTopic, Partitions: parts}, c.verbose)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _, _, _ = bp.Stop(10 * time.Second) }()
-	var out []latencyRow
+	defer benchkit.StopBroker(bp, &err)
 	for _, client := range c.clients {
 		args := []string{
 			"-client=" + client, "-latency", "-seed", bp.Seeds[0], "-topic", latencyTopic, "-group", "latency-" + client,
@@ -91,8 +91,7 @@ func runLatency(ctx context.Context, c parentConfig, self, name, bin string, par
 			}
 			runs = append(runs, res)
 		}
-		slices.SortFunc(runs, func(x, y latencyResult) int { return cmp.Compare(x.P50Ns, y.P50Ns) })
-		res := runs[(len(runs)-1)/2]
+		res := benchkit.MedianBy(runs, func(r latencyResult) int64 { return r.P50Ns })
 		fmt.Fprintf(os.Stderr, "  p50 %v, p99 %v, max %v; produce ack p50 %v\n", time.Duration(res.P50Ns), time.Duration(res.P99Ns),
 			time.Duration(res.MaxNs), time.Duration(res.AckP50Ns))
 		out = append(out, latencyRow{broker: name, partitions: parts, client: client, res: res})
@@ -227,10 +226,8 @@ func runLatencyClient(ctx context.Context, c clientConfig) (latencyResult, error
 	case <-ctx.Done():
 		return res, fmt.Errorf("waiting for the records: %w", ctx.Err())
 	}
-	slices.Sort(lat)
-	slices.Sort(acks)
-	res.P50Ns, res.P99Ns, res.MaxNs = quantile(lat, 0.5), quantile(lat, 0.99), lat[len(lat)-1]
-	res.AckP50Ns, res.AckP99Ns = quantile(acks, 0.5), quantile(acks, 0.99)
+	res.P50Ns, res.P99Ns, res.MaxNs = benchkit.Percentile(lat, 50), benchkit.Percentile(lat, 99), benchkit.Percentile(lat, 100)
+	res.AckP50Ns, res.AckP99Ns = benchkit.Percentile(acks, 50), benchkit.Percentile(acks, 99)
 	return res, nil
 }
 
@@ -240,12 +237,6 @@ func firstOf(prev, err error) error {
 		return prev
 	}
 	return err
-}
-
-// quantile returns the nearest-rank q-quantile of sorted.
-func quantile(sorted []int64, q float64) int64 {
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
 }
 
 func newLatencyConsumer(c clientConfig) (latencyConsumer, error) {

@@ -100,12 +100,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/kshare/kshare/internal/benchcmd"
+	"github.com/kshare/kshare/internal/benchkit"
 )
 
 func main() {
@@ -135,7 +134,7 @@ func isClientMode(args []string) bool {
 type parentConfig struct {
 	records      int // 0: per value size, see cellRecords
 	partitions   []int
-	brokers      []string
+	brokers      benchkit.Brokers
 	clients      []string
 	valueBytes   []int
 	compressions []string
@@ -159,78 +158,10 @@ const (
 )
 
 func runParent() error {
-	c := parentConfig{partitions: []int{1}, valueBytes: []int{16, 1024}, shareMaxRecords: []int{defaultShareMaxRecords}}
-	fs := flag.NewFlagSet("benchconsumer", flag.ExitOnError)
-	fs.IntVar(&c.records, "records", 0, "records to produce and consume per cell (default: 1,000,000 of 16 B, 200,000 of 1 KiB; min(1M, 200 MiB / value size))")
-	fs.Var((*benchcmd.Ints)(&c.partitions), "partitions", "partition counts to run, separated by commas")
-	fs.Var((*benchcmd.Ints)(&c.valueBytes), "value-bytes", "record value sizes to run, in bytes, separated by commas")
-	compressions := fs.String("compression", "none,lz4,zstd", "producer batch compressions to run, separated by commas (none, gzip, snappy, lz4, zstd)")
-	brokers := fs.String("brokers-to-run", "testbroker", "broker programs to run, separated by commas (testbroker, kfake)")
-	clients := fs.String("clients", "floor,kshare,franz", "clients to run, separated by commas (floor: franz-go's direct consumer; kshare; franz: franz-go's share consumer)")
-	workloads := fs.String("workloads", "throughput,latency", "workloads to run, separated by commas (throughput, latency)")
-	fs.IntVar(&c.batchBytes, "batch-bytes", 16384, "largest record batch the producer writes, in bytes (kgo.ProducerBatchMaxBytes)")
-	fs.Var((*benchcmd.Ints)(&c.shareMaxRecords), "share-max-records", "records every ShareFetch asks for (MaxRecords), separated by commas, each a run of the share consumers (kshare: MaxPollRecords; franz-go: ShareMaxRecords); above 2000, the group's share.partition.max.record.locks is raised to match, at most 10000")
-	fs.IntVar(&c.releaseEvery, "release-every", 10, "in the release scenario, release every Nth record at its first delivery")
-	fs.IntVar(&c.samples, "samples", 1000, "latency workload: records produced and timed per client")
-	fs.DurationVar(&c.intervalMin, "interval-min", 5*time.Millisecond, "latency workload: least time between two records")
-	fs.DurationVar(&c.intervalMax, "interval-max", 10*time.Millisecond, "latency workload: most time between two records")
-	fs.IntVar(&c.count, "count", 1, "run every client run this many times and report the one with the median CPU per record (latency: the median p50)")
-	fs.BoolVar(&c.verbose, "v", false, "show the brokers' and clients' output on stderr")
-	fs.StringVar(&c.profileDir, "cpuprofile-dir", "", "write a CPU profile of every client run into this directory, one file per broker, partitions, value size, codec, client and scenario")
-	if err := fs.Parse(os.Args[1:]); err != nil {
+	c, err := parseParent(os.Args[1:])
+	if err != nil {
 		return err
 	}
-	if c.records < 0 {
-		return fmt.Errorf("-records must be at least 1")
-	}
-	if c.batchBytes < 1024 {
-		return fmt.Errorf("-batch-bytes must be at least 1024")
-	}
-	if c.releaseEvery < 2 {
-		return fmt.Errorf("-release-every must be at least 2")
-	}
-	for _, n := range c.shareMaxRecords {
-		if n < 1 || n > maxRecordLocksCap {
-			return fmt.Errorf("-share-max-records: %d is not between 1 and %d", n, maxRecordLocksCap)
-		}
-	}
-	if c.count < 1 {
-		return fmt.Errorf("-count must be at least 1")
-	}
-	if c.samples < 1 || c.intervalMin <= 0 || c.intervalMax < c.intervalMin {
-		return fmt.Errorf("-samples must be at least 1, and 0 < -interval-min <= -interval-max")
-	}
-	c.brokers = strings.Split(*brokers, ",")
-	c.clients = strings.Split(*clients, ",")
-	c.compressions = strings.Split(*compressions, ",")
-	c.workloads = map[string]bool{}
-	for _, w := range strings.Split(*workloads, ",") {
-		if w != workloadThroughput && w != workloadLatency {
-			return fmt.Errorf("-workloads: unknown workload %q (throughput, latency)", w)
-		}
-		c.workloads[w] = true
-	}
-	for _, b := range c.brokers {
-		if _, ok := brokerPackages[b]; !ok {
-			return fmt.Errorf("-brokers-to-run: unknown broker %q (testbroker, kfake)", b)
-		}
-	}
-	for _, cl := range c.clients {
-		if _, ok := clientNames[cl]; !ok {
-			return fmt.Errorf("-clients: unknown client %q (floor, kshare, franz)", cl)
-		}
-	}
-	for _, codec := range c.compressions {
-		if _, ok := codecs[codec]; !ok {
-			return fmt.Errorf("-compression: unknown codec %q (none, gzip, snappy, lz4, zstd)", codec)
-		}
-	}
-	if c.profileDir != "" {
-		if err := os.MkdirAll(c.profileDir, 0o755); err != nil {
-			return err
-		}
-	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := runAll(ctx, c)
@@ -238,4 +169,73 @@ func runParent() error {
 	return err
 }
 
-func numCPU() int { return runtime.NumCPU() }
+// parseParent parses the parent's command line args (without the program's name).
+func parseParent(args []string) (parentConfig, error) {
+	c := parentConfig{partitions: []int{1}, valueBytes: []int{16, 1024}, shareMaxRecords: []int{defaultShareMaxRecords}, brokers: benchkit.Brokers{"testbroker"}}
+	fs := flag.NewFlagSet("benchconsumer", flag.ExitOnError)
+	fs.IntVar(&c.records, "records", 0, "records to produce and consume per cell (default: 1,000,000 of 16 B, 200,000 of 1 KiB; min(1M, 200 MiB / value size))")
+	fs.Var((*benchkit.Ints)(&c.partitions), "partitions", "partition counts to run, separated by commas")
+	fs.Var((*benchkit.Ints)(&c.valueBytes), "value-bytes", "record value sizes to run, in bytes, separated by commas")
+	compressions := fs.String("compression", "none,lz4,zstd", "producer batch compressions to run, separated by commas (none, gzip, snappy, lz4, zstd)")
+	fs.Var(&c.brokers, "brokers-to-run", "broker programs to run, separated by commas (testbroker, kfake)")
+	clients := fs.String("clients", "floor,kshare,franz", "clients to run, separated by commas (floor: franz-go's direct consumer; kshare; franz: franz-go's share consumer)")
+	workloads := fs.String("workloads", "throughput,latency", "workloads to run, separated by commas (throughput, latency)")
+	fs.IntVar(&c.batchBytes, "batch-bytes", 16384, "largest record batch the producer writes, in bytes (kgo.ProducerBatchMaxBytes)")
+	fs.Var((*benchkit.Ints)(&c.shareMaxRecords), "share-max-records", "records every ShareFetch asks for (MaxRecords), separated by commas, each a run of the share consumers (kshare: MaxPollRecords; franz-go: ShareMaxRecords); above 2000, the group's share.partition.max.record.locks is raised to match, at most 10000")
+	fs.IntVar(&c.releaseEvery, "release-every", 10, "in the release scenario, release every Nth record at its first delivery")
+	fs.IntVar(&c.samples, "samples", 1000, "latency workload: records produced and timed per client")
+	fs.DurationVar(&c.intervalMin, "interval-min", 5*time.Millisecond, "latency workload: least time between two records")
+	fs.DurationVar(&c.intervalMax, "interval-max", 10*time.Millisecond, "latency workload: most time between two records")
+	fs.IntVar(&c.count, "count", 1, "run every client run this many times and report the one with the median CPU per record (latency: the median p50)")
+	fs.BoolVar(&c.verbose, "v", false, "show the brokers' and clients' output on stderr")
+	fs.StringVar(&c.profileDir, "cpuprofile-dir", "", "write a CPU profile of every client run into this directory, one file per broker, partitions, value size, codec, client and scenario")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if c.records < 0 {
+		return c, fmt.Errorf("-records must be at least 1")
+	}
+	if c.batchBytes < 1024 {
+		return c, fmt.Errorf("-batch-bytes must be at least 1024")
+	}
+	if c.releaseEvery < 2 {
+		return c, fmt.Errorf("-release-every must be at least 2")
+	}
+	for _, n := range c.shareMaxRecords {
+		if n < 1 || n > maxRecordLocksCap {
+			return c, fmt.Errorf("-share-max-records: %d is not between 1 and %d", n, maxRecordLocksCap)
+		}
+	}
+	if c.count < 1 {
+		return c, fmt.Errorf("-count must be at least 1")
+	}
+	if c.samples < 1 || c.intervalMin <= 0 || c.intervalMax < c.intervalMin {
+		return c, fmt.Errorf("-samples must be at least 1, and 0 < -interval-min <= -interval-max")
+	}
+	c.clients = strings.Split(*clients, ",")
+	c.compressions = strings.Split(*compressions, ",")
+	c.workloads = map[string]bool{}
+	for _, w := range strings.Split(*workloads, ",") {
+		if w != workloadThroughput && w != workloadLatency {
+			return c, fmt.Errorf("-workloads: unknown workload %q (throughput, latency)", w)
+		}
+		c.workloads[w] = true
+	}
+	for _, cl := range c.clients {
+		if _, ok := clientNames[cl]; !ok {
+			return c, fmt.Errorf("-clients: unknown client %q (floor, kshare, franz)", cl)
+		}
+	}
+	for _, codec := range c.compressions {
+		if _, ok := codecs[codec]; !ok {
+			return c, fmt.Errorf("-compression: unknown codec %q (none, gzip, snappy, lz4, zstd)", codec)
+		}
+	}
+	if c.profileDir != "" {
+		if err := os.MkdirAll(c.profileDir, 0o755); err != nil {
+			return c, err
+		}
+	}
+
+	return c, nil
+}

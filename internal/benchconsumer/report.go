@@ -3,9 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 
-	"github.com/kshare/kshare/internal/benchcmd"
+	"github.com/kshare/kshare/internal/benchkit"
 )
 
 // report is everything one run measured.
@@ -23,7 +24,7 @@ const (
 // printReport writes the Markdown tables.
 func printReport(out io.Writer, c parentConfig, rep report) {
 	p := func(format string, args ...any) { fmt.Fprintf(out, format, args...) }
-	p("\nMachine: %s, %d CPUs.\n", benchcmd.CPUModel(), numCPU())
+	p("\nMachine: %s, %d CPUs.\n", benchkit.CPUModel(), runtime.NumCPU())
 	if len(rep.throughput) > 0 {
 		printThroughput(p, c, rep.throughput)
 	}
@@ -43,13 +44,13 @@ func printThroughput(p func(string, ...any), c parentConfig, results []runResult
 		a, rl := r.accept, r.release
 		release := "– | – | –"
 		if r.client != clientFloor {
-			release = fmt.Sprintf("%s | %s | %s", benchcmd.Thousands(per1000(rl.ShareFetchBytes+rl.ShareAckBytes, rl.Records)),
-				benchcmd.Thousands(per1000(rl.AckBatchBytes, rl.Records)), benchcmd.Thousands(per1000(rl.AckBatchBytes-rl.RedeliveryAckBytes, rl.Records)))
+			release = fmt.Sprintf("%s | %s | %s", benchkit.Thousands(per1000(rl.ShareFetchBytes+rl.ShareAckBytes, rl.Records)),
+				benchkit.Thousands(per1000(rl.AckBatchBytes, rl.Records)), benchkit.Thousands(per1000(rl.AckBatchBytes-rl.RedeliveryAckBytes, rl.Records)))
 		}
 		p("| %s | %d | %d | %s | %.1f | %s | %s | %s | %s | %s | %.3f | %.3f | %s | %s |\n", r.broker, r.partitions, r.valueBytes, r.compression,
-			float64(r.compressed)/float64(r.batchRecords), benchcmd.Thousands(float64(r.records)), clientNames[r.client], maxRecordsCell(r),
-			benchcmd.Thousands(rate(a)), benchcmd.Thousands(rateWithJoin(a)), perRecordMicros(a.CPUNs, a.Records), allocsPerRecord(a),
-			benchcmd.Thousands(per1000(a.ShareFetchBytes+a.ShareAckBytes, a.Records)), release)
+			float64(r.compressed)/float64(r.batchRecords), benchkit.Thousands(float64(r.records)), clientNames[r.client], maxRecordsCell(r),
+			benchkit.Thousands(rate(a)), benchkit.Thousands(rateWithJoin(a)), perRecordMicros(a.CPUNs, a.Records), allocsPerRecord(a),
+			benchkit.Thousands(per1000(a.ShareFetchBytes+a.ShareAckBytes, a.Records)), release)
 	}
 
 	var rows, steadyRows []string
@@ -63,11 +64,11 @@ func printThroughput(p func(string, ...any), c parentConfig, results []runResult
 		row := []string{k.broker, fmt.Sprint(k.partitions), fmt.Sprint(k.valueBytes), k.compression, fmt.Sprint(k.maxRecords), "–", fmt.Sprintf("%.3f", kcpu), "–", "–", "–", "–", "–", "–", "–"}
 		if hasFloor {
 			fcpu := perRecordMicros(floor.accept.CPUNs, floor.accept.Records)
-			row[5], row[8], row[9] = fmt.Sprintf("%.3f", fcpu), fmt.Sprintf("%.2f", kcpu/fcpu), benchcmd.YesNo(kcpu/fcpu <= goalFloorRatio)
+			row[5], row[8], row[9] = fmt.Sprintf("%.3f", fcpu), fmt.Sprintf("%.2f", kcpu/fcpu), benchkit.YesNo(kcpu/fcpu <= goalFloorRatio)
 		}
 		if hasFranz {
 			zcpu := perRecordMicros(franz.accept.CPUNs, franz.accept.Records)
-			row[7], row[10], row[11] = fmt.Sprintf("%.3f", zcpu), fmt.Sprintf("%.2f", kcpu/zcpu), benchcmd.YesNo(kcpu/zcpu <= goalFranzRatio)
+			row[7], row[10], row[11] = fmt.Sprintf("%.3f", zcpu), fmt.Sprintf("%.2f", kcpu/zcpu), benchkit.YesNo(kcpu/zcpu <= goalFranzRatio)
 			row[12] = fmt.Sprintf("%.2f", rate(k.accept)/rate(franz.accept))
 			kr, fr := k.release, franz.release
 			row[13] = fmt.Sprintf("%.2f", float64(kr.AckBatchBytes-kr.RedeliveryAckBytes)/float64(fr.AckBatchBytes-fr.RedeliveryAckBytes))
@@ -104,7 +105,7 @@ func maxRecordsCell(r runResult) string {
 	if r.client == clientFloor {
 		return "–"
 	}
-	return benchcmd.Thousands(float64(r.maxRecords))
+	return benchkit.Thousands(float64(r.maxRecords))
 }
 
 // findResult returns the result of client with maxRecords in the cell ce.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,7 +17,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kshare/kshare/internal/benchcmd"
+	"github.com/kshare/kshare/internal/benchkit"
+	"github.com/kshare/kshare/internal/brokerproc"
 	"github.com/kshare/kshare/internal/groupconfig"
 )
 
@@ -78,18 +78,17 @@ func cellRecords(c parentConfig, size int) int {
 // latency workload, and returns what it measured until the first failure.
 func runAll(ctx context.Context, c parentConfig) (report, error) {
 	var rep report
-	dir, err := os.MkdirTemp("", "benchconsumer")
+	progs, err := benchkit.NewPrograms(ctx, "benchconsumer")
 	if err != nil {
 		return rep, err
 	}
-	defer os.RemoveAll(dir)
+	defer progs.Close()
 	self, err := os.Executable()
 	if err != nil {
 		return rep, err
 	}
 	for _, b := range c.brokers {
-		fmt.Fprintf(os.Stderr, "building %s\n", b)
-		bin, err := buildBroker(ctx, b, dir)
+		bin, err := progs.Build(ctx, b)
 		if err != nil {
 			return rep, err
 		}
@@ -121,16 +120,16 @@ func runAll(ctx context.Context, c parentConfig) (report, error) {
 // runCell starts one broker process, produces the cell's records, and runs every client
 // against it: the share consumers in both scenarios, each with a share group of its own, the
 // floor once.
-func runCell(ctx context.Context, c parentConfig, self, bin string, ce cell) ([]runResult, error) {
-	var configs []string
+func runCell(ctx context.Context, c parentConfig, self, bin string, ce cell) (out []runResult, err error) {
+	o := brokerproc.Options{Name: ce.broker, Bin: bin, Brokers: 1, Topic: benchTopic, Partitions: ce.partitions}
 	if slices.Max(c.shareMaxRecords) > defaultMaxRecordLocks {
-		configs = append(configs, fmt.Sprintf("group.share.max.partition.max.record.locks=%d", maxRecordLocksCap))
+		o.Configs = append(o.Configs, fmt.Sprintf("group.share.max.partition.max.record.locks=%d", maxRecordLocksCap))
 	}
-	bp, err := startBrokerProc(ctx, ce.broker, bin, benchTopic, ce.partitions, configs, c.verbose)
+	bp, err := benchkit.StartBroker(ctx, o, c.verbose)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _, _, _ = bp.Stop(10 * time.Second) }()
+	defer benchkit.StopBroker(bp, &err)
 	fmt.Fprintf(os.Stderr, "%s: producing %d records of %d B to %d partitions, %s, in batches of up to %d B\n",
 		ce.broker, ce.records, ce.valueBytes, ce.partitions, ce.compression, c.batchBytes)
 	start := time.Now()
@@ -141,7 +140,6 @@ func runCell(ctx context.Context, c parentConfig, self, bin string, ce cell) ([]
 	ce.batchRecords, ce.uncompressed, ce.compressed = bm.records.Load(), bm.uncompressed.Load(), bm.compressed.Load()
 	fmt.Fprintf(os.Stderr, "  produced in %v, %.1f batch bytes per record\n", time.Since(start).Round(time.Millisecond), float64(ce.compressed)/float64(ce.batchRecords))
 
-	var out []runResult
 	for _, client := range c.clients {
 		maxRecords := c.shareMaxRecords
 		if client == clientFloor {
@@ -235,10 +233,7 @@ func runRepeated(ctx context.Context, c parentConfig, self string, args []string
 		}
 		runs = append(runs, res)
 	}
-	slices.SortFunc(runs, func(x, y clientResult) int {
-		return cmp.Compare(float64(x.CPUNs)/float64(x.Records), float64(y.CPUNs)/float64(y.Records))
-	})
-	return runs[(len(runs)-1)/2], nil
+	return benchkit.MedianBy(runs, func(r clientResult) float64 { return float64(r.CPUNs) / float64(r.Records) }), nil
 }
 
 // prepareGroup makes the share group named in a child's arguments start at the earliest
@@ -334,7 +329,7 @@ func produce(ctx context.Context, seed string, ce cell, batchBytes int, bm *batc
 	}
 	defer cl.Close()
 	values := newValueMaker(ce.valueBytes)
-	if err := benchcmd.ProduceValues(ctx, cl, "", ce.partitions, ce.records, func(int) []byte { return values.next() }); err != nil {
+	if err := benchkit.ProduceValues(ctx, cl, "", ce.partitions, ce.records, func(int) []byte { return values.next() }); err != nil {
 		return fmt.Errorf("producing: %w", err)
 	}
 	return nil

@@ -54,7 +54,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kshare/kshare/internal/benchcmd"
+	"github.com/kshare/kshare/internal/benchkit"
 	"github.com/kshare/kshare/internal/brokerproc"
 	"github.com/kshare/kshare/internal/groupconfig"
 )
@@ -129,30 +129,57 @@ func (c config) validate() error {
 	return nil
 }
 
-func run(ctx context.Context, c config) (figures, error) {
-	var f figures
-	var err error
+func run(ctx context.Context, c config) (f figures, err error) {
 	logf("broker memory: %d share partitions in an in-process testbroker", c.partitions)
 	if f.brokerPerSharePartition, err = brokerBytesPerSharePartition(ctx, c.partitions); err != nil {
 		return f, fmt.Errorf("broker memory per share partition: %w", err)
 	}
 
-	bp, err := startBroker(ctx, c)
+	progs, err := benchkit.NewPrograms(ctx, "benchload")
 	if err != nil {
 		return f, err
 	}
-	defer func() { _, _, _ = bp.Stop(10 * time.Second) }()
-	if err := groupconfig.SetOn(ctx, bp.Seeds, loadGroup, "share.auto.offset.reset", "earliest"); err != nil {
+	defer progs.Close()
+	bin, err := progs.Build(ctx, "testbroker")
+	if err != nil {
 		return f, err
+	}
+	o := brokerproc.Options{Name: "testbroker", Bin: bin, Brokers: 1, Topic: loadTopic, Partitions: c.partitions, Configs: heartbeatConfigs(c)}
+	bp, err := benchkit.StartBroker(ctx, o, c.verbose)
+	if err != nil {
+		return f, err
+	}
+	defer benchkit.StopBroker(bp, &err)
+	err = measureGroup(ctx, c, bp.Seeds[0], &f)
+	return f, err
+}
+
+// heartbeatConfigs are the broker configs that set the share heartbeat to -heartbeat-interval.
+func heartbeatConfigs(c config) []string {
+	if c.heartbeatInterval == 0 {
+		return nil
+	}
+	ms := c.heartbeatInterval.Milliseconds()
+	return []string{
+		fmt.Sprintf("group.share.min.heartbeat.interval.ms=%d", ms),
+		fmt.Sprintf("group.share.heartbeat.interval.ms=%d", ms),
+	}
+}
+
+// measureGroup runs steps 3 to 7 against the broker at seed, whose topic loadTopic has
+// c.partitions partitions and is empty, and puts the figures in f.
+func measureGroup(ctx context.Context, c config, seed string, f *figures) error {
+	if err := groupconfig.SetOn(ctx, []string{seed}, loadGroup, "share.auto.offset.reset", "earliest"); err != nil {
+		return err
 	}
 	seen := newOffsetSet(c.partitions, c.records/c.partitions)
 
 	base := heapInUse()
 	logf("starting %d consumers", c.consumers)
 	start := time.Now()
-	fl, err := newFleet(c.consumers, bp.Seeds[0], loadTopic, loadGroup, c.fetchAhead)
+	fl, err := newFleet(c.consumers, seed, loadTopic, loadGroup, c.fetchAhead)
 	if err != nil {
-		return f, err
+		return err
 	}
 	defer fl.close()
 	f.created = time.Since(start)
@@ -171,22 +198,22 @@ func run(ctx context.Context, c config) (figures, error) {
 	}
 	f.allJoined, f.stable, err = awaitStable(ctx, fl, c.partitions, start, idleDone, c.verbose)
 	if err != nil {
-		return f, errors.Join(err, endIdle())
+		return errors.Join(err, endIdle())
 	}
 	logf("  all joined after %v, stable after %v", f.allJoined.Round(time.Millisecond), f.stable.Round(time.Millisecond))
 	select {
 	case <-time.After(c.settle):
 	case <-idleDone:
-		return f, endIdle()
+		return endIdle()
 	}
 	f.idleTotal = heapInUse() - base
 	if c.memProfile != "" {
 		if err := writeHeapProfile(c.memProfile); err != nil {
-			return f, errors.Join(err, endIdle())
+			return errors.Join(err, endIdle())
 		}
 	}
 	if err := endIdle(); err != nil {
-		return f, err
+		return err
 	}
 
 	// Read before producing: a ShareFetch still in flight from the idle polls may acquire
@@ -194,23 +221,23 @@ func run(ctx context.Context, c config) (figures, error) {
 	beforeHold := heapInUse()
 	logf("producing %d records of %d B", c.records, valueSize)
 	t := time.Now()
-	if err := produce(ctx, bp.Seeds[0], c.partitions, c.records); err != nil {
-		return f, err
+	if err := produce(ctx, seed, c.partitions, c.records); err != nil {
+		return err
 	}
 	f.produceTime = time.Since(t)
 
 	if f.held, err = fl.hold(ctx); err != nil {
-		return f, fmt.Errorf("holding records: %w", err)
+		return fmt.Errorf("holding records: %w", err)
 	}
 	f.heldTotal = heapInUse() - beforeHold
 	logf("  %d records held, consuming", f.held)
 
 	t = time.Now()
 	if err := fl.consume(ctx, seen, c.records); err != nil {
-		return f, fmt.Errorf("consuming: %w", err)
+		return fmt.Errorf("consuming: %w", err)
 	}
 	f.consumeTime = time.Since(t)
-	return f, nil
+	return nil
 }
 
 // awaitStable reads every consumer's Status until the assignment is stable and returns when
@@ -267,34 +294,6 @@ func (e epochAt) String() string {
 	return fmt.Sprintf("%v: epoch %d, %d partitions", e.at.Round(time.Millisecond), e.epoch, e.partitions)
 }
 
-func startBroker(ctx context.Context, c config) (*brokerproc.Proc, error) {
-	root, err := brokerproc.ModuleRoot(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("run benchload inside the kshare module: %w", err)
-	}
-	dir, err := os.MkdirTemp("", "benchload")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir) // the running program keeps its file open
-	logf("building testbroker")
-	bin, err := brokerproc.Build(ctx, root, dir, "testbroker", brokerproc.TestbrokerPkg)
-	if err != nil {
-		return nil, err
-	}
-	o := brokerproc.Options{Name: "testbroker", Bin: bin, Brokers: 1, Topic: loadTopic, Partitions: c.partitions}
-	if c.heartbeatInterval > 0 {
-		ms := c.heartbeatInterval.Milliseconds()
-		o.Configs = append(o.Configs,
-			fmt.Sprintf("group.share.min.heartbeat.interval.ms=%d", ms),
-			fmt.Sprintf("group.share.heartbeat.interval.ms=%d", ms))
-	}
-	if c.verbose {
-		o.Echo = os.Stderr
-	}
-	return brokerproc.Start(ctx, o)
-}
-
 // produce writes n records of valueSize bytes, record i to partition i%parts.
 func produce(ctx context.Context, seed string, parts, n int) error {
 	cl, err := kgo.NewClient(
@@ -309,7 +308,7 @@ func produce(ctx context.Context, seed string, parts, n int) error {
 		return err
 	}
 	defer cl.Close()
-	if err := benchcmd.ProduceRoundRobin(ctx, cl, "", parts, n, valueSize); err != nil {
+	if err := benchkit.ProduceRoundRobin(ctx, cl, "", parts, n, valueSize); err != nil {
 		return fmt.Errorf("producing: %w", err)
 	}
 	return nil
@@ -336,16 +335,16 @@ func printReport(out io.Writer, c config, f figures) {
 		hb = c.heartbeatInterval.String()
 	}
 	p("\n## Load: %d consumers on %d partitions (one testbroker, share heartbeat %s, FetchAhead %v)\n\n", c.consumers, c.partitions, hb, c.fetchAhead)
-	p("Machine: %d logical CPUs (%s), %s/%s, %s, GOMAXPROCS %d\n\n", runtime.NumCPU(), benchcmd.CPUModel(), runtime.GOOS, runtime.GOARCH, runtime.Version(), runtime.GOMAXPROCS(0))
+	p("Machine: %d logical CPUs (%s), %s/%s, %s, GOMAXPROCS %d\n\n", runtime.NumCPU(), benchkit.CPUModel(), runtime.GOOS, runtime.GOARCH, runtime.Version(), runtime.GOMAXPROCS(0))
 	p("| figure | value |\n|---|---:|\n")
 	p("| every consumer created (shareconsumer.New returned) | %v |\n", f.created.Round(time.Millisecond))
 	p("| every member joined (first member epoch) | %v |\n", f.allJoined.Round(time.Millisecond))
 	p("| stable assignment (every partition assigned, every member at the final epoch with partitions) | %v |\n", f.stable.Round(time.Millisecond))
-	p("| records/s, %s records of %d B, explicit accept, first acceptance to last CommitSync | %s |\n", benchcmd.Thousands(float64(c.records)), valueSize,
-		benchcmd.Thousands(float64(c.records)/f.consumeTime.Seconds()))
+	p("| records/s, %s records of %d B, explicit accept, first acceptance to last CommitSync | %s |\n", benchkit.Thousands(float64(c.records)), valueSize,
+		benchkit.Thousands(float64(c.records)/f.consumeTime.Seconds()))
 	p("| consume time | %v |\n", f.consumeTime.Round(time.Millisecond))
-	p("| memory per idle consumer (live heap + stacks) | %s B |\n", benchcmd.Thousands(float64(f.idleTotal)/float64(c.consumers)))
-	p("| memory per held record (%s records held) | %s B |\n", benchcmd.Thousands(float64(f.held)), benchcmd.Thousands(float64(f.heldTotal)/float64(max(f.held, 1))))
-	p("| broker memory per share partition (in-process testbroker) | %s B |\n", benchcmd.Thousands(f.brokerPerSharePartition))
+	p("| memory per idle consumer (live heap + stacks) | %s B |\n", benchkit.Thousands(float64(f.idleTotal)/float64(c.consumers)))
+	p("| memory per held record (%s records held) | %s B |\n", benchkit.Thousands(float64(f.held)), benchkit.Thousands(float64(f.heldTotal)/float64(max(f.held, 1))))
+	p("| broker memory per share partition (in-process testbroker) | %s B |\n", benchkit.Thousands(f.brokerPerSharePartition))
 	p("| produce time (not part of the figures) | %v |\n", f.produceTime.Round(time.Millisecond))
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -13,9 +14,10 @@ import (
 )
 
 // TestScenariosProduceRows runs every scenario with tiny counts against an embedded testbroker
-// and checks that every client finished each with every record accepted once, and that the
-// report has a row for each. The slow scenario's handler stays under the lock here, so that
-// nothing depends on when a lock runs out.
+// and checks that every client finished each with every record accepted once, that client and
+// broker CPU were measured (the broker's CPU clock is this process's, where the broker runs),
+// and that the report has a row for each. The slow scenario's handler stays under the lock
+// here, so that nothing depends on when a lock runs out.
 func TestScenariosProduceRows(t *testing.T) {
 	t.Parallel()
 	const lock = time.Second
@@ -29,7 +31,7 @@ func TestScenariosProduceRows(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	results, err := runScenarios(ctx, c, target{broker: "testbroker", seeds: cl.Addrs()})
+	results, err := runScenarios(ctx, c, target{broker: "testbroker", seeds: cl.Addrs(), pid: os.Getpid()})
 	require.NoError(t, err)
 
 	type key struct{ scenario, client string }
@@ -52,6 +54,13 @@ func TestScenariosProduceRows(t *testing.T) {
 		assert.Zero(t, r.ackErrors, "%v: ack errors: %s", k, r.firstAckErr)
 		assert.Zero(t, r.lagLeft, "%v: records left unacknowledged", k)
 		assert.Positive(t, r.elapsed, "%v: elapsed", k)
+		assert.Positive(t, r.cpu, "%v: client CPU", k)
+		if k.client == clientBaseline {
+			assert.Equal(t, time.Duration(-1), r.brokerCPU, "%v: no broker", k)
+		} else {
+			assert.Positive(t, r.brokerCPU, "%v: broker CPU", k)
+			assert.Positive(t, r.mallocs, "%v: allocations", k)
+		}
 	}
 	if s := got[key{scenarioSlow, clientKshare}].stats; assert.NotNil(t, s) {
 		assert.EqualValues(t, 20, s.Accepted)

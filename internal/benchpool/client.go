@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime"
-	"runtime/pprof"
 	"sync"
 	"time"
+
+	"github.com/kshare/kshare/internal/benchkit"
 )
 
 // clientRun is one client's run of one scenario.
@@ -26,59 +26,27 @@ type clientRun struct {
 	profile       string // CPU profile file, if any
 }
 
-// meter measures from start to stop: this process's CPU time and allocations, and the CPU time
-// of the broker process brokerPid (when not 0).
-type meter struct {
-	brokerPid int
-	cpu0      time.Duration
-	broker0   time.Duration
-	mem0      runtime.MemStats
-}
+// meter measures a client's run (benchkit.Meter: this process's CPU time and allocations, and
+// the broker process's CPU time when BrokerPid is set) into its result.
+type meter struct{ benchkit.Meter }
 
-func (m *meter) start() error {
-	runtime.GC()
-	runtime.ReadMemStats(&m.mem0)
-	if m.brokerPid != 0 {
-		var err error
-		if m.broker0, err = brokerCPU(m.brokerPid); err != nil {
-			return err
-		}
-	}
-	cpu, err := selfCPU()
-	m.cpu0 = cpu
-	return err
-}
+func (m *meter) start() error { return m.Start() }
 
 // stop ends the span, puts what it measured in r and returns when it ended.
 func (m *meter) stop(r *result) (time.Time, error) {
-	now := time.Now()
-	cpu, err := selfCPU()
-	r.brokerCPU = -1
-	if m.brokerPid != 0 && err == nil {
-		var b time.Duration
-		b, err = brokerCPU(m.brokerPid)
-		r.brokerCPU = b - m.broker0
-	}
-	var mem runtime.MemStats
-	runtime.ReadMemStats(&mem)
-	r.cpu, r.mallocs = cpu-m.cpu0, mem.Mallocs-m.mem0.Mallocs
-	return now, err
+	s, err := m.Stop()
+	r.cpu, r.mallocs, r.brokerCPU = s.CPU, s.Mallocs, s.BrokerCPU
+	return s.End, err
 }
 
 // run runs the client in the scenario and checks the broker's lag at the end.
 func (cr clientRun) run(ctx context.Context) (result, error) {
 	r := result{scenario: cr.sc, client: cr.client}
-	if cr.profile != "" {
-		f, err := os.Create(cr.profile)
-		if err != nil {
-			return r, err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return r, err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchkit.StartCPUProfile(cr.profile)
+	if err != nil {
+		return r, err
 	}
+	defer stopProfile()
 	t := newTally(cr.sc.records, cr.partitions)
 	var errs ackErrs
 	var taps *tapCounts
@@ -99,11 +67,10 @@ func (cr clientRun) run(ctx context.Context) (result, error) {
 		watched.Go(func() { watchErr = cr.watchLag(runCtx, acked, cancel) })
 	}
 
-	m := meter{brokerPid: cr.brokerPid}
+	m := meter{benchkit.Meter{BrokerPid: cr.brokerPid}}
 	if err := m.start(); err != nil {
 		return r, err
 	}
-	var err error
 	var stop time.Time
 	switch cr.client {
 	case clientKshare:

@@ -73,6 +73,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kshare/kshare/internal/benchkit"
 )
 
 func main() {
@@ -99,8 +101,8 @@ var (
 
 // config is the command line.
 type config struct {
-	programs   []string // broker programs
-	brokers    int      // brokers per cluster
+	programs   benchkit.Brokers // broker programs (-brokers-to-run)
+	brokers    int              // brokers per cluster
 	partitions int
 	scenarios  []string
 	clients    []string
@@ -123,7 +125,7 @@ type config struct {
 // defaultConfig is the configuration without flags.
 func defaultConfig() config {
 	return config{
-		programs: []string{"testbroker", "kfake"}, brokers: 1, partitions: 3,
+		programs: benchkit.Brokers{"testbroker", "kfake"}, brokers: 1, partitions: 3,
 		scenarios: allScenarios, clients: allClients,
 		recordsEmpty: 200_000, workersEmpty: 10,
 		recordsSleep: 100_000, workersSleep: 100, sleep: time.Millisecond,
@@ -135,7 +137,7 @@ func defaultConfig() config {
 func run() error {
 	c := defaultConfig()
 	fs := flag.NewFlagSet("benchpool", flag.ExitOnError)
-	programs := fs.String("brokers-to-run", strings.Join(c.programs, ","), "broker programs to run, separated by commas (testbroker, kfake)")
+	fs.Var(&c.programs, "brokers-to-run", "broker programs to run, separated by commas (testbroker, kfake)")
 	scenarios := fs.String("scenarios", strings.Join(c.scenarios, ","), "scenarios to run, separated by commas (empty, sleep, slow)")
 	clients := fs.String("clients", strings.Join(c.clients, ","), "clients to run, separated by commas (kshare, franz-go)")
 	fs.IntVar(&c.brokers, "brokers", c.brokers, "brokers per cluster")
@@ -161,7 +163,6 @@ func run() error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	c.programs = strings.Split(*programs, ",")
 	c.scenarios = strings.Split(*scenarios, ",")
 	c.clients = strings.Split(*clients, ",")
 	if err := c.validate(); err != nil {
@@ -177,11 +178,6 @@ func run() error {
 
 // validate checks the configuration, every rule in one place.
 func (c *config) validate() error {
-	for _, p := range c.programs {
-		if _, ok := brokerPackages[p]; !ok {
-			return fmt.Errorf("-brokers-to-run: unknown broker %q (testbroker, kfake)", p)
-		}
-	}
 	for _, s := range c.scenarios {
 		if !slices.Contains(allScenarios, s) {
 			return fmt.Errorf("-scenarios: unknown scenario %q (empty, sleep, slow)", s)

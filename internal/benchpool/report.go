@@ -3,21 +3,18 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"strings"
 	"time"
 
-	"github.com/kshare/kshare/internal/benchcmd"
+	"github.com/kshare/kshare/internal/benchkit"
 )
 
 // printReport writes the command, the machine and a table per scenario.
 func printReport(out io.Writer, c config, results []result) {
 	p := func(format string, args ...any) { fmt.Fprintf(out, format, args...) }
 	p("\n## Worker pool (Process) vs a franz-go worker pool\n\n")
-	p("- Command: `%s`\n", strings.Join(append([]string{"go run ./internal/benchpool"}, os.Args[1:]...), " "))
-	p("- Go: %s, %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	p("- CPU: %s, %d logical CPUs, GOMAXPROCS %d\n", benchcmd.CPUModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	benchkit.WriteCommand(out, "./internal/benchpool")
+	benchkit.WriteMachine(out)
 	p("- Each broker its own process on loopback, %d broker(s), %d partitions per topic, %d B records in batches of up to %d KiB; both clients in this process, one after the other\n", c.brokers, c.partitions, valueSize, batchBytes>>10)
 	franzPoll := "PollFetches (everything buffered)"
 	if c.franzPoll > 0 {
@@ -69,12 +66,12 @@ func printEmpty(p printer, rs []result) {
 	for _, r := range rs {
 		fetches, perFetch := r.fetchCounts()
 		p("| %s | %s | %d | %d | %s | %.2f | %.1f | %s | %s | %s | %d | %d |\n", r.broker, r.client, r.scenario.workers, r.accepted,
-			benchcmd.Thousands(r.rate()), r.cpuPerRecord(), float64(r.mallocs)/float64(max(1, r.accepted)), r.brokerCPUPerRecord(), fetches, perFetch, r.ackErrors, r.lagLeft)
+			benchkit.Thousands(r.rate()), r.cpuPerRecord(), float64(r.mallocs)/float64(max(1, r.accepted)), r.brokerCPUPerRecord(), fetches, perFetch, r.ackErrors, r.lagLeft)
 	}
 	var cmp []string
 	pairs(rs, func(k, f result) {
 		speed := k.rate() / f.rate()
-		cmp = append(cmp, fmt.Sprintf("| %s | %.2f | %s | %.2f |", k.broker, speed, benchcmd.YesNo(speed >= 2), k.cpuPerRecord()/f.cpuPerRecord()))
+		cmp = append(cmp, fmt.Sprintf("| %s | %.2f | %s | %.2f |", k.broker, speed, benchkit.YesNo(speed >= 2), k.cpuPerRecord()/f.cpuPerRecord()))
 	})
 	if len(cmp) > 0 {
 		p("\nGoal: kshare at least 2x the records/s of the franz-go pool.\n\n")
@@ -108,12 +105,12 @@ func printSleep(p printer, rs []result) {
 		}
 		pct := 100 * r.rate() / ideal
 		fetches, perFetch := r.fetchCounts()
-		goal := benchcmd.YesNo(pct >= 90)
+		goal := benchkit.YesNo(pct >= 90)
 		if r.client == clientBaseline {
 			goal = "-"
 		}
 		p("| %s | %s | %d | %d | %s | %s | %.1f%% | %v | %.1f%% | %.2f | %s | %s | %s | %s |\n", r.broker, r.client, r.scenario.workers, r.accepted,
-			benchcmd.Thousands(r.rate()), benchcmd.Thousands(ideal), pct, r.meanHandler().Round(time.Microsecond),
+			benchkit.Thousands(r.rate()), benchkit.Thousands(ideal), pct, r.meanHandler().Round(time.Microsecond),
 			100*r.rate()/allowed, r.cpuPerRecord(), r.brokerCPUPerRecord(), fetches, perFetch, goal)
 	}
 }
@@ -143,7 +140,7 @@ func printSlow(p printer, rs []result) {
 			interval = median(rs.interval).Round(time.Millisecond).String()
 		}
 		p("| %s | %s | %d | %d | %s | %.2f | %d | %d | %d | %d | %s | %d | %d | %d | %d | %.2f | %s |\n", r.broker, r.client, r.scenario.workers, r.scenario.records,
-			benchcmd.YesNo(r.finished), r.elapsed.Seconds(), r.handlerRuns, r.redelivered, r.acceptedTwice, r.ackErrors, lost, r.lagLeft,
+			benchkit.YesNo(r.finished), r.elapsed.Seconds(), r.handlerRuns, r.redelivered, r.acceptedTwice, r.ackErrors, lost, r.lagLeft,
 			rs.requests, rs.brokers, rs.renewed, perBroker, interval)
 	}
 }

@@ -2,19 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kshare/kshare/internal/benchcmd"
+	"github.com/kshare/kshare/internal/benchkit"
 	"github.com/kshare/kshare/internal/brokerproc"
 	"github.com/kshare/kshare/internal/groupconfig"
 )
@@ -26,12 +24,6 @@ const (
 	// lagEvery is how often the slow scenario asks the broker whether every record is done.
 	lagEvery = 50 * time.Millisecond
 )
-
-// brokerPackages are the broker programs, by name.
-var brokerPackages = map[string]string{
-	"testbroker": brokerproc.TestbrokerPkg,
-	"kfake":      brokerproc.KfakePkg,
-}
 
 // brokerConfigs are the configs a broker program starts with, so that the slow scenario's
 // group may have a lock of lock. testbroker keeps Kafka's lower bound
@@ -62,19 +54,14 @@ type target struct {
 // runAll builds and starts every broker program in turn and runs the scenarios against it,
 // returning what it measured until the first failure.
 func runAll(ctx context.Context, c config) ([]result, error) {
-	root, err := brokerproc.ModuleRoot(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("run benchpool inside the kshare module: %w", err)
-	}
-	dir, err := os.MkdirTemp("", "benchpool")
+	progs, err := benchkit.NewPrograms(ctx, "benchpool")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer progs.Close()
 	var results []result
 	for _, prog := range c.programs {
-		fmt.Fprintf(os.Stderr, "building %s\n", prog)
-		bin, err := brokerproc.Build(ctx, root, dir, prog, brokerPackages[prog])
+		bin, err := progs.Build(ctx, prog)
 		if err != nil {
 			return results, err
 		}
@@ -94,18 +81,11 @@ func runProgram(ctx context.Context, c config, prog, bin string) (results []resu
 		Topic: topicOf(c.scenarios[0]), Partitions: c.partitions,
 		Configs: brokerConfigs(prog, c.lock),
 	}
-	if c.verbose {
-		o.Echo = os.Stderr
-	}
-	bp, err := brokerproc.Start(ctx, o)
+	bp, err := benchkit.StartBroker(ctx, o, c.verbose)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if _, _, stopErr := bp.Stop(10 * time.Second); err == nil && stopErr != nil {
-			err = fmt.Errorf("stopping: %w", stopErr)
-		}
-	}()
+	defer benchkit.StopBroker(bp, &err)
 	return runScenarios(ctx, c, target{broker: prog, seeds: bp.Seeds, pid: bp.Pid()})
 }
 
@@ -121,7 +101,7 @@ func runScenarios(ctx context.Context, c config, t target) ([]result, error) {
 	var results []result
 	for _, name := range c.scenarios {
 		sc := c.scenario(name)
-		if err := adm.createTopic(ctx, sc.topic, c.partitions); err != nil {
+		if err := benchkit.CreateTopic(ctx, adm.cl, sc.topic, c.partitions); err != nil {
 			return results, err
 		}
 		fmt.Fprintf(os.Stderr, "%s: %s: producing %d records of %d B to %d partitions\n", t.broker, sc.name, sc.records, valueSize, c.partitions)
@@ -185,41 +165,9 @@ func newAdmin(seeds []string) (*admin, error) {
 
 func (a *admin) close() { a.cl.Close() }
 
-// createTopic creates topic, unless it exists, and waits until each partition has a leader.
-func (a *admin) createTopic(ctx context.Context, topic string, parts int) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	adm := kadm.NewClient(a.cl)
-	resp, err := adm.CreateTopic(ctx, int32(parts), 1, nil, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("creating topic %s: %w", topic, err)
-	}
-	for {
-		md, err := adm.Metadata(ctx, topic)
-		if err == nil {
-			td := md.Topics[topic]
-			ready := td.Err == nil && len(td.Partitions) == parts
-			for _, p := range td.Partitions {
-				ready = ready && p.Leader >= 0 && p.Err == nil
-			}
-			if ready {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("topic %s has no leader for every partition: %w", topic, errors.Join(err, ctx.Err()))
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
 // produce writes n records of valueSize bytes to topic, record i to partition i%parts.
 func (a *admin) produce(ctx context.Context, topic string, parts, n int) error {
-	if err := benchcmd.ProduceRoundRobin(ctx, a.cl, topic, parts, n, valueSize); err != nil {
+	if err := benchkit.ProduceRoundRobin(ctx, a.cl, topic, parts, n, valueSize); err != nil {
 		return fmt.Errorf("producing to %s: %w", topic, err)
 	}
 	return nil

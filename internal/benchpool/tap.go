@@ -114,7 +114,9 @@ func (t *tapCounts) requests() (fetches, acks int64) {
 	return fetches, acks
 }
 
-// median returns the median of sorted, 0 for none.
+// median returns the median of sorted, the upper middle one for an even count, 0 for none. It
+// is not benchkit.Median, which takes the lower middle one: the renew intervals have kept this
+// figure since the first run of the slow scenario.
 func median(sorted []time.Duration) time.Duration {
 	if len(sorted) == 0 {
 		return 0

@@ -49,13 +49,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/kshare/kshare/internal/benchcmd"
+	"github.com/kshare/kshare/internal/benchkit"
 )
 
 func main() {
@@ -71,18 +69,18 @@ type config struct {
 	renews     int
 	partitions []int
 	brokers    []int // cluster sizes
-	programs   []string
+	programs   benchkit.Brokers
 	verbose    bool
 }
 
 func run() error {
-	c := config{partitions: []int{1, 3}, brokers: []int{1, 3}}
+	c := config{partitions: []int{1, 3}, brokers: []int{1, 3}, programs: benchkit.Brokers{"testbroker", "kfake"}}
 	fs := flag.NewFlagSet("benchrenew", flag.ExitOnError)
 	fs.IntVar(&c.iterations, "iterations", 2000, "measured renew round trips per row")
 	fs.IntVar(&c.renews, "renews", 1000, "records renewed together when counting requests")
-	fs.Var((*benchcmd.Ints)(&c.partitions), "partitions", "partition counts to run, separated by commas")
-	fs.Var((*benchcmd.Ints)(&c.brokers), "brokers", "cluster sizes to run, separated by commas; sizes above the partition count are skipped")
-	programs := fs.String("brokers-to-run", "testbroker,kfake", "broker programs to run, separated by commas")
+	fs.Var((*benchkit.Ints)(&c.partitions), "partitions", "partition counts to run, separated by commas")
+	fs.Var((*benchkit.Ints)(&c.brokers), "brokers", "cluster sizes to run, separated by commas; sizes above the partition count are skipped")
+	fs.Var(&c.programs, "brokers-to-run", "broker programs to run, separated by commas")
 	fs.BoolVar(&c.verbose, "v", false, "show the brokers' output and progress details on stderr")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
@@ -92,12 +90,6 @@ func run() error {
 	}
 	if c.iterations < 1 {
 		return fmt.Errorf("-iterations must be at least 1")
-	}
-	c.programs = strings.Split(*programs, ",")
-	for _, b := range c.programs {
-		if _, ok := brokerPackages[b]; !ok {
-			return fmt.Errorf("-brokers-to-run: unknown broker %q (testbroker, kfake)", b)
-		}
 	}
 	if c.renews < slices.Max(c.partitions) {
 		return fmt.Errorf("-renews must be at least the largest partition count, so that every partition has records")
@@ -114,9 +106,8 @@ func run() error {
 func printReport(out io.Writer, c config, results []result) {
 	p := func(format string, args ...any) { fmt.Fprintf(out, format, args...) }
 	p("\n## Renew (KIP-1222): round trip and requests per renew\n\n")
-	p("- Command: `%s`\n", strings.Join(append([]string{"go run ./internal/benchrenew"}, os.Args[1:]...), " "))
-	p("- Go: %s, %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	p("- CPU: %s, %d logical CPUs, GOMAXPROCS %d\n", benchcmd.CPUModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	benchkit.WriteCommand(out, "./internal/benchrenew")
+	benchkit.WriteMachine(out)
 	p("- Each broker its own process on loopback; the consumer (kshare shareconsumer, explicit mode) in this process, default options (requests per renew: MaxPollRecords(%d), FetchMaxWait(%v))\n", c.renews, parkWait)
 	if len(results) == 0 {
 		return
@@ -140,7 +131,7 @@ func printReport(out io.Writer, c config, results []result) {
 		for _, b := range r.bulk {
 			p("| %s | %d | %d | %d | %s | %d (%d + %d) | %d | %.1f | %s | %s | %d | %d | %.2f | %.2f |\n", r.broker, r.brokers, r.partitions,
 				len(b.leaders), b.via, b.requests, b.kinds.renewFetch+b.kinds.plainFetch, b.kinds.renewAck+b.kinds.plainAck, b.kinds.renewFetch+b.kinds.renewAck, float64(b.requests)*1000/float64(b.renews),
-				b.byNodeString(), benchcmd.YesNo(b.onePerLeader()), b.kinds.renewOffsets, b.bytes, float64(b.bytes)/float64(b.renews),
+				b.byNodeString(), benchkit.YesNo(b.onePerLeader()), b.kinds.renewOffsets, b.bytes, float64(b.bytes)/float64(b.renews),
 				float64(b.elapsed.Microseconds())/1e3)
 		}
 	}
@@ -153,19 +144,12 @@ func summarize(ds []time.Duration) stats {
 	if len(ds) == 0 {
 		return stats{}
 	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
 	var sum time.Duration
-	for _, d := range s {
+	for _, d := range ds {
 		sum += d
 	}
-	return stats{p50: quantile(s, 0.50), p99: quantile(s, 0.99), max: s[len(s)-1], mean: sum / time.Duration(len(s))}
-}
-
-// quantile returns the nearest-rank q-quantile of sorted.
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	i := int(q*float64(len(sorted))+0.999999) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
+	return stats{p50: benchkit.Percentile(ds, 50), p99: benchkit.Percentile(ds, 99), max: benchkit.Percentile(ds, 100),
+		mean: sum / time.Duration(len(ds))}
 }
 
 func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/acktype"
+	"github.com/kshare/kshare/internal/benchkit"
 	"github.com/kshare/kshare/internal/brokerproc"
 	"github.com/kshare/kshare/internal/groupconfig"
 	"github.com/kshare/kshare/internal/wiretap"
@@ -36,13 +37,10 @@ const (
 	// phaseTimeout bounds every wait of one phase on a broker, so that a renew that never
 	// comes back fails the run instead of hanging it.
 	phaseTimeout = 60 * time.Second
-)
 
-// brokerPackages are the broker programs, by name.
-var brokerPackages = map[string]string{
-	"testbroker": brokerproc.TestbrokerPkg,
-	"kfake":      brokerproc.KfakePkg,
-}
+	// mergeRounds bounds how often merge renews and polls to get every record into one Poll.
+	mergeRounds = 5
+)
 
 // result is what one broker program, cluster size and partition count gave.
 type result struct {
@@ -102,19 +100,14 @@ func (b bulkResult) byNodeString() string {
 // runAll builds every broker program and runs every cluster size and partition count against
 // it, returning what it measured until the first failure.
 func runAll(ctx context.Context, c config) ([]result, error) {
-	root, err := brokerproc.ModuleRoot(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("run benchrenew inside the kshare module: %w", err)
-	}
-	dir, err := os.MkdirTemp("", "benchrenew")
+	progs, err := benchkit.NewPrograms(ctx, "benchrenew")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer progs.Close()
 	var results []result
 	for _, prog := range c.programs {
-		fmt.Fprintf(os.Stderr, "building %s\n", prog)
-		bin, err := brokerproc.Build(ctx, root, dir, prog, brokerPackages[prog])
+		bin, err := progs.Build(ctx, prog)
 		if err != nil {
 			return results, err
 		}
@@ -135,35 +128,39 @@ func runAll(ctx context.Context, c config) ([]result, error) {
 	return results, nil
 }
 
-// runOne starts one cluster and measures the round trips, then the requests per renew.
-func runOne(ctx context.Context, c config, prog, bin string, brokers, parts int) (result, error) {
-	r := result{broker: prog, brokers: brokers, partitions: parts}
+// runOne starts one cluster, with the bulk topic, and measures it.
+func runOne(ctx context.Context, c config, prog, bin string, brokers, parts int) (r result, err error) {
+	r = result{broker: prog, brokers: brokers, partitions: parts}
 	o := brokerproc.Options{Name: prog, Bin: bin, Brokers: brokers, Topic: bulkTopic, Partitions: parts}
-	if c.verbose {
-		o.Echo = os.Stderr
-	}
-	bp, err := brokerproc.Start(ctx, o)
+	bp, err := benchkit.StartBroker(ctx, o, c.verbose)
 	if err != nil {
 		return r, err
 	}
-	defer func() { _, _, _ = bp.Stop(10 * time.Second) }()
+	defer benchkit.StopBroker(bp, &err)
+	err = measure(ctx, c, &r, bp.Seeds)
+	return r, err
+}
 
-	adm, err := newAdmin(bp.Seeds)
+// measure measures the round trips, then the requests per renew, on the cluster at seeds, whose
+// bulk topic has r.partitions partitions.
+func measure(ctx context.Context, c config, r *result, seeds []string) error {
+	parts := r.partitions
+	adm, err := newAdmin(seeds)
 	if err != nil {
-		return r, err
+		return err
 	}
 	defer adm.Close()
-	if err := adm.createTopic(ctx, roundTripTopic, parts); err != nil {
-		return r, err
+	if err := benchkit.CreateTopic(ctx, adm.cl, roundTripTopic, parts); err != nil {
+		return err
 	}
 
 	// Round trips: the topic holds exactly one record.
 	if err := adm.produce(ctx, roundTripTopic, []int32{0}); err != nil {
-		return r, err
+		return err
 	}
-	r.viaPoll, r.viaCommit, err = measureRoundTrips(ctx, c, adm, bp.Seeds)
+	r.viaPoll, r.viaCommit, err = measureRoundTrips(ctx, c, adm, seeds)
 	if err != nil {
-		return r, err
+		return err
 	}
 	s := summarize(r.viaPoll.samples)
 	fmt.Fprintf(os.Stderr, "  round trip via Poll: p50 %v, p99 %v\n", s.p50, s.p99)
@@ -172,16 +169,16 @@ func runOne(ctx context.Context, c config, prog, bin string, brokers, parts int)
 
 	leaders, err := adm.leaders(ctx, bulkTopic)
 	if err != nil {
-		return r, err
+		return err
 	}
-	r.bulk, err = measureBulk(ctx, c, adm, bp.Seeds, parts, leaders)
+	r.bulk, err = measureBulk(ctx, c, adm, seeds, parts, leaders)
 	for i := range r.bulk {
 		b := &r.bulk[i]
 		b.leaders = leaders
 		fmt.Fprintf(os.Stderr, "  %d renews via %s: %d share requests (%s), %+v, %d B, %v\n", b.renews, b.via,
 			b.requests, b.byNodeString(), b.kinds, b.bytes, b.elapsed.Round(time.Microsecond))
 	}
-	return r, err
+	return err
 }
 
 // admin is a plain client for producing, metadata and group configs.
@@ -204,26 +201,6 @@ func newAdmin(seeds []string) (*admin, error) {
 }
 
 func (a *admin) Close() { a.cl.Close() }
-
-// createTopic creates topic with parts partitions and waits until each has a leader.
-func (a *admin) createTopic(ctx context.Context, topic string, parts int) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if _, err := kadm.NewClient(a.cl).CreateTopic(ctx, int32(parts), 1, nil, topic); err != nil {
-		return fmt.Errorf("creating topic %s: %w", topic, err)
-	}
-	for {
-		ls, err := a.leaders(ctx, topic)
-		if err == nil && len(ls) > 0 && ls[0] >= 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("topic %s has no leader for every partition: %w", topic, errors.Join(err, ctx.Err()))
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
 
 // leaders returns the distinct leaders of the topic's partitions, sorted (-1 first, for a
 // partition without one).
@@ -575,29 +552,29 @@ func holdAll(ctx context.Context, c config, a *admin, cons *shareconsumer.Consum
 // merge returns all c.renews records from one Poll, given recs, what the last Poll returned:
 // once every share request sent was answered, the records other fetches brought are held by
 // the consumer, so renewing recs through CommitSync, which waits for the answers, makes the
-// next Poll return them all.
+// next Poll return them all. On a busy machine a fetch may bring only part of its leader's
+// records, so merge renews and polls again, up to mergeRounds times.
 func merge(ctx context.Context, c config, cons *shareconsumer.Consumer, hook *shareCounter, recs []*shareconsumer.Record) ([]*shareconsumer.Record, error) {
-	if distinct(recs) == c.renews {
-		return recs, nil
-	}
-	if c.verbose {
-		fmt.Fprintf(os.Stderr, "  a Poll returned %d of %d records; renewing them to get all in the next one\n", len(recs), c.renews)
-	}
-	if err := hook.waitIdle(ctx); err != nil {
-		return recs, err
-	}
-	if err := ackAll(cons, recs, acktype.Renew); err != nil {
-		return recs, err
-	}
-	if err := commit(ctx, cons); err != nil {
-		return nil, err
-	}
-	recs, err := cons.Poll(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if n := distinct(recs); n != c.renews {
-		return recs, fmt.Errorf("the Poll after renewing returned %d of %d records", n, c.renews)
+	for round := 1; distinct(recs) != c.renews; round++ {
+		if round > mergeRounds {
+			return recs, fmt.Errorf("after renewing %d times, the Poll returned %d of %d records", mergeRounds, distinct(recs), c.renews)
+		}
+		if c.verbose {
+			fmt.Fprintf(os.Stderr, "  a Poll returned %d of %d records; renewing them to get all in the next one\n", len(recs), c.renews)
+		}
+		if err := hook.waitIdle(ctx); err != nil {
+			return recs, err
+		}
+		if err := ackAll(cons, recs, acktype.Renew); err != nil {
+			return recs, err
+		}
+		if err := commit(ctx, cons); err != nil {
+			return nil, err
+		}
+		var err error
+		if recs, err = cons.Poll(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return recs, nil
 }

@@ -1,15 +1,15 @@
 //go:build unix
 
-package main
+package benchkit
 
 import (
 	"syscall"
 	"time"
 )
 
-// selfCPU returns the user plus system CPU time this process has used so far, every thread
+// SelfCPU returns the user plus system CPU time this process has used so far, every thread
 // included (getrusage RUSAGE_SELF, microseconds).
-func selfCPU() (time.Duration, error) {
+func SelfCPU() (time.Duration, error) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, err

@@ -1,12 +1,13 @@
 //go:build !unix
 
-package main
+package benchkit
 
 import (
 	"errors"
 	"time"
 )
 
-func selfCPU() (time.Duration, error) {
+// SelfCPU is only implemented where getrusage exists.
+func SelfCPU() (time.Duration, error) {
 	return 0, errors.New("measuring CPU time needs getrusage, which this system lacks")
 }

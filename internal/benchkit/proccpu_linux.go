@@ -1,4 +1,4 @@
-package main
+package benchkit
 
 import (
 	"fmt"
@@ -10,23 +10,30 @@ import (
 	"unsafe"
 )
 
-// processCPU returns the CPU time, user plus system, that every thread of process pid has used so far,
-// dead threads included. It reads the process's CPU-time clock (what clock_getcpuclockid(3) returns:
-// MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED) in the kernel's posix-cpu-timers), which counts
-// nanoseconds. /proc/<pid>/stat counts the same time in clock ticks, 10 ms each, too coarse for a
-// broker that spends 30 ms on a quick run; we fall back to it only where the clock is refused.
-func processCPU(pid int) (time.Duration, string, error) {
+// The methods ProcessCPU names, for a report's description of its CPU figures.
+const (
+	MethodCPUClock = "process CPU clock (ns)"
+	MethodProcStat = "/proc/<pid>/stat utime+stime (10 ms ticks)"
+)
+
+// ProcessCPU returns the CPU time, user plus system, that every thread of process pid has used
+// so far, dead threads included, and how it was read. It reads the process's CPU-time clock
+// (what clock_getcpuclockid(3) returns: MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED) in the
+// kernel's posix-cpu-timers), which counts nanoseconds. /proc/<pid>/stat counts the same time
+// in clock ticks, 10 ms each, too coarse for a broker that spends 30 ms on a quick run; it is
+// the fallback only where the clock is refused.
+func ProcessCPU(pid int) (time.Duration, string, error) {
 	clock := (^int32(pid))<<3 | 2
 	var ts syscall.Timespec
 	_, _, errno := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, uintptr(clock), uintptr(unsafe.Pointer(&ts)), 0)
 	if errno == 0 {
-		return time.Duration(ts.Nano()), "process CPU clock (ns)", nil
+		return time.Duration(ts.Nano()), MethodCPUClock, nil
 	}
 	d, err := procStatCPU(pid)
 	if err != nil {
 		return 0, "", fmt.Errorf("clock_gettime: %v; %w", errno, err)
 	}
-	return d, "/proc/<pid>/stat utime+stime (10 ms ticks)", nil
+	return d, MethodProcStat, nil
 }
 
 // clockTicksPerSecond is USER_HZ, the unit of utime and stime in /proc/<pid>/stat. It is 100 on every
