@@ -18,13 +18,16 @@ import (
 // records go first: no fetch while they wait for a Poll, or, with a Poll waiting, for their
 // renews' answers.
 //
-// Process (capacity > 0): never more records held than capacity (workers plus queue),
-// counting those queued, those with a handler and those the ShareFetches in flight may bring
-// (their grants). A session fetches once the queue has run down to the low watermark: the
-// records the workers get through in about one ShareFetch round trip, so that the next
-// records arrive as the queue empties; or to empty, when that is over half the capacity (fast
-// handlers: a fetch then brings as much as fits, rather than a round trip per few records).
-// The free room is shared evenly among the leaders not fetching.
+// Process (workers > 0): never more records held than the workers plus the queue, counting
+// those queued, those with a handler and those the ShareFetches in flight may bring (their
+// grants). The queue is QueueSize at most, and about a second of the handlers' work (queueTime)
+// as they go, at least as many records as there are workers: fast handlers get fetches of up to
+// QueueSize records rather than a round trip per few, slow ones do not keep records from the
+// group's other members for minutes. A session fetches once the queue has run down to the low
+// watermark: the records the workers get through in about two ShareFetch round trips, so that
+// the next records arrive before the queue empties; or to empty, when that is over half the
+// room (fast handlers: a fetch then brings as much as fits). The free room is shared evenly
+// among the leaders not fetching.
 type admission struct {
 	maxPollRecords int
 	fetchAhead     bool
@@ -38,9 +41,9 @@ type admission struct {
 	// limitNode is the one leader fetched at a time with RecordLimitAcquire; -1 none yet.
 	limitNode int32
 
-	// Process.
-	capacity        int
-	reserved        int // the grants of the ShareFetches in flight
+	// Process: its workers and QueueSize, 0 for Poll.
+	workers, queueMax int
+	reserved          int // the grants of the ShareFetches in flight
 	fetchingLeaders int // the leaders with a ShareFetch in flight
 	// rate is the records handlers settle per second, and rtt the ShareFetch round trip,
 	// both smoothed; low is the watermark they give, which workers read.
@@ -69,14 +72,25 @@ func (c *Consumer) admitHeld() heldView {
 	return heldView{held: int(c.ledger.lease.held.Load()), queued: int(c.ledger.lease.queued.Load())}
 }
 
-// startPool makes admission size fetches for a pool of capacity records.
-func (a *admission) startPool(capacity int, now time.Time) {
-	a.capacity, a.reserved, a.rate, a.rtt, a.sampledAt = capacity, 0, 0, 0, now
+// queueTime is how much of the handlers' work Process's queue holds, at most.
+const queueTime = time.Second
+
+// startPool makes admission size fetches for a pool of workers with a queue of at most
+// queueMax records.
+func (a *admission) startPool(workers, queueMax int, now time.Time) {
+	a.workers, a.queueMax, a.reserved, a.rate, a.rtt, a.sampledAt = workers, queueMax, 0, 0, 0, now
 	a.low.Store(0)
 }
 
 // endPool returns admission to Poll.
-func (a *admission) endPool() { a.capacity, a.reserved = 0, 0 }
+func (a *admission) endPool() { a.workers, a.queueMax, a.reserved = 0, 0, 0 }
+
+// capacity is how many records Process may hold now: its workers, and a queue of about
+// queueTime of their work, at least as many records as workers, at most QueueSize.
+func (a *admission) capacity() int {
+	q := min(max(int(a.rate*queueTime.Seconds()), min(a.workers, a.queueMax)), a.queueMax)
+	return a.workers + q
+}
 
 // mayFetch returns how many records s may ask for now, 0 when it may not fetch. leaders are
 // the leaders of the assigned partitions.
@@ -84,7 +98,7 @@ func (a *admission) mayFetch(s *session, pv pollView, hv heldView, leaders []int
 	if s.fetching || s.piggyback != nil || s.sending != nil {
 		return 0
 	}
-	if a.capacity > 0 {
+	if a.workers > 0 {
 		if !a.waiting {
 			return 0
 		}
@@ -122,7 +136,7 @@ func (a *admission) mayFetch(s *session, pv pollView, hv heldView, leaders []int
 // any is free. Grants are taken one after the other, each reserving its records, so their sum
 // never exceeds what was free.
 func (a *admission) grant(hv heldView, leaders []int32) int {
-	free := a.capacity - hv.held - a.reserved
+	free := a.capacity() - hv.held - a.reserved
 	if free <= 0 {
 		return 0
 	}
@@ -140,7 +154,8 @@ type fetchLimits struct {
 
 // limits sizes s's ShareFetch: for Poll, MaxPollRecords (exactly, with RecordLimitAcquire);
 // for Process, the grant, exactly where the leader takes the record-limit acquire mode, with a
-// wait short enough for renews to pass (a quarter of the lock). A FetchAhead fetch takes what
+// wait short enough for renews to pass (a quarter of the lock) and for acknowledgements queued
+// behind it to leave within ackFlushInterval. A FetchAhead fetch takes what
 // is there: waiting at the broker would hold up the acknowledgements queued behind it, and a
 // Poll that finds nothing fetches anyway.
 func (a *admission) limits(s *session, v apiversions.Versions, hv heldView, leaders []int32, lock time.Duration) fetchLimits {
@@ -150,13 +165,13 @@ func (a *admission) limits(s *session, v apiversions.Versions, hv heldView, lead
 	}
 	s.fetchedPoll = a.pollSeq
 	s.fetchedAhead = a.returned
-	if a.capacity > 0 {
+	if a.workers > 0 {
 		l.grant = max(a.grant(hv, leaders), 1)
 		l.records = int32(l.grant)
 		if v.SupportsRecordLimitAcquire() {
 			l.acquireMode = 1
 		}
-		w := a.fetchMaxWait
+		w := min(a.fetchMaxWait, ackFlushInterval)
 		if lock > 0 {
 			w = min(w, lock/4)
 		}
@@ -186,7 +201,7 @@ func (a *admission) fetchAnswered(s *session, rtt time.Duration, settled uint64,
 		a.fetchingLeaders = max(0, a.fetchingLeaders-1)
 		s.grant = 0
 	}
-	if a.capacity == 0 {
+	if a.workers == 0 {
 		return
 	}
 	if a.rtt == 0 {
@@ -208,8 +223,8 @@ func (a *admission) observeSettled(settled uint64, now time.Time) {
 		}
 		a.settled, a.sampledAt = settled, now
 	}
-	low := int64(a.rate * a.rtt.Seconds() * 1.5)
-	if low*2 >= int64(a.capacity) {
+	low := int64(a.rate * a.rtt.Seconds() * 2)
+	if low*2 >= int64(a.capacity()) {
 		low = 0
 	}
 	a.low.Store(low)

@@ -135,8 +135,10 @@ type pool struct {
 	stopping atomic.Bool
 	workers  sync.WaitGroup
 	ws       []*worker
-	// handled and handlerNs count the handler calls and their time, as workers publish them.
+	// handled and handlerNs count the handler calls and their time, as workers publish them;
+	// fast says their mean is under fastHandler.
 	handled, handlerNs atomic.Int64
+	fast               atomic.Bool
 	// overflow holds records beyond the queue's room (a Kafka 4.1 leader acquires whole
 	// batches), which the feeder moves into the queue as it empties.
 	overflowMu sync.Mutex
@@ -227,7 +229,7 @@ func (c *Consumer) startProcess(p *pool) error {
 	l.fixedMargin, l.maxHold, l.fetchWait = p.cfg.renewMargin, p.cfg.maxHold, c.cfg.fetchMaxWait
 	c.ledger.mu.Unlock()
 	c.pool, c.taker = p, p
-	c.admit.startPool(p.cfg.workers+p.cfg.queue, now)
+	c.admit.startPool(p.cfg.workers, p.cfg.queue, now)
 	c.admit.waiting = true
 	c.flushAllLocked()
 	return nil
@@ -444,6 +446,10 @@ func (p *pool) callbackLoop(done chan<- struct{}) {
 
 // shutdown ends Process as its doc says.
 func (p *pool) shutdown() {
+	t0 := time.Now()
+	if debugAdmit {
+		defer func() { println("shutdown took", time.Since(t0).Microseconds()) }()
+	}
 	p.cancelIntake()
 	p.c.stopIntake(p)
 	p.stopping.Store(true)

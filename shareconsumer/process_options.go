@@ -16,7 +16,7 @@ func (o processOpt) applyProcess(c *processCfg) { o(c) }
 // Defaults of Process.
 const (
 	defaultWorkers       = 10
-	defaultMinQueue      = 100
+	defaultQueue         = 1000
 	defaultMaxHold       = 60 * time.Minute
 	defaultShutdownGrace = 30 * time.Second
 	// shutdownCommitTimeout bounds how long Process waits, at its end, for the brokers to answer
@@ -46,16 +46,17 @@ func defaultProcessCfg() processCfg {
 // Workers sets how many handlers run at once (default 10, at least 1).
 func Workers(n int) ProcessOpt { return processOpt(func(c *processCfg) { c.workers = n }) }
 
-// QueueSize sets how many acquired records may wait for a free worker (default: 100, or as
-// many as there are workers if that is more; at least 0). It is also what one ShareFetch can
-// bring: a small queue means many small fetches. Queued records are renewed like running ones,
-// so a long queue costs no redeliveries where leaders take RENEW; on a Kafka 4.1 leader a
-// queued record's lock runs while it waits, and a record whose lock ran out is dropped (it is
-// delivered again) rather than handed out. Process never holds more than Workers plus QueueSize acquired
-// records, counting those in ShareFetches on their way, so a record's lock does not run down
-// while it waits. Leaders with ShareFetch v2 (Kafka 4.2) are asked for exactly the records that
-// fit (record-limit acquisition); a Kafka 4.1 leader acquires whole record batches, and the
-// surplus waits, locked, until a worker is free.
+// QueueSize sets the most acquired records that may wait for a free worker (default 1000; at
+// least 0). Within it, Process keeps about a second of its handlers' work queued, and at least
+// as many records as there are workers: fast handlers get ShareFetches of up to QueueSize
+// records rather than a round trip per few, and slow ones do not keep records from the group's
+// other members for minutes. Process never holds more than Workers plus QueueSize acquired
+// records, counting those in ShareFetches on their way. Queued records are renewed like running
+// ones where leaders take RENEW; on a Kafka 4.1 leader a queued record's lock runs while it
+// waits, and a record whose lock ran out is dropped (it is delivered again) rather than handed
+// out. Leaders with ShareFetch v2 (Kafka 4.2) are asked for exactly the records that fit
+// (record-limit acquisition); a Kafka 4.1 leader acquires whole record batches, and the surplus
+// waits, locked, until a worker is free.
 func QueueSize(n int) ProcessOpt {
 	return processOpt(func(c *processCfg) { c.queue, c.queueSet = n, true })
 }
@@ -105,7 +106,7 @@ func (c *processCfg) validate() error {
 		return fmt.Errorf("shareconsumer: Workers(%d): must be at least 1", c.workers)
 	}
 	if !c.queueSet {
-		c.queue = max(c.workers, defaultMinQueue)
+		c.queue = defaultQueue
 	}
 	if c.queue < 0 {
 		return fmt.Errorf("shareconsumer: QueueSize(%d): must be at least 0", c.queue)

@@ -175,8 +175,7 @@ const fastHandler = 20 * time.Microsecond
 // handlers as many as keep twice as many workers busy as there are CPUs (up to the pool's
 // workers), at most 64.
 func (p *pool) runOf(n int) int {
-	handled := p.handled.Load()
-	if handled == 0 || time.Duration(p.handlerNs.Load()/handled) >= fastHandler {
+	if !p.fast.Load() {
 		return 1
 	}
 	busy := min(p.cfg.workers, 2*runtime.GOMAXPROCS(0))
@@ -193,8 +192,8 @@ func (w *worker) publish() {
 	}
 	acks := len(w.batch.acks) > 0
 	if w.handled > 0 {
-		p.handled.Add(w.handled)
-		p.handlerNs.Add(w.handlerNs)
+		n, ns := p.handled.Add(w.handled), p.handlerNs.Add(w.handlerNs)
+		p.fast.Store(time.Duration(ns/n) < fastHandler)
 		w.handled, w.handlerNs = 0, 0
 	}
 	c.ledger.publish(&w.batch)
@@ -202,6 +201,13 @@ func (w *worker) publish() {
 	if acks {
 		p.armFlush(w.last)
 	}
+	p.askForMore()
+}
+
+// askForMore kicks the sessions when admission declined a ShareFetch and the queue has run down
+// to its watermark since.
+func (p *pool) askForMore() {
+	c := p.c
 	if !p.stopping.Load() && c.admit.wantKick.Load() && c.ledger.lease.queued.Load() <= c.admit.low.Load() && c.admit.wantKick.CompareAndSwap(true, false) {
 		c.kick()
 	}
@@ -218,11 +224,19 @@ func (w *worker) handle(t *task) {
 	}
 	e := t.e
 	began := w.now
-	w.batch.unqueued++
 	if !l.begin(e, began) {
+		w.batch.unqueued++
 		w.batch.left++ // lost while it waited: it leaves the count as it leaves the queue
 		p.done(RecordOutcome{Record: e.rec, Err: t.lost.Load()})
 		return
+	}
+	if p.fast.Load() {
+		w.batch.unqueued++
+	} else {
+		// A slow handler: the queue is shorter by one from now on, and admission may want to
+		// know at once.
+		l.lease.queued.Add(-1)
+		p.askForMore()
 	}
 	err := p.call(t)
 	now := l.lease.clock()

@@ -375,7 +375,9 @@ func (d *decoder) decodeBatch(topic string, partition int32, batch []byte, base 
 
 	// Decode against a copy of cur, so that a malformed record leaves cur untouched; cur takes
 	// the acquired records, and marks the gaps among them, once the whole batch has decoded.
-	// Records outside the acquired ranges are checked but not materialised.
+	// Records outside the acquired ranges are framed (length, offset), not read: in the
+	// record-limit acquire mode a broker sends the whole stored batch for the records it
+	// acquired, so most of what a fetch brings may be skipped.
 	c := *cur
 	var (
 		slab  []Record
@@ -394,12 +396,19 @@ func (d *decoder) decodeBatch(topic string, partition int32, batch []byte, base 
 		rr.skip(1) // attributes, unused
 		tsDelta := rr.varint()
 		off := base + rr.varint()
-		var (
-			dc       int16
-			acquired bool
-		)
-		if rr.err == nil && off > prev && off >= c.next { // below c.next: acquired twice in the response, or below what was accounted for
-			dc, acquired = c.take(off, nil)
+		if rr.err != nil {
+			return nil, fmt.Errorf("record %d: %w", i, rr.err)
+		}
+		if off <= prev {
+			return nil, fmt.Errorf("record offsets do not increase (%d after %d)", off, prev)
+		}
+		prev = off
+		if off < c.next { // acquired twice in the response, or below what was accounted for
+			continue
+		}
+		dc, acquired := c.take(off, nil)
+		if !acquired {
+			continue // its length framed it: the rest of it is not read
 		}
 		key := rr.nullableBytes()
 		value := rr.nullableBytes()
@@ -409,31 +418,22 @@ func (d *decoder) decodeBatch(topic string, partition int32, batch []byte, base 
 		}
 		var headers []kgo.RecordHeader
 		if nh > 0 && rr.err == nil {
-			if acquired {
-				if int64(cap(hslab)-len(hslab)) < nh {
-					hslab = make([]kgo.RecordHeader, 0, max(nh, min(nh*int64(n-i), 1024)))
-				}
-				l := len(hslab)
-				headers = hslab[l : l : l+int(nh)]
-				hslab = hslab[:l+int(nh)]
+			if int64(cap(hslab)-len(hslab)) < nh {
+				hslab = make([]kgo.RecordHeader, 0, max(nh, min(nh*int64(n-i), 1024)))
 			}
+			l := len(hslab)
+			headers = hslab[l : l : l+int(nh)]
+			hslab = hslab[:l+int(nh)]
 			for range nh {
 				hk := rr.bytes(rr.varint())
 				hv := rr.nullableBytes()
-				if acquired && rr.err == nil {
+				if rr.err == nil {
 					headers = append(headers, kgo.RecordHeader{Key: internKey(&hkeys, hk), Value: hv})
 				}
 			}
 		}
 		if rr.err != nil {
 			return nil, fmt.Errorf("record %d: %w", i, rr.err)
-		}
-		if off <= prev {
-			return nil, fmt.Errorf("record offsets do not increase (%d after %d)", off, prev)
-		}
-		prev = off
-		if !acquired {
-			continue
 		}
 		if slab == nil {
 			last := base + int64(int32(binary.BigEndian.Uint32(batch[batchLastDeltaOff:])))
