@@ -44,7 +44,7 @@ type admission struct {
 	// Process: its workers and QueueSize, 0 for Poll.
 	workers, queueMax int
 	reserved          int // the grants of the ShareFetches in flight
-	fetchingLeaders int // the leaders with a ShareFetch in flight
+	fetchingLeaders   int // the leaders with a ShareFetch in flight
 	// rate is the records handlers settle per second, and rtt the ShareFetch round trip,
 	// both smoothed; low is the watermark they give, which workers read.
 	rate      float64

@@ -1,9 +1,9 @@
 package shareconsumer
 
 import (
-	"os"
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -41,13 +41,13 @@ type session struct {
 	queuedRenews int
 	pollRenews   renewer
 
-	jobs      []*ackJob // ShareAcknowledges queued behind the request in flight
+	jobs      []*ackJob     // ShareAcknowledges queued behind the request in flight
 	busy      bool          // the session's goroutine has work
 	wake      chan struct{} // wakes the session's goroutine, made when it starts
-	piggyback *ackJob   // the acknowledgements on the ShareFetch in flight, if any
-	sending   *ackJob   // the ShareAcknowledge in flight, if any
-	fetching  bool      // a ShareFetch is in flight
-	grant     int       // the records the ShareFetch in flight may bring (Process)
+	piggyback *ackJob       // the acknowledgements on the ShareFetch in flight, if any
+	sending   *ackJob       // the ShareAcknowledge in flight, if any
+	fetching  bool          // a ShareFetch is in flight
+	grant     int           // the records the ShareFetch in flight may bring (Process)
 	pause     time.Duration
 
 	// fetchNames and decoded are the memory of the ShareFetch in flight (the topic names it
