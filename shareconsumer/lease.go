@@ -81,14 +81,15 @@ type lockHolder interface {
 
 // acquisition is the records one ShareFetch answer from a leader brought for Process.
 type acquisition struct {
-	node     *nodeLease
-	entries  []entry
-	acquired time.Time // when the ShareFetch was sent
-	done     atomic.Int32
-	group    atomic.Pointer[leaseGroup]
-	at       int // position in node.acqs
-	inGroup  int // position in its group's acqs
-	hold     timer
+	node      *nodeLease
+	renewable bool // its leader takes RENEW and renewal is on, when it was acquired
+	entries   []entry
+	acquired  time.Time // when the ShareFetch was sent
+	done      atomic.Int32
+	group     atomic.Pointer[leaseGroup]
+	at        int // position in node.acqs
+	inGroup   int // position in its group's acqs
+	hold      timer
 }
 
 // leaseGroup is records of one leader whose locks run out together.
@@ -216,7 +217,7 @@ func (l *lease) acquire(node int32, pps []poolPart, sent time.Time, lock time.Du
 		return nil
 	}
 	n := l.node(node, renewable)
-	a := &acquisition{node: n, entries: make([]entry, total), acquired: sent}
+	a := &acquisition{node: n, renewable: renewable, entries: make([]entry, total), acquired: sent}
 	a.hold.acq, a.hold.index = a, -1
 	k := 0
 	for _, pp := range pps {
@@ -659,7 +660,7 @@ func (l *lease) at(n int64) time.Time { return l.epoch.Add(time.Duration(n)) }
 func (l *lease) clock() int64 { return int64(time.Since(l.epoch)) }
 
 // renewable reports whether e's lock is renewed while its handler works.
-func (e *entry) renewable() bool { return e.acq.node.renewable }
+func (e *entry) renewable() bool { return e.acq.renewable }
 
 // lockLostReason is the reason a renew's failure err gives.
 func lockLostReason(err error) errors.LockLostReason {
