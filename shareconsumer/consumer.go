@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/kshare/kshare/acktype"
 	"github.com/kshare/kshare/apiversions"
 	"github.com/kshare/kshare/errors"
 )
@@ -145,10 +146,38 @@ func (r *lockReports) show(lr lockReport) {
 // duration is the lock duration shown, 0 when none is known.
 func (r *lockReports) duration() time.Duration { return time.Duration(r.shown.ms) * time.Millisecond }
 
-// sessionSet is the consumer's share sessions, by leader.
+// sessionSet is the consumer's share sessions, by leader, and where acknowledgements leaving
+// the ledger go: the session of the leader each record came from. Guarded by Consumer.mu.
 type sessionSet struct {
 	byNode map[int32]*session
 	order  []*session // sorted by node; nil when a session was added since
+	renews renewer    // what the renews of Poll are for (pollRenews)
+}
+
+// get returns the session with node, made on first use.
+func (ss *sessionSet) get(node int32) *session {
+	s := ss.byNode[node]
+	if s == nil {
+		s = newSession(node, ss.renews)
+		ss.byNode[node] = s
+		ss.order = nil
+	}
+	return s
+}
+
+// ack records an acknowledgement for the session of the leader part came from.
+func (ss *sessionSet) ack(part *heldPart, off int64, t acktype.Type) {
+	ss.get(part.node).addAck(part, off, t)
+}
+
+// renewQueued counts a renew of Poll among the acknowledgements waiting for part's leader.
+func (ss *sessionSet) renewQueued(part *heldPart) { ss.get(part.node).queuedRenews++ }
+
+// flushAll queues every session's waiting acknowledgements in a ShareAcknowledge.
+func (ss *sessionSet) flushAll() {
+	for _, s := range ss.sorted() {
+		s.flush()
+	}
 }
 
 // sorted returns the sessions sorted by node. The slice is shared and must not be changed; it
@@ -226,6 +255,7 @@ func New(opts ...Opt) (*Consumer, error) {
 	noCRC, _ := cl.OptValue(kgo.DisableFetchCRCValidation).(bool)
 	c.dec.checkCRC = !noCRC
 	c.taker = pollTaker{c}
+	c.sessions.renews = pollRenews{c}
 	c.ledger.lease.epoch = time.Now().Add(-time.Hour)
 	c.life.ctx, c.life.cancel = context.WithCancel(context.Background())
 	c.life.hbCtx, c.life.hbCancel = context.WithCancel(c.life.ctx)
@@ -346,17 +376,6 @@ func (c *Consumer) log(level kgo.LogLevel, msg string, keyvals ...any) {
 // runCallbacks gives the acknowledgement outcomes collected so far to the callback.
 func (c *Consumer) runCallbacks() { c.acks.run(&c.mu, c.log) }
 
-// session returns the session with node, made on first use. Consumer.mu is held.
-func (c *Consumer) session(node int32) *session {
-	s := c.sessions.byNode[node]
-	if s == nil {
-		s = newSession(node, pollRenews{c})
-		c.sessions.byNode[node] = s
-		c.sessions.order = nil
-	}
-	return s
-}
-
 // Subscribe replaces the subscription with topics, taking effect at the group coordinator with
 // the next heartbeat, which is sent at once. Subscribing to no topics is Unsubscribe. Records
 // already acquired from topics no longer subscribed may still be returned and acknowledged. It
@@ -399,9 +418,10 @@ func (c *Consumer) Unsubscribe() error {
 		return nil
 	}
 	c.member.subscription = nil
-	c.setAssignmentLocked(nil)
-	c.giveBackLocked()
-	c.flushAllLocked()
+	c.assignmentChangedLocked(c.member.assign(nil))
+	c.ledger.giveBack(&c.sessions, time.Now())
+	c.sessions.flushAll()
+	c.kickLocked()
 	c.wakeHeartbeat()
 	return nil
 }
@@ -478,7 +498,7 @@ func (c *Consumer) Close(ctx context.Context) error {
 	now := time.Now()
 	c.admit.waiting = false
 	c.ledger.unrenew(now)
-	c.moveAckedLocked() // what was acknowledged, and the consumer's own rejections
+	c.ledger.moveAcked(&c.sessions) // what was acknowledged, and the consumer's own rejections
 	w := newCommitWait(nil)
 	for _, s := range c.sessions.sorted() {
 		s.close(w, &c.acks, now)

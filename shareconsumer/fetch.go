@@ -28,7 +28,7 @@ func (c *Consumer) kickLocked() {
 	}
 	if c.admit.waiting {
 		for _, l := range c.member.leaders() {
-			c.session(l)
+			c.sessions.get(l)
 		}
 	}
 	for _, s := range c.sessions.sorted() {
@@ -377,7 +377,7 @@ func (c *Consumer) queueRenews(nodes []int32) {
 			c.ledger.renewDropped(n)
 			continue
 		}
-		c.session(n).enqueue(&ackJob{kind: jobLease})
+		c.sessions.get(n).enqueue(&ackJob{kind: jobLease})
 	}
 	c.kickLocked()
 }
@@ -387,7 +387,9 @@ func (c *Consumer) fetchErrorLocked(s *session, id [16]byte, tp TopicPartition, 
 	code := rp.ErrorCode
 	switch code {
 	case kerr.NotLeaderForPartition.Code, kerr.FencedLeaderEpoch.Code:
-		c.leaderHintLocked(leaderHint{id, rp.Partition, rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch})
+		if mv, ok := c.member.hint(leaderHint{id, rp.Partition, rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch}); ok {
+			c.leaderMovedLocked(mv)
+		}
 		c.triggerMetadataLocked()
 		return
 	case kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicID.Code:
@@ -398,13 +400,6 @@ func (c *Consumer) fetchErrorLocked(s *session, id [16]byte, tp TopicPartition, 
 	c.log(kgo.LogLevelWarn, "ShareFetch could not fetch a partition", "broker", s.node, "topic", tp.Topic, "partition", tp.Partition, "err", err)
 	if ke, ok := kerr.ErrorForCode(code).(*kerr.Error); !ok || !ke.Retriable {
 		c.addPollErr(&errors.PartitionError{Topic: tp.Topic, Partition: tp.Partition, Err: err})
-	}
-}
-
-// leaderHintLocked follows a leader a broker named in CurrentLeader.
-func (c *Consumer) leaderHintLocked(h leaderHint) {
-	if mv, ok := c.member.hint(h); ok {
-		c.leaderMovedLocked(mv)
 	}
 }
 
@@ -463,7 +458,9 @@ func (c *Consumer) ackWork(s *session, j *ackJob, now time.Time) func() {
 				c.locks.next = lock // shown from the next Poll, as Kafka's client does
 			}
 			for _, h := range ans.hints {
-				c.leaderHintLocked(h)
+				if mv, ok := c.member.hint(h); ok {
+					c.leaderMovedLocked(mv)
+				}
 			}
 		}
 		c.kickLocked()
@@ -476,7 +473,7 @@ func (c *Consumer) loadVersions(node int32) {
 	if _, err := c.versionsFor(c.life.ctx, node); err != nil {
 		c.log(kgo.LogLevelWarn, "asking a broker for its ApiVersions failed", "broker", node, "err", err)
 		c.mu.Lock()
-		c.session(node).pause = retryBackoff
+		c.sessions.get(node).pause = retryBackoff
 		c.mu.Unlock()
 	}
 }
@@ -502,34 +499,6 @@ func (c *Consumer) versionsFor(ctx context.Context, node int32) (apiversions.Ver
 	v = v.Cap(c.caps)
 	c.versions.Set(node, v)
 	return v, nil
-}
-
-// sinkLocked returns where acknowledgements leaving the ledger go: their leader's session.
-func (c *Consumer) sinkLocked() ackSink {
-	return func(part *heldPart, off int64, t acktype.Type) { c.session(part.node).addAck(part, off, t) }
-}
-
-// moveAckedLocked takes the acknowledged polled records out of the ledger, their
-// acknowledgements to their leaders' sessions; renewed records wait in the ledger for a
-// Poll, their renews queued.
-func (c *Consumer) moveAckedLocked() {
-	c.ledger.moveAcked(c.sinkLocked(), func(p *heldPart) { c.session(p.node).queuedRenews++ })
-}
-
-// giveBackLocked releases the records acquired and not returned by Poll and the renewed
-// records waiting for one: for Unsubscribe, Process's start and a member leaving.
-func (c *Consumer) giveBackLocked() {
-	sink := c.sinkLocked()
-	c.ledger.releaseBuffer(sink)
-	c.ledger.releaseRenewed(time.Now(), sink)
-}
-
-// flushAllLocked sends every waiting acknowledgement in a ShareAcknowledge per leader.
-func (c *Consumer) flushAllLocked() {
-	for _, s := range c.sessions.sorted() {
-		s.flush()
-	}
-	c.kickLocked()
 }
 
 // flushUnfetchedLocked, at the end of a Poll, sends the acknowledgements of every leader this

@@ -135,8 +135,9 @@ func (c *Consumer) heartbeatStep() time.Duration {
 		c.assignmentChangedLocked(out.resolved)
 	}
 	c.noteLocked(now)
-	if err == nil && resp.ErrorCode == 0 {
-		c.describeIfIdleLocked()
+	if err == nil && resp.ErrorCode == 0 && !c.life.stopped && c.member.describeDue() {
+		c.life.wg.Add(1)
+		go c.describe(c.member.coord)
 	}
 	return out.next
 }
@@ -153,39 +154,25 @@ func (c *Consumer) assignmentChangedLocked(resolved bool) {
 	c.kickLocked()
 }
 
-// setAssignmentLocked replaces the assignment (nil: none) and follows it.
-func (c *Consumer) setAssignmentLocked(tps []kmsg.ShareGroupHeartbeatResponseAssignmentTopicPartition) {
-	c.assignmentChangedLocked(c.member.assign(tps))
-}
-
-// describeIfIdleLocked counts the group's members (ShareGroupDescribe), once per member epoch,
-// in the background, while the member is assigned nothing, so that Status and Poll's error can
-// say how many members share how many partitions. A failure leaves the count unknown.
-func (c *Consumer) describeIfIdleLocked() {
-	m := &c.member
-	if len(m.assignment) > 0 || len(m.subscription) == 0 || m.epoch <= 0 || m.describedEpoch == m.epoch || c.life.stopped {
+// describe counts the group's members (ShareGroupDescribe at coord), so that Status and Poll's
+// error can say how many members share how many partitions (membership.describeDue says when).
+// A failure leaves the count unknown.
+func (c *Consumer) describe(coord int32) {
+	defer c.life.wg.Done()
+	req := kmsg.NewPtrShareGroupDescribeRequest()
+	req.GroupIDs = []string{c.cfg.group}
+	kresp, err := c.cl.Broker(int(coord)).Request(c.life.hbCtx, req)
+	if err != nil {
 		return
 	}
-	m.describedEpoch = m.epoch
-	coord := m.coord
-	c.life.wg.Add(1)
-	go func() {
-		defer c.life.wg.Done()
-		req := kmsg.NewPtrShareGroupDescribeRequest()
-		req.GroupIDs = []string{c.cfg.group}
-		kresp, err := c.cl.Broker(int(coord)).Request(c.life.hbCtx, req)
-		if err != nil {
-			return
+	for _, g := range kresp.(*kmsg.ShareGroupDescribeResponse).Groups {
+		if g.GroupID == c.cfg.group && g.ErrorCode == 0 {
+			c.mu.Lock()
+			c.health.members = len(g.Members)
+			c.noteLocked(time.Now())
+			c.mu.Unlock()
 		}
-		for _, g := range kresp.(*kmsg.ShareGroupDescribeResponse).Groups {
-			if g.GroupID == c.cfg.group && g.ErrorCode == 0 {
-				c.mu.Lock()
-				c.health.members = len(g.Members)
-				c.noteLocked(time.Now())
-				c.mu.Unlock()
-			}
-		}
-	}()
+	}
 }
 
 // findCoordinator asks for the group coordinator (FindCoordinator, key type 0) and checks that
@@ -324,7 +311,11 @@ func (c *Consumer) metadataLoop() {
 			}
 			ok = false
 		case resp != nil:
-			c.applyMetadataLocked(resp)
+			moves, unknown, known := c.member.applyMetadata(resp)
+			c.health.topicsSeen(unknown, known)
+			for _, mv := range moves {
+				c.leaderMovedLocked(mv)
+			}
 		}
 		if !c.member.resolve() {
 			ok = false
@@ -349,23 +340,5 @@ func (c *Consumer) metadataLoop() {
 				t.Stop()
 			}
 		}
-	}
-}
-
-// applyMetadataLocked records a metadata response: topics, leaders (following those that moved)
-// and the subscribed topics that do not exist.
-func (c *Consumer) applyMetadataLocked(resp *kmsg.MetadataResponse) {
-	moves, unknown, known := c.member.applyMetadata(resp)
-	for _, t := range unknown {
-		if c.health.unknownTopics == nil {
-			c.health.unknownTopics = make(map[string]bool)
-		}
-		c.health.unknownTopics[t] = true
-	}
-	for _, t := range known {
-		delete(c.health.unknownTopics, t)
-	}
-	for _, mv := range moves {
-		c.leaderMovedLocked(mv)
 	}
 }

@@ -65,8 +65,12 @@ type heldPart struct {
 	hi int64
 }
 
-// ackSink takes acknowledgements leaving the ledger for their leader's session.
-type ackSink func(part *heldPart, offset int64, t acktype.Type)
+// ackDest takes acknowledgements leaving the ledger for their leader's session
+// (Consumer.sessions).
+type ackDest interface {
+	ack(part *heldPart, offset int64, t acktype.Type)
+	renewQueued(part *heldPart) // a Renew among them, for Poll's renew buffer
+}
 
 // polledSet holds the records Poll returned whose acknowledgements have not been taken for
 // sending yet, and the offsets of corrupt batches Poll reported (acknowledged by the consumer,
@@ -246,24 +250,30 @@ func (l *ledger) popBuffer() {
 	}
 }
 
-// releaseBuffer releases every record acquired for Poll and not returned, for Unsubscribe and
-// Process: the broker may give them to another member at once. Corrupt batches are rejected,
-// as Poll would have.
-func (l *ledger) releaseBuffer(sink ackSink) {
+// giveBack releases every record acquired for Poll and not returned, and every renewed record
+// waiting for a Poll, for Unsubscribe, Process and a member leaving: the broker may give them to
+// another member at once. Corrupt batches are rejected, as Poll would have.
+func (l *ledger) giveBack(dest ackDest, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, it := range l.buffer {
 		if it.corrupt != nil {
 			for _, o := range it.corrupt.Offsets {
-				sink(it.part, o, acktype.Reject)
+				dest.ack(it.part, o, acktype.Reject)
 			}
 			continue
 		}
 		for _, r := range it.recs {
-			sink(it.part, r.Offset, acktype.Release)
+			dest.ack(it.part, r.Offset, acktype.Release)
 		}
 	}
 	l.buffer, l.bufRecords = nil, 0
+	if l.renews.Ready() > 0 {
+		es, _ := l.renews.Take(now, l.renews.Ready(), nil)
+		for _, e := range es {
+			dest.ack(e.part, e.rec.Offset, acktype.Release)
+		}
+	}
 }
 
 // acknowledge records t for the polled record at tp/offset (undecodable: an offset of a corrupt
@@ -320,9 +330,9 @@ func (l *ledger) acceptAll() {
 
 // moveAcked takes the acknowledged records out of the polled set, their acknowledgements to the
 // leader each came from: from now on they cannot be acknowledged again. Renewed records move
-// to the renew buffer, queued, until a Poll returns them again; renewed reports, per part,
-// how many. Records without an acknowledgement stay.
-func (l *ledger) moveAcked(sink ackSink, renewed func(*heldPart)) {
+// to the renew buffer, queued, until a Poll returns them again. Records without an
+// acknowledgement stay.
+func (l *ledger) moveAcked(dest ackDest) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, pp := range l.polled.parts {
@@ -334,9 +344,9 @@ func (l *ledger) moveAcked(sink ackSink, renewed func(*heldPart)) {
 			}
 			if r.ty == acktype.Renew {
 				l.renews.Add(renewKey(r.part.tp, r.off), &renewEntry{rec: r.rec, part: r.part})
-				renewed(r.part)
+				dest.renewQueued(r.part)
 			}
-			sink(r.part, r.off, r.ty)
+			dest.ack(r.part, r.off, r.ty)
 		}
 		clear(pp.recs[len(keep):])
 		pp.recs = keep // an emptied partition stays, its memory used again by the next Poll
@@ -359,19 +369,6 @@ func (l *ledger) unrenew(now time.Time) {
 		}
 	}
 	l.renews.Take(now, l.renews.Ready(), nil)
-}
-
-// releaseRenewed releases every renewed record waiting for a Poll, for Unsubscribe and Process.
-func (l *ledger) releaseRenewed(now time.Time, sink ackSink) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.renews.Ready() == 0 {
-		return
-	}
-	es, _ := l.renews.Take(now, l.renews.Ready(), nil)
-	for _, e := range es {
-		sink(e.part, e.rec.Offset, acktype.Release)
-	}
 }
 
 // dropRenewsOf forgets the renewed records of tp, whose locks are gone (its leader moved), and

@@ -176,6 +176,16 @@ func (m *membership) applyHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, resp *
 	return out
 }
 
+// describeDue reports whether the group's members should be counted now: once per member
+// epoch, while the member is assigned nothing.
+func (m *membership) describeDue() bool {
+	if len(m.assignment) > 0 || len(m.subscription) == 0 || m.epoch <= 0 || m.describedEpoch == m.epoch {
+		return false
+	}
+	m.describedEpoch = m.epoch
+	return true
+}
+
 // leaving returns the member epoch to leave with, and forgets it: 0 when the consumer is not
 // a member (nothing to send).
 func (m *membership) leaving() int32 {

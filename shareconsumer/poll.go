@@ -73,7 +73,7 @@ func (c *Consumer) pollOnce(ctx context.Context) ([]*Record, error) {
 	} else {
 		c.ledger.acceptAll()
 	}
-	c.moveAckedLocked()
+	c.ledger.moveAcked(&c.sessions)
 	if c.locks.shown.ms > 0 {
 		c.locks.show(c.locks.next)
 	}
@@ -99,7 +99,18 @@ func (c *Consumer) pollOnce(ctx context.Context) ([]*Record, error) {
 		case c.member.fatal != nil:
 			return nil, c.member.fatal
 		}
-		recs, err := c.takeLocked()
+		recs, corrupt, lock, dropped, renewed := c.ledger.take(time.Now(), c.cfg.maxPollRecords)
+		if dropped > 0 {
+			c.log(kgo.LogLevelInfo, "dropped held records whose acquisition lock ran out before they could be handed out", "records", dropped)
+		}
+		c.locks.show(lock)
+		if renewed > 0 {
+			c.locks.show(c.locks.next)
+		}
+		var err error
+		if corrupt != nil {
+			err = corrupt
+		}
 		if len(recs) > 0 {
 			c.admit.returned++
 		}
@@ -117,22 +128,6 @@ func (c *Consumer) pollOnce(ctx context.Context) ([]*Record, error) {
 			return nil, c.pollTimeoutLocked(err)
 		}
 	}
-}
-
-// takeLocked takes up to MaxPollRecords records for Poll from the ledger, renewed ones first.
-func (c *Consumer) takeLocked() ([]*Record, error) {
-	recs, corrupt, lock, dropped, renewed := c.ledger.take(time.Now(), c.cfg.maxPollRecords)
-	if dropped > 0 {
-		c.log(kgo.LogLevelInfo, "dropped held records whose acquisition lock ran out before they could be handed out", "records", dropped)
-	}
-	c.locks.show(lock)
-	if renewed > 0 {
-		c.locks.show(c.locks.next)
-	}
-	if corrupt != nil {
-		return recs, corrupt
-	}
-	return recs, nil
 }
 
 // nextPollErrLocked returns the error a Poll returns before waiting: one kept for it (each
@@ -279,7 +274,7 @@ func (c *Consumer) commitSync(ctx context.Context) map[TopicPartition]error {
 	if !c.cfg.explicit {
 		c.ledger.acceptAll()
 	}
-	c.moveAckedLocked()
+	c.ledger.moveAcked(&c.sessions)
 	w := newCommitWait(ctx)
 	for _, s := range c.sessions.sorted() {
 		// Acknowledgements an earlier Poll or CommitAsync sent, or queued behind a request in
@@ -338,7 +333,8 @@ func (c *Consumer) CommitAsync() {
 	if !c.cfg.explicit {
 		c.ledger.acceptAll()
 	}
-	c.moveAckedLocked()
-	c.flushAllLocked()
+	c.ledger.moveAcked(&c.sessions)
+	c.sessions.flushAll()
+	c.kickLocked()
 	c.mu.Unlock()
 }

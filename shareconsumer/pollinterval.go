@@ -36,9 +36,9 @@ func (c *Consumer) leaveForPollTimeoutLocked(now time.Time) <-chan struct{} {
 		"processing records; leaving the group, to rejoin at the next Poll. Raise MaxPollInterval, or lower "+
 		"MaxPollRecords.", "max_poll_interval", c.cfg.maxPollInterval)
 	c.member.left = true
-	c.setAssignmentLocked(nil)
-	c.giveBackLocked()
-	c.moveAckedLocked()
+	c.assignmentChangedLocked(c.member.assign(nil))
+	c.ledger.giveBack(&c.sessions, now)
+	c.ledger.moveAcked(&c.sessions)
 	w := newCommitWait(nil)
 	for _, s := range c.sessions.sorted() {
 		s.close(w, &c.acks, now)

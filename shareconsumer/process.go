@@ -219,11 +219,11 @@ func (c *Consumer) startProcess(p *pool) error {
 	if !c.cfg.explicit {
 		c.ledger.acceptAll()
 	}
-	c.moveAckedLocked()
+	c.ledger.moveAcked(&c.sessions)
+	now := time.Now()
 	// Records a Poll's fetch left behind, and renewed ones, would go past the pool's bound:
 	// they go back.
-	c.giveBackLocked()
-	now := time.Now()
+	c.ledger.giveBack(&c.sessions, now)
 	c.ledger.mu.Lock()
 	l := &c.ledger.lease
 	l.fixedMargin, l.maxHold, l.fetchWait = p.cfg.renewMargin, p.cfg.maxHold, c.cfg.fetchMaxWait
@@ -231,7 +231,8 @@ func (c *Consumer) startProcess(p *pool) error {
 	c.pool, c.taker = p, p
 	c.admit.startPool(p.cfg.workers, p.cfg.queue, now)
 	c.admit.waiting = true
-	c.flushAllLocked()
+	c.sessions.flushAll()
+	c.kickLocked()
 	return nil
 }
 
@@ -253,7 +254,7 @@ func (c *Consumer) endProcess(p *pool) {
 		c.process.fold(&w.stats)
 	}
 	c.pool = nil
-	c.giveBackLocked()
+	c.ledger.giveBack(&c.sessions, time.Now())
 	c.mu.Unlock()
 	if c.life.closed.Load() {
 		c.kick() // Close sends them, on the requests that close the share sessions
@@ -501,5 +502,6 @@ func (p *pool) stopHandlers() {
 func (c *Consumer) flushAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.flushAllLocked()
+	c.sessions.flushAll()
+	c.kickLocked()
 }

@@ -98,7 +98,7 @@ func (r pollRenews) renewAnswered(p *ackPart, err error, lockMs int32, now time.
 	}
 	l.mu.Unlock()
 	for _, e := range released {
-		s := c.session(e.part.node)
+		s := c.sessions.get(e.part.node)
 		s.addAck(e.part, e.rec.Offset, acktype.Release)
 		s.flush()
 	}

@@ -114,6 +114,19 @@ func (c *Consumer) state() MemberState {
 	return StateJoining
 }
 
+// topicsSeen records which subscribed topics metadata says do not exist, and which do.
+func (h *health) topicsSeen(unknown, known []string) {
+	for _, t := range unknown {
+		if h.unknownTopics == nil {
+			h.unknownTopics = make(map[string]bool)
+		}
+		h.unknownTopics[t] = true
+	}
+	for _, t := range known {
+		delete(h.unknownTopics, t)
+	}
+}
+
 // setErr records err as the last error met, at now.
 func (h *health) setErr(err error, now time.Time) {
 	h.lastErr, h.lastErrAt = err, now
