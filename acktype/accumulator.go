@@ -55,6 +55,26 @@ func (a *Accumulator) Add(offset int64, t Type) {
 	a.runs = slices.Replace(a.runs, i, i+1, p...)
 }
 
+// AddRange records that the records at offsets first to last were all dealt with as t, as Add
+// for each would. Offsets above every one recorded so far, the usual case, cost O(1).
+func (a *Accumulator) AddRange(first, last int64, t Type) {
+	if first > last {
+		return
+	}
+	if k := len(a.runs); k == 0 || a.runs[k-1].last < first {
+		if k > 0 && a.runs[k-1].last+1 == first && a.runs[k-1].t == t {
+			a.runs[k-1].last = last
+		} else {
+			a.runs = append(a.runs, run{first, last, t})
+		}
+		a.n += int(last - first + 1)
+		return
+	}
+	for o := first; o <= last; o++ {
+		a.Add(o, t)
+	}
+}
+
 // AddIfAbsent records that the record at offset was dealt with as t unless offset already has
 // an acknowledgement, and reports whether it did. Implicit acknowledgement uses it, so that
 // types the consumer set itself (a Release for a record that could not be decoded) are kept.

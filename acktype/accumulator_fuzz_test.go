@@ -24,6 +24,8 @@ func FuzzAccumulator(f *testing.F) {
 	}
 	long = append(long, 1, 15, 2, 3, 0, 40)
 	f.Add(long)
+	f.Add([]byte{0x2d, 0, 0x21, 4, 0x22, 2, 0x2f, 10, 0x20, 9}) // AddRange: appended, joined, over earlier offsets
+
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		var acc acktype.Accumulator
 		model := map[int64]acktype.Type{}
@@ -33,13 +35,20 @@ func FuzzAccumulator(f *testing.F) {
 				ty = acktype.Gap
 			}
 			off := int64(ops[i+1] % 64)
-			if ops[i]&0x40 != 0 {
+			switch {
+			case ops[i]&0x40 != 0:
 				_, had := model[off]
 				require.Equal(t, !had, acc.AddIfAbsent(off, ty), "AddIfAbsent(%d)", off)
 				if !had {
 					model[off] = ty
 				}
-			} else {
+			case ops[i]&0x20 != 0:
+				last := off + int64(ops[i]>>2&0x3)
+				acc.AddRange(off, last, ty)
+				for o := off; o <= last; o++ {
+					model[o] = ty
+				}
+			default:
 				acc.Add(off, ty)
 				model[off] = ty
 			}

@@ -152,6 +152,7 @@ type sessionSet struct {
 	byNode map[int32]*session
 	order  []*session // sorted by node; nil when a session was added since
 	renews renewer    // what the renews of Poll are for (pollRenews)
+	last   *session   // the session ack found last: acknowledgements come in runs
 }
 
 // get returns the session with node, made on first use.
@@ -165,9 +166,15 @@ func (ss *sessionSet) get(node int32) *session {
 	return s
 }
 
-// ack records an acknowledgement for the session of the leader part came from.
-func (ss *sessionSet) ack(part *heldPart, off int64, t acktype.Type) {
-	ss.get(part.node).addAck(part, off, t)
+// ack records acknowledgements of the offsets first to last, all t, for the session of the
+// leader part came from.
+func (ss *sessionSet) ack(part *heldPart, first, last int64, t acktype.Type) {
+	s := ss.last
+	if s == nil || s.node != part.node {
+		s = ss.get(part.node)
+		ss.last = s
+	}
+	s.addAcks(part, first, last, t)
 }
 
 // renewQueued counts a renew of Poll among the acknowledgements waiting for part's leader.

@@ -308,9 +308,7 @@ func (c *Consumer) applyFetchLocked(s *session, job *ackJob, names map[[16]byte]
 			}
 			part := c.ledger.part(tp, t.TopicID, s)
 			for _, g := range d.gaps {
-				for o := g.first; o <= g.last; o++ {
-					s.addAck(part, o, acktype.Gap)
-				}
+				s.addAcks(part, g.first, g.last, acktype.Gap)
 			}
 			if len(d.chunks) > 0 {
 				taken = append(taken, takenPart{part, d.chunks})

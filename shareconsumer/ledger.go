@@ -68,7 +68,7 @@ type heldPart struct {
 // ackDest takes acknowledgements leaving the ledger for their leader's session
 // (Consumer.sessions).
 type ackDest interface {
-	ack(part *heldPart, offset int64, t acktype.Type)
+	ack(part *heldPart, first, last int64, t acktype.Type) // the offsets first to last, all t
 	renewQueued(part *heldPart) // a Renew among them, for Poll's renew buffer
 }
 
@@ -259,19 +259,19 @@ func (l *ledger) giveBack(dest ackDest, now time.Time) {
 	for _, it := range l.buffer {
 		if it.corrupt != nil {
 			for _, o := range it.corrupt.Offsets {
-				dest.ack(it.part, o, acktype.Reject)
+				dest.ack(it.part, o, o, acktype.Reject)
 			}
 			continue
 		}
 		for _, r := range it.recs {
-			dest.ack(it.part, r.Offset, acktype.Release)
+			dest.ack(it.part, r.Offset, r.Offset, acktype.Release)
 		}
 	}
 	l.buffer, l.bufRecords = nil, 0
 	if l.renews.Ready() > 0 {
 		es, _ := l.renews.Take(now, l.renews.Ready(), nil)
 		for _, e := range es {
-			dest.ack(e.part, e.rec.Offset, acktype.Release)
+			dest.ack(e.part, e.rec.Offset, e.rec.Offset, acktype.Release)
 		}
 	}
 }
@@ -337,6 +337,15 @@ func (l *ledger) moveAcked(dest ackDest) {
 	defer l.mu.Unlock()
 	for _, pp := range l.polled.parts {
 		keep := pp.recs[:0]
+		// Consecutive offsets with one type and leader go as one run.
+		var run polledRec // run.part nil: none
+		var runLast int64
+		flush := func() {
+			if run.part != nil {
+				dest.ack(run.part, run.off, runLast, run.ty)
+				run.part = nil
+			}
+		}
 		for _, r := range pp.recs {
 			if !r.acked {
 				keep = append(keep, r)
@@ -346,8 +355,14 @@ func (l *ledger) moveAcked(dest ackDest) {
 				l.renews.Add(renewKey(r.part.tp, r.off), &renewEntry{rec: r.rec, part: r.part})
 				dest.renewQueued(r.part)
 			}
-			dest.ack(r.part, r.off, r.ty)
+			if run.part != nil && r.off == runLast+1 && r.ty == run.ty && r.part == run.part {
+				runLast = r.off
+				continue
+			}
+			flush()
+			run, runLast = r, r.off
 		}
+		flush()
 		clear(pp.recs[len(keep):])
 		pp.recs = keep // an emptied partition stays, its memory used again by the next Poll
 		pp.hint = 0

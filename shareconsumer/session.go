@@ -116,7 +116,10 @@ func (s *session) kgoBroker(cl *kgo.Client) *kgo.Broker {
 }
 
 // addAck records an acknowledgement for the next request.
-func (s *session) addAck(part *heldPart, off int64, t acktype.Type) {
+func (s *session) addAck(part *heldPart, off int64, t acktype.Type) { s.addAcks(part, off, off, t) }
+
+// addAcks records acknowledgements of the offsets first to last, all t, for the next request.
+func (s *session) addAcks(part *heldPart, first, last int64, t acktype.Type) {
 	pp := s.pending[part.tp]
 	if pp == nil {
 		// An accumulator taken before is used again, with the memory it grew.
@@ -128,7 +131,7 @@ func (s *session) addAck(part *heldPart, off int64, t acktype.Type) {
 		}
 		s.pending[part.tp] = pp
 	}
-	pp.acc.Add(off, t)
+	pp.acc.AddRange(first, last, t)
 }
 
 // hasAcks reports whether acknowledgements wait for the next request.
@@ -137,7 +140,7 @@ func (s *session) hasAcks() bool { return len(s.pending) > 0 || s.inbox.len() > 
 // takeAcks takes every acknowledgement waiting, the inbox's included, by partition in name
 // order.
 func (s *session) takeAcks() []*ackPart {
-	s.inbox.drain(func(a inboxAck) { s.addAck(a.part, a.off, a.t) })
+	s.inbox.drain(func(a inboxAck) { s.addAcks(a.part, a.off, a.off, a.t) })
 	if len(s.pending) == 0 {
 		s.queuedRenews = 0
 		return nil
