@@ -507,6 +507,12 @@ func (r *reader) varint() int64 {
 	if r.err != nil {
 		return 0
 	}
+	if len(r.b) > 0 && r.b[0] < 0x80 {
+		// One byte, as most lengths, deltas and counts of small records are.
+		u := int64(r.b[0])
+		r.b = r.b[1:]
+		return u>>1 ^ -(u & 1)
+	}
 	v, n := binary.Varint(r.b)
 	if n <= 0 {
 		r.err = errTruncated
