@@ -74,10 +74,8 @@ type Consumer struct {
 	// taker is where fetched records go: the ledger's buffer for Poll (pollTaker), or the
 	// running Process's pool.
 	taker recordTaker
-	// pool is the running Process, nil when none runs; process counts what every Process
-	// did. Only process*.go touches them.
-	pool    *pool
-	process processCounters
+	// process is Process's state; only process*.go touches it.
+	process processState
 }
 
 // lifecycle is the consumer's goroutines and how they stop.

@@ -103,13 +103,20 @@ func (c *Consumer) ProcessStats() ProcessStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	l := &c.ledger.lease
-	s := c.process.snapshot(int(l.held.Load()), l.renewRequests.Load(), l.renewed.Load(), l.renewFailures.Load())
-	if p := c.pool; p != nil {
+	s := c.process.counts.snapshot(int(l.held.Load()), l.renewRequests.Load(), l.renewed.Load(), l.renewFailures.Load())
+	if p := c.process.pool; p != nil {
 		for _, w := range p.ws {
 			s.add(w.stats.snapshot(0, 0, 0, 0))
 		}
 	}
 	return s
+}
+
+// processState is what a consumer keeps of Process: the running one, and what every Process
+// did.
+type processState struct {
+	pool   *pool // nil when none runs; Consumer.mu guards it
+	counts processCounters
 }
 
 // pool is one Process call: its workers, the queue they take records from, and the goroutine
@@ -159,7 +166,7 @@ type pool struct {
 func newPool(c *Consumer, cfg processCfg, h Handler, ctx context.Context) *pool {
 	capacity := cfg.workers + cfg.queue
 	p := &pool{
-		c: c, cfg: cfg, h: h, stats: &c.process,
+		c: c, cfg: cfg, h: h, stats: &c.process.counts,
 		base:       context.WithoutCancel(ctx),
 		shut:       make(chan struct{}),
 		hurry:      make(chan struct{}),
@@ -183,7 +190,7 @@ func newPool(c *Consumer, cfg processCfg, h Handler, ctx context.Context) *pool 
 func (c *Consumer) runningPool() *pool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.pool
+	return c.process.pool
 }
 
 // closeProcess shuts the running Process down for Close, as when its context ends, waiting
@@ -228,7 +235,7 @@ func (c *Consumer) startProcess(p *pool) error {
 	l := &c.ledger.lease
 	l.fixedMargin, l.maxHold, l.fetchWait = p.cfg.renewMargin, p.cfg.maxHold, c.cfg.fetchMaxWait
 	c.ledger.mu.Unlock()
-	c.pool, c.taker = p, p
+	c.process.pool, c.taker = p, p
 	c.admit.startPool(p.cfg.workers, p.cfg.queue, now)
 	c.admit.waiting = true
 	c.sessions.flushAll()
@@ -251,9 +258,9 @@ func (c *Consumer) stopIntake(p *pool) {
 func (c *Consumer) endProcess(p *pool) {
 	c.mu.Lock()
 	for _, w := range p.ws {
-		c.process.fold(&w.stats)
+		c.process.counts.fold(&w.stats)
 	}
-	c.pool = nil
+	c.process.pool = nil
 	c.ledger.giveBack(&c.sessions, time.Now())
 	c.mu.Unlock()
 	if c.life.closed.Load() {

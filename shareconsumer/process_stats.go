@@ -30,12 +30,18 @@ type RecordOutcome struct {
 // ProcessStats is a snapshot of what Process did on a consumer, counted from its creation over
 // every Process call.
 type ProcessStats struct {
-	Delivered     uint64 // records Process acquired (handed to a handler, or released from the queue at shutdown)
-	Accepted      uint64
-	Released      uint64 // handler errors and panics, and records released at shutdown
-	Rejected      uint64
-	RenewRequests uint64 // ShareAcknowledge requests that renewed locks
-	Renewed       uint64 // locks the brokers renewed
+	// Delivered counts the records Process acquired, whatever became of them: handed to a
+	// handler, released from the queue at shutdown, or lost while they waited in it.
+	Delivered uint64
+	Accepted  uint64
+	Released  uint64 // handler errors and panics, and records released at shutdown
+	Rejected  uint64
+	// RenewRequests counts the ShareAcknowledge requests that renewed locks; Renewed, the
+	// renews of one record's lock that a broker confirmed, counted when the answer came, also
+	// for a record whose handler had returned by then (RecordOutcome.Renews counts those its
+	// handler saw).
+	RenewRequests uint64
+	Renewed       uint64
 	RenewFailures uint64 // renews a broker refused (a lock lost to a session reset or a late answer counts in LocksLostBy only)
 	LocksLost     uint64 // records whose lock was lost; LocksLostBy splits them by reason
 	LocksLostBy   map[errors.LockLostReason]uint64
