@@ -69,7 +69,7 @@ type heldPart struct {
 // (Consumer.sessions).
 type ackDest interface {
 	ack(part *heldPart, first, last int64, t acktype.Type) // the offsets first to last, all t
-	renewQueued(part *heldPart) // a Renew among them, for Poll's renew buffer
+	renewQueued(part *heldPart)                            // a Renew among them, for Poll's renew buffer
 }
 
 // polledSet holds the records Poll returned whose acknowledgements have not been taken for
