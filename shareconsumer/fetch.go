@@ -3,7 +3,6 @@ package shareconsumer
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -18,8 +17,6 @@ import (
 // This file sends each session's requests: one goroutine per leader while it has work, one
 // request at a time, acknowledgements queued first, then a ShareFetch when admission allows
 // one; and it applies the answers.
-
-var debugAdmit = os.Getenv("KSHARE_DEBUG_ADMIT") != ""
 
 // kickLocked starts the goroutine of every session that has work and none running.
 func (c *Consumer) kickLocked() {
@@ -182,9 +179,6 @@ func (c *Consumer) fetchWork(s *session, v apiversions.Versions, now time.Time) 
 		answered := time.Now()
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if debugAdmit {
-			println("fetch", lim.grant, "rtt", answered.Sub(sent).Microseconds(), "queued", c.ledger.lease.queued.Load(), "held", c.ledger.lease.held.Load(), "low", c.admit.low.Load(), "rate", int(c.admit.rate))
-		}
 		s.piggyback, s.fetching = nil, false
 		c.admit.fetchAnswered(s, answered.Sub(sent), c.ledger.lease.settled.Load(), answered)
 		c.applyFetchLocked(s, job, names, resp, err, decoded, sent, answered)

@@ -156,7 +156,7 @@ type pool struct {
 	leaseKick chan struct{}
 	leaseStop chan struct{}
 	leaseDone chan struct{}
-	// flushAt is when acknowledgements that no ShareFetch carried yet are flushed (Unix
+	// flushAt is when acknowledgements that no ShareFetch carried yet are flushed (the lease's
 	// nanoseconds; 0 when none wait).
 	flushAt atomic.Int64
 	// warned: the leaders without RENEW a warning was logged for (Consumer.mu).
@@ -454,10 +454,6 @@ func (p *pool) callbackLoop(done chan<- struct{}) {
 
 // shutdown ends Process as its doc says.
 func (p *pool) shutdown() {
-	t0 := time.Now()
-	if debugAdmit {
-		defer func() { println("shutdown took", time.Since(t0).Microseconds()) }()
-	}
 	p.cancelIntake()
 	p.c.stopIntake(p)
 	p.stopping.Store(true)
