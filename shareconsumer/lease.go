@@ -656,9 +656,6 @@ func (l *lease) mono(t time.Time) int64 { return int64(t.Sub(l.epoch)) }
 // at returns the time of n, in the lease's nanoseconds.
 func (l *lease) at(n int64) time.Time { return l.epoch.Add(time.Duration(n)) }
 
-// clock reads the clock, in the lease's nanoseconds.
-func (l *lease) clock() int64 { return int64(time.Since(l.epoch)) }
-
 // renewable reports whether e's lock is renewed while its handler works.
 func (e *entry) renewable() bool { return e.acq.renewable }
 
