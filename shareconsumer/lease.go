@@ -63,7 +63,9 @@ type entry struct {
 	// answer decides whether it counts.
 	renewsSent atomic.Int32
 	lastRenew  atomic.Pointer[leaseGroup]
-	holder     lockHolder
+	// lost is why its lock was lost, set before its state says so.
+	lost   atomic.Pointer[errors.LockLostError]
+	holder lockHolder
 }
 
 // The states of an entry.
@@ -491,9 +493,17 @@ func (l *lease) losePartition(node int32, tp TopicPartition) {
 // stays counted as held and queued until a worker takes it out of the queue (start), so that
 // the queue never holds more than admission allowed.
 func (l *lease) lose(e *entry, reason errors.LockLostReason, err error) bool {
+	if s := e.state.Load(); s != entryQueued && s != entryRunning {
+		return false
+	}
+	lost := &errors.LockLostError{Topic: e.part.tp.Topic, Partition: e.part.tp.Partition, Offset: e.rec.Offset, Reason: reason, Err: err}
+	if !e.lost.CompareAndSwap(nil, lost) {
+		return false // being lost already
+	}
 	for {
 		s := e.state.Load()
 		if s != entryQueued && s != entryRunning {
+			e.lost.Store(nil) // settled meanwhile: not lost after all
 			return false
 		}
 		if e.state.CompareAndSwap(s, entryLost) {
@@ -503,7 +513,6 @@ func (l *lease) lose(e *entry, reason errors.LockLostReason, err error) bool {
 			break
 		}
 	}
-	lost := &errors.LockLostError{Topic: e.part.tp.Topic, Partition: e.part.tp.Partition, Offset: e.rec.Offset, Reason: reason, Err: err}
 	if e.holder != nil {
 		e.holder.lockLost(lost)
 	}

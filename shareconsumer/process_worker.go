@@ -29,7 +29,6 @@ type task struct {
 	// ended is why the context ends (a *errors.LockLostError, errors.ErrProcessStopped,
 	// context.Canceled when the handler returned), set once; nil while it runs.
 	ended   error
-	lost    atomic.Pointer[errors.LockLostError]
 	stopped atomic.Bool // shutdown cancelled the handler after the grace period
 }
 
@@ -108,7 +107,6 @@ func (t *task) end(cause error) {
 // lockLost is the ledger telling that the record's lock is gone: the handler's context ends
 // with err as its cause. It runs under the ledger's lock.
 func (t *task) lockLost(err *errors.LockLostError) {
-	t.lost.Store(err)
 	t.p.stats.locksLost[err.Reason].Add(1)
 	t.end(err)
 }
@@ -231,7 +229,7 @@ func (w *worker) handle(t *task) {
 	if !l.begin(e, began) {
 		w.batch.unqueued++
 		w.batch.left++ // lost while it waited: it leaves the count as it leaves the queue
-		p.done(RecordOutcome{Record: e.rec, Err: t.lost.Load()})
+		p.done(RecordOutcome{Record: e.rec, Err: t.e.lost.Load()})
 		return
 	}
 	if p.fast.Load() {
@@ -250,7 +248,7 @@ func (w *worker) handle(t *task) {
 	w.handled++
 	w.handlerNs += int64(took)
 	out := RecordOutcome{Record: e.rec, Err: err, HandlerTime: took}
-	if t.lost.Load() == nil && e.expired(now) {
+	if t.e.lost.Load() == nil && e.expired(now) {
 		// The handler outlived the lock, with no renew on its way: the broker may have given
 		// the record to another member.
 		l.loseOne(e, errors.LockDeadlinePassed)
@@ -259,7 +257,7 @@ func (w *worker) handle(t *task) {
 	if t.stopped.Load() {
 		ack = acktype.Release
 	}
-	if t.lost.Load() == nil && l.finish(e) {
+	if t.e.lost.Load() == nil && l.finish(e) {
 		out.Ack = ack
 		w.stats.countAck(ack)
 		w.batch.left++
@@ -267,7 +265,7 @@ func (w *worker) handle(t *task) {
 		w.batch.acks = append(w.batch.acks, inboxAck{e.part, e.rec.Offset, ack})
 		w.batch.leave(l, e)
 	} else {
-		out.Err = t.lost.Load()
+		out.Err = t.e.lost.Load()
 	}
 	out.Renews = e.renews()
 	t.end(context.Canceled)
@@ -291,7 +289,7 @@ func (p *pool) release(t *task) {
 		p.done(RecordOutcome{Record: t.e.rec, Ack: acktype.Release})
 		return
 	}
-	p.done(RecordOutcome{Record: t.e.rec, Err: t.lost.Load()})
+	p.done(RecordOutcome{Record: t.e.rec, Err: t.e.lost.Load()})
 }
 
 // done reports what became of a record that left the pool.
