@@ -24,11 +24,17 @@ import (
 const (
 	clientFloor  = "floor"
 	clientKshare = "kshare"
-	clientFranz  = "franz"
+	// clientKshareWait is kshare at its default fetching: no FetchAhead, a ShareFetch only for a
+	// waiting Poll, as Kafka's Java client fetches.
+	clientKshareWait = "kshare-wait"
+	clientFranz      = "franz"
 )
 
 // clientNames are the clients' names in the report, by -clients name.
-var clientNames = map[string]string{clientFloor: "floor", clientKshare: "kshare", clientFranz: "franz-go"}
+var clientNames = map[string]string{clientFloor: "floor", clientKshare: "kshare", clientKshareWait: "kshare (no FetchAhead)", clientFranz: "franz-go"}
+
+// isKshare reports whether client is one of kshare's.
+func isKshare(client string) bool { return client == clientKshare || client == clientKshareWait }
 
 // clientConfig is the command line of client mode.
 type clientConfig struct {
@@ -128,7 +134,7 @@ func runClient(args []string) error {
 	switch c.client {
 	case clientFloor:
 		res, err = consumeFloor(ctx, c)
-	case clientKshare:
+	case clientKshare, clientKshareWait:
 		res, err = consumeKshare(ctx, c)
 	case clientFranz:
 		res, err = consumeFranz(ctx, c)
@@ -236,26 +242,30 @@ func (m *meter) kgoOpts(c clientConfig) []kgo.Opt {
 	return opts
 }
 
-// consumeKshare consumes with kshare's consumer in explicit mode, one Acknowledge per record.
+// consumeKshare consumes with kshare's consumer in explicit mode, one Acknowledge per record,
+// with FetchAhead unless the client is kshare-wait.
 func consumeKshare(ctx context.Context, c clientConfig) (clientResult, error) {
-	res := clientResult{Client: clientKshare}
+	res := clientResult{Client: c.client}
 	m := newMeter(c)
 	if err := m.start(); err != nil {
 		return res, err
 	}
-	cons, err := shareconsumer.New(
+	opts := []shareconsumer.Opt{
 		shareconsumer.ClientOpts(m.kgoOpts(c)...),
 		shareconsumer.Group(c.group),
 		shareconsumer.Topics(c.topic),
 		shareconsumer.ExplicitAcknowledgement(),
-		shareconsumer.FetchAhead(),
 		shareconsumer.MaxPollRecords(c.maxRecords),
 		shareconsumer.OnAcknowledgementCommit(func(ac shareconsumer.AcknowledgementCommit) {
 			if ac.Err != nil {
 				m.ackErr(ac.Err)
 			}
 		}),
-	)
+	}
+	if c.client == clientKshare {
+		opts = append(opts, shareconsumer.FetchAhead())
+	}
+	cons, err := shareconsumer.New(opts...)
 	if err != nil {
 		return res, err
 	}

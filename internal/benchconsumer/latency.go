@@ -241,7 +241,7 @@ func firstOf(prev, err error) error {
 
 func newLatencyConsumer(c clientConfig) (latencyConsumer, error) {
 	switch c.client {
-	case clientKshare:
+	case clientKshare, clientKshareWait:
 		cons, err := shareconsumer.New(
 			shareconsumer.ClientOpts(kgo.SeedBrokers(c.seed)),
 			shareconsumer.Group(c.group),

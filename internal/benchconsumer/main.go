@@ -178,7 +178,7 @@ func parseParent(args []string) (parentConfig, error) {
 	fs.Var((*benchkit.Ints)(&c.valueBytes), "value-bytes", "record value sizes to run, in bytes, separated by commas")
 	compressions := fs.String("compression", "none,lz4,zstd", "producer batch compressions to run, separated by commas (none, gzip, snappy, lz4, zstd)")
 	fs.Var(&c.brokers, "brokers-to-run", "broker programs to run, separated by commas (testbroker, kfake)")
-	clients := fs.String("clients", "floor,kshare,franz", "clients to run, separated by commas (floor: franz-go's direct consumer; kshare; franz: franz-go's share consumer)")
+	clients := fs.String("clients", "floor,kshare,kshare-wait,franz", "clients to run, separated by commas (floor: franz-go's direct consumer; kshare, with FetchAhead; kshare-wait, without it, Poll's default; franz: franz-go's share consumer)")
 	workloads := fs.String("workloads", "throughput,latency", "workloads to run, separated by commas (throughput, latency)")
 	fs.IntVar(&c.batchBytes, "batch-bytes", 16384, "largest record batch the producer writes, in bytes (kgo.ProducerBatchMaxBytes)")
 	fs.Var((*benchkit.Ints)(&c.shareMaxRecords), "share-max-records", "records every ShareFetch asks for (MaxRecords), separated by commas, each a run of the share consumers (kshare: MaxPollRecords; franz-go: ShareMaxRecords); above 2000, the group's share.partition.max.record.locks is raised to match, at most 10000")
