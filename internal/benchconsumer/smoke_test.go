@@ -40,8 +40,8 @@ func TestRunAllSmoke(t *testing.T) {
 	rep, err := runAll(ctx, c)
 	require.NoError(t, err)
 
-	require.Len(t, rep.throughput, 3)
-	for i, client := range []string{clientFloor, clientKshare, clientFranz} {
+	require.Len(t, rep.throughput, 4)
+	for i, client := range []string{clientFloor, clientKshare, clientKshareWait, clientFranz} {
 		r := rep.throughput[i]
 		require.Equal(t, client, r.client)
 		assert.EqualValues(t, 300, r.batchRecords, "records the producer wrote")
@@ -66,7 +66,7 @@ func TestRunAllSmoke(t *testing.T) {
 		assert.Zero(t, rl.BadFrames, client)
 	}
 
-	require.Len(t, rep.latency, 3)
+	require.Len(t, rep.latency, 4)
 	for _, r := range rep.latency {
 		l := r.res
 		assert.Equal(t, 20, l.Samples, r.client)
@@ -79,8 +79,8 @@ func TestRunAllSmoke(t *testing.T) {
 	var out bytes.Buffer
 	printReport(&out, c, rep)
 	for _, s := range []string{
-		"| testbroker | 2 | 16 | none | ", "| 300 | floor | – |", "| 300 | kshare | 500 |", "| 300 | franz-go | 500 |",
-		"| testbroker | 2 | 16 | none | 500 | ",
+		"| testbroker | 2 | 16 | none | ", "| 300 | floor | – |", "| 300 | kshare | 500 |", "| 300 | kshare (no FetchAhead) | 500 |", "| 300 | franz-go | 500 |",
+		"| testbroker | 2 | 16 | none | kshare | 500 | ", "| testbroker | 2 | 16 | none | kshare (no FetchAhead) | 500 | ",
 		"## Latency: produce to Poll on an idle consumer", "| testbroker | 2 | kshare | ",
 	} {
 		assert.Contains(t, out.String(), s)
