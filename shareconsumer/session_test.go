@@ -350,50 +350,59 @@ func tRecs(offsets ...int64) []*Record {
 	return out
 }
 
+// TestPollReportsCorruptBatch returns the records before a corrupt batch, then the batch as
+// Poll's error, whose offsets the consumer rejects unless the application (explicit mode) says
+// otherwise, then the records after it.
 func TestPollReportsCorruptBatch(t *testing.T) {
 	t.Parallel()
-	for _, explicit := range []bool{false, true} {
-		var opts []Opt
-		if explicit {
-			opts = append(opts, ExplicitAcknowledgement())
-		}
-		c := tOffline(t, opts...)
-		tHold(c)
-		require.NoError(t, c.Subscribe("t"))
-		ce := &errors.CorruptBatchError{Topic: "t", Partition: 0, Offsets: []int64{2, 3}, Err: errTruncated}
-		tBuffer(c, bufItem{recs: tRecs(0, 1)}, bufItem{corrupt: ce}, bufItem{recs: tRecs(4)})
-
-		recs, err := c.Poll(tCtx(t))
-		require.NoError(t, err)
-		assert.Equal(t, []int64{0, 1}, offsetsOf(recs), "the records before the batch first")
-		if explicit {
-			for _, r := range recs {
-				require.NoError(t, c.Acknowledge(r, acktype.Accept))
+	for _, tc := range []struct {
+		name     string
+		explicit bool
+	}{{"implicit", false}, {"explicit", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var opts []Opt
+			if tc.explicit {
+				opts = append(opts, ExplicitAcknowledgement())
 			}
-			assert.ErrorIs(t, c.AcknowledgeOffset("t", 0, 1, acktype.Release), errors.ErrCannotAcknowledge, "a record that was returned")
-		}
-		_, err = c.Poll(tCtx(t))
-		require.ErrorIs(t, err, kerr.CorruptMessage)
-		var got *errors.CorruptBatchError
-		require.ErrorAs(t, err, &got)
-		assert.Equal(t, ce, got)
-		assert.Contains(t, err.Error(), "offsets 2-3")
-		if explicit {
-			require.NoError(t, c.AcknowledgeOffset("t", 0, 3, acktype.Release), "the application overrides the reject")
-			assert.ErrorIs(t, c.AcknowledgeOffset("t", 0, 9, acktype.Release), errors.ErrCannotAcknowledge)
-		} else {
-			assert.ErrorIs(t, c.AcknowledgeOffset("t", 0, 3, acktype.Release), errors.ErrImplicitMode)
-		}
-		// The next Poll is not held up by the batch (its offsets count as acknowledged), and
-		// the consumer's reject is kept by implicit acknowledgement.
-		recs, err = c.Poll(tCtx(t))
-		require.NoError(t, err)
-		assert.Equal(t, []int64{4}, offsetsOf(recs))
-		want := map[int64]acktype.Type{0: acktype.Accept, 1: acktype.Accept, 2: acktype.Reject, 3: acktype.Reject}
-		if explicit {
-			want[3] = acktype.Release
-		}
-		assert.Equal(t, want, tQueued(c), "explicit=%v", explicit)
+			c := tOffline(t, opts...)
+			tHold(c)
+			require.NoError(t, c.Subscribe("t"))
+			ce := &errors.CorruptBatchError{Topic: "t", Partition: 0, Offsets: []int64{2, 3}, Err: errTruncated}
+			tBuffer(c, bufItem{recs: tRecs(0, 1)}, bufItem{corrupt: ce}, bufItem{recs: tRecs(4)})
+
+			recs, err := c.Poll(tCtx(t))
+			require.NoError(t, err)
+			assert.Equal(t, []int64{0, 1}, offsetsOf(recs), "the records before the batch first")
+			if tc.explicit {
+				for _, r := range recs {
+					require.NoError(t, c.Acknowledge(r, acktype.Accept))
+				}
+				assert.ErrorIs(t, c.AcknowledgeOffset("t", 0, 1, acktype.Release), errors.ErrCannotAcknowledge, "a record that was returned")
+			}
+			_, err = c.Poll(tCtx(t))
+			require.ErrorIs(t, err, kerr.CorruptMessage)
+			var got *errors.CorruptBatchError
+			require.ErrorAs(t, err, &got)
+			assert.Equal(t, ce, got)
+			assert.Contains(t, err.Error(), "offsets 2-3")
+			if tc.explicit {
+				require.NoError(t, c.AcknowledgeOffset("t", 0, 3, acktype.Release), "the application overrides the reject")
+				assert.ErrorIs(t, c.AcknowledgeOffset("t", 0, 9, acktype.Release), errors.ErrCannotAcknowledge)
+			} else {
+				assert.ErrorIs(t, c.AcknowledgeOffset("t", 0, 3, acktype.Release), errors.ErrImplicitMode)
+			}
+			// The next Poll is not held up by the batch (its offsets count as acknowledged), and
+			// the consumer's reject is kept by implicit acknowledgement.
+			recs, err = c.Poll(tCtx(t))
+			require.NoError(t, err)
+			assert.Equal(t, []int64{4}, offsetsOf(recs))
+			want := map[int64]acktype.Type{0: acktype.Accept, 1: acktype.Accept, 2: acktype.Reject, 3: acktype.Reject}
+			if tc.explicit {
+				want[3] = acktype.Release
+			}
+			assert.Equal(t, want, tQueued(c))
+		})
 	}
 }
 
