@@ -2,18 +2,68 @@ package shareconsumer
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"hash/crc32"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kshare/kshare/acktype"
+	"github.com/kshare/kshare/renewbuffer"
 )
 
 // The helpers of the fuzz targets. A fuzz target drives one consumer per process through many
 // inputs, so the consumer is built once and its state reset before each input.
+
+// fuzzTopic is the topic id fuzzReset gives topic "t".
+var fuzzTopic = [16]byte{1}
+
+// fuzzConsumer returns an explicit-mode consumer whose brokers do not exist, for driving its
+// state directly. It never starts a metadata request (one is marked as running), so that no
+// goroutine changes its state between the steps of a fuzz input.
+func fuzzConsumer(tb testing.TB) *Consumer {
+	tb.Helper()
+	c, err := New(ClientOpts(kgo.SeedBrokers("127.0.0.1:1")), Group("g"), ExplicitAcknowledgement(), OnAcknowledgementCommit(func(AcknowledgementCommit) {}))
+	require.NoError(tb, err)
+	c.mu.Lock()
+	c.member.metaRunning = true
+	c.mu.Unlock()
+	tb.Cleanup(func() {
+		c.mu.Lock()
+		fuzzReset(c)
+		c.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = c.Close(ctx)
+	})
+	return c
+}
+
+// fuzzReset gives c a fresh state: topic "t" (fuzzTopic) with partitions 0 and 1 led by
+// broker 0 and partitions 2 and 3 led by broker 1, all at leader epoch 1; no assignment, no
+// sessions, no records held and no acknowledgements, outcomes or errors waiting. Consumer.mu is
+// held.
+func fuzzReset(c *Consumer) {
+	m := &c.member
+	m.topics = map[[16]byte]*topicMeta{fuzzTopic: {name: "t", id: fuzzTopic, leaders: map[int32]leaderInfo{0: {0, 1}, 1: {0, 1}, 2: {1, 1}, 3: {1, 1}}}}
+	m.byName = map[string][16]byte{"t": fuzzTopic}
+	m.assignment, m.assigned = nil, make(map[TopicPartition]*assignedPart)
+	m.metaAgain = false
+	c.sessions = sessionSet{byNode: make(map[int32]*session), renews: pollRenews{c}}
+	l := &c.ledger
+	l.mu.Lock()
+	l.buffer, l.bufRecords = nil, 0
+	l.polled = polledSet{}
+	l.renews = renewbuffer.Buffer[*renewEntry]{}
+	l.parts = nil
+	l.mu.Unlock()
+	c.acks.completions = nil
+	c.poll.errs = nil
+	c.locks = lockReports{}
+}
 
 // fuzzInput reads numbers from fuzz bytes, zeros once they run out.
 type fuzzInput struct{ b []byte }
