@@ -123,17 +123,29 @@ func TestProcessRenewsEveryRecordOfALeaderInOneRequest(t *testing.T) {
 }
 
 // lostCause runs one record whose handler waits for its context to end, with setup applied once
-// the handler runs, and returns the context's cause and the stats.
+// the handler runs, and returns the context's cause and the stats. Only the first delivery
+// counts: once its lock is lost the broker may hand the record out again, to a second handler,
+// before Process stops.
 func lostCause(t *testing.T, c *testbroker.Cluster, cons *Consumer, setup func(), opts ...ProcessOpt) (error, ProcessStats) {
 	t.Helper()
+	var mu sync.Mutex
 	var cause error
 	err := runUntil(t, cons, func(ctx context.Context, r *Record) error {
-		setup()
+		first := r.DeliveryCount == 1
+		if first {
+			setup()
+		}
 		<-ctx.Done()
-		cause = context.Cause(ctx)
+		if first {
+			mu.Lock()
+			cause = context.Cause(ctx)
+			mu.Unlock()
+		}
 		return nil // ignored: the lock is gone
 	}, func(RecordOutcome) bool { return true }, opts...)
 	require.NoError(t, err)
+	mu.Lock()
+	defer mu.Unlock()
 	return cause, cons.ProcessStats()
 }
 
