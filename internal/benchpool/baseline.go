@@ -39,7 +39,7 @@ func runBaseline(sc scenario, parts int) (result, error) {
 	close(jobs)
 	workers.Wait()
 	stop, err := m.stop(&r)
-	r.elapsed = stop.Sub(t.firstTime())
+	r.elapsed, r.toLast = stop.Sub(t.firstTime()), t.toLast()
 	r.handlerRuns, r.handlerTime = t.runs.Load(), time.Duration(t.workNs.Load())
 	r.accepted = t.accepted.Load()
 	return r, err

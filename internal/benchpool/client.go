@@ -95,6 +95,7 @@ func (cr clientRun) run(ctx context.Context) (result, error) {
 	if t.first.Load() != 0 {
 		r.elapsed = stop.Sub(t.firstTime())
 	}
+	r.toLast = t.toLast()
 	r.handlerRuns, r.handlerTime, r.redelivered = t.runs.Load(), time.Duration(t.workNs.Load()), t.redeliv.Load()
 	r.accepted, r.acceptedTwice = t.accepted.Load(), t.twice.Load()
 	r.ackErrors, r.firstAckErr = errs.n.Load(), errs.firstErr()

@@ -61,12 +61,12 @@ func pairs(rs []result, fn func(k, f result)) {
 func printEmpty(p printer, rs []result) {
 	p("\n### (a) Empty handler\n\n")
 	p("Records/s from the first record handed to a handler until every acceptance was answered; client CPU (getrusage of this process, all threads), allocations and broker CPU (the broker process's CPU clock) from creating the client to that end, per record. ShareFetch requests are counted only with -count-requests, which decodes every request the client writes and so costs client CPU.\n\n")
-	p("| broker | client | workers | records | records/s | CPU µs/rec | allocs/rec | broker CPU µs/rec | ShareFetch requests | records per ShareFetch | ack errors | left unacked |\n")
-	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| broker | client | workers | records | records/s | records/s to the last handler | CPU µs/rec | allocs/rec | broker CPU µs/rec | ShareFetch requests | records per ShareFetch | ack errors | left unacked |\n")
+	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rs {
 		fetches, perFetch := r.fetchCounts()
-		p("| %s | %s | %d | %d | %s | %.2f | %.1f | %s | %s | %s | %d | %d |\n", r.broker, r.client, r.scenario.workers, r.accepted,
-			benchkit.Thousands(r.rate()), r.cpuPerRecord(), float64(r.mallocs)/float64(max(1, r.accepted)), r.brokerCPUPerRecord(), fetches, perFetch, r.ackErrors, r.lagLeft)
+		p("| %s | %s | %d | %d | %s | %s | %.2f | %.1f | %s | %s | %s | %d | %d |\n", r.broker, r.client, r.scenario.workers, r.accepted,
+			benchkit.Thousands(r.rate()), benchkit.Thousands(r.rateToLast()), r.cpuPerRecord(), float64(r.mallocs)/float64(max(1, r.accepted)), r.brokerCPUPerRecord(), fetches, perFetch, r.ackErrors, r.lagLeft)
 	}
 	var cmp []string
 	pairs(rs, func(k, f result) {
