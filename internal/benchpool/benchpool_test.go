@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kshare/kshare/internal/benchkit"
 	"github.com/kshare/kshare/testbroker"
 )
 
@@ -24,7 +25,7 @@ func TestScenariosProduceRows(t *testing.T) {
 	cl := testbroker.StartT(t, testbroker.BrokerConfig("group.share.min.record.lock.duration.ms", "1000"))
 	c := defaultConfig()
 	c.partitions = 2
-	c.recordsEmpty, c.workersEmpty = 300, 4
+	c.recordsEmpty, c.workersEmpty = 300, benchkit.Ints{4, 8}
 	c.recordsSleep, c.workersSleep = 200, 20
 	c.recordsSlow, c.workersSlow, c.lock, c.slowFactor, c.slowTimeout = 20, 20, lock, 0.2, 20*time.Second
 	require.NoError(t, c.validate())
@@ -34,15 +35,20 @@ func TestScenariosProduceRows(t *testing.T) {
 	results, err := runScenarios(ctx, c, target{broker: "testbroker", seeds: cl.Addrs(), pid: os.Getpid()})
 	require.NoError(t, err)
 
-	type key struct{ scenario, client string }
+	type key struct {
+		scenario string
+		workers  int
+		client   string
+	}
 	got := map[key]result{}
 	for _, r := range results {
-		got[key{r.scenario.name, r.client}] = r
+		got[key{r.scenario.name, r.scenario.workers, r.client}] = r
 	}
 	want := []key{
-		{scenarioEmpty, clientKshare}, {scenarioEmpty, clientFranz},
-		{scenarioSleep, clientKshare}, {scenarioSleep, clientFranz}, {scenarioSleep, clientBaseline},
-		{scenarioSlow, clientKshare}, {scenarioSlow, clientFranz},
+		{scenarioEmpty, 4, clientKshare}, {scenarioEmpty, 4, clientFranz},
+		{scenarioEmpty, 8, clientKshare}, {scenarioEmpty, 8, clientFranz},
+		{scenarioSleep, 20, clientKshare}, {scenarioSleep, 20, clientFranz}, {scenarioSleep, 20, clientBaseline},
+		{scenarioSlow, 20, clientKshare}, {scenarioSlow, 20, clientFranz},
 	}
 	require.Len(t, results, len(want))
 	for _, k := range want {
@@ -62,11 +68,11 @@ func TestScenariosProduceRows(t *testing.T) {
 			assert.Positive(t, r.mallocs, "%v: allocations", k)
 		}
 	}
-	if s := got[key{scenarioSlow, clientKshare}].stats; assert.NotNil(t, s) {
+	if s := got[key{scenarioSlow, 20, clientKshare}].stats; assert.NotNil(t, s) {
 		assert.EqualValues(t, 20, s.Accepted)
 		assert.Zero(t, s.LocksLost)
 	}
-	assert.NotNil(t, got[key{scenarioSlow, clientFranz}].taps, "the slow scenario counts requests")
+	assert.NotNil(t, got[key{scenarioSlow, 20, clientFranz}].taps, "the slow scenario counts requests")
 
 	var out bytes.Buffer
 	printReport(&out, c, results)
@@ -74,6 +80,8 @@ func TestScenariosProduceRows(t *testing.T) {
 	for _, s := range []string{
 		"### (a) Empty handler", "### (b) Handler of time.Sleep(1ms)", "### (c) Handlers of 200ms",
 		"| testbroker | kshare | 4 | 300 |", "| testbroker | franz-go | 4 | 300 |",
+		"| testbroker | kshare | 8 | 300 |", "| testbroker | franz-go | 8 | 300 |",
+		"| testbroker | 4 | kshare |", "| testbroker | 8 | kshare |", "| testbroker | kshare | ",
 		"| testbroker | kshare | 20 | 200 |", "| testbroker | franz-go | 20 | 200 |", "| testbroker | Go pool, no Kafka | 20 | 200 |",
 		"| testbroker | kshare | 20 | 20 | yes |", "| testbroker | franz-go | 20 | 20 | yes |",
 	} {

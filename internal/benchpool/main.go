@@ -107,7 +107,8 @@ type config struct {
 	scenarios  []string
 	clients    []string
 
-	recordsEmpty, workersEmpty int
+	recordsEmpty               int
+	workersEmpty               benchkit.Ints // the empty scenario runs at each of these pool sizes
 	recordsSleep, workersSleep int
 	sleep                      time.Duration
 	recordsSlow, workersSlow   int
@@ -127,7 +128,7 @@ func defaultConfig() config {
 	return config{
 		programs: benchkit.Brokers{"testbroker", "kfake"}, brokers: 1, partitions: 3,
 		scenarios: allScenarios, clients: allClients,
-		recordsEmpty: 200_000, workersEmpty: 10,
+		recordsEmpty: 200_000, workersEmpty: benchkit.Ints{10, 1000},
 		recordsSleep: 100_000, workersSleep: 100, sleep: time.Millisecond,
 		recordsSlow: 1000, workersSlow: 1000, lock: time.Second, slowFactor: 3, slowTimeout: 20 * time.Second,
 		queue: -1,
@@ -143,7 +144,7 @@ func run() error {
 	fs.IntVar(&c.brokers, "brokers", c.brokers, "brokers per cluster")
 	fs.IntVar(&c.partitions, "partitions", c.partitions, "partitions of every topic")
 	fs.IntVar(&c.recordsEmpty, "records-empty", c.recordsEmpty, "records of the empty-handler scenario")
-	fs.IntVar(&c.workersEmpty, "workers-empty", c.workersEmpty, "workers of the empty-handler scenario")
+	fs.Var(&c.workersEmpty, "workers-empty", "workers of the empty-handler scenario, separated by commas: it runs at each of these pool sizes")
 	fs.IntVar(&c.recordsSleep, "records-sleep", c.recordsSleep, "records of the sleeping-handler scenario")
 	fs.IntVar(&c.workersSleep, "workers-sleep", c.workersSleep, "workers of the sleeping-handler scenario")
 	fs.DurationVar(&c.sleep, "sleep", c.sleep, "what the handler of the sleeping-handler scenario sleeps")
@@ -195,8 +196,10 @@ func (c *config) validate() error {
 		return fmt.Errorf("-partitions must be at least 1")
 	case c.recordsEmpty < 1 || c.recordsSleep < 1 || c.recordsSlow < 1:
 		return fmt.Errorf("-records-empty, -records-sleep and -records-slow must be at least 1")
-	case c.workersEmpty < 1 || c.workersSleep < 1 || c.workersSlow < 1:
+	case len(c.workersEmpty) == 0 || c.workersSleep < 1 || c.workersSlow < 1:
 		return fmt.Errorf("-workers-empty, -workers-sleep and -workers-slow must be at least 1")
+	case len(slices.Compact(slices.Sorted(slices.Values(c.workersEmpty)))) != len(c.workersEmpty):
+		return fmt.Errorf("-workers-empty: each pool size once, please")
 	case c.sleep <= 0:
 		return fmt.Errorf("-sleep must be above 0")
 	case c.lock < time.Millisecond || c.lock%time.Millisecond != 0:

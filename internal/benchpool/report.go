@@ -44,14 +44,15 @@ func printReport(out io.Writer, c config, results []result) {
 
 type printer func(format string, args ...any)
 
-// pairs calls fn for every kshare result with the franz-go result of the same broker.
+// pairs calls fn for every kshare result with the franz-go result of the same broker and pool
+// size.
 func pairs(rs []result, fn func(k, f result)) {
 	for _, k := range rs {
 		if k.client != clientKshare {
 			continue
 		}
 		for _, f := range rs {
-			if f.client == clientFranz && f.broker == k.broker {
+			if f.client == clientFranz && f.broker == k.broker && f.scenario.workers == k.scenario.workers {
 				fn(k, f)
 			}
 		}
@@ -68,14 +69,53 @@ func printEmpty(p printer, rs []result) {
 		p("| %s | %s | %d | %d | %s | %s | %.2f | %.1f | %s | %s | %s | %d | %d |\n", r.broker, r.client, r.scenario.workers, r.accepted,
 			benchkit.Thousands(r.rate()), benchkit.Thousands(r.rateToLast()), r.cpuPerRecord(), float64(r.mallocs)/float64(max(1, r.accepted)), r.brokerCPUPerRecord(), fetches, perFetch, r.ackErrors, r.lagLeft)
 	}
+	printEmptyGoals(p, rs)
+}
+
+// Goals of the empty scenario (issue 20): kshare's records/s over the franz-go pool's, its CPU
+// per record over the pool's, and its CPU per record at the largest pool size over that at the
+// smallest.
+const (
+	goalEmptySpeed = 1.5
+	goalEmptyCPU   = 1.0
+	goalEmptyScale = 1.3
+)
+
+func printEmptyGoals(p printer, rs []result) {
 	var cmp []string
 	pairs(rs, func(k, f result) {
-		speed := k.rate() / f.rate()
-		cmp = append(cmp, fmt.Sprintf("| %s | %.2f | %s | %.2f |", k.broker, speed, benchkit.YesNo(speed >= 2), k.cpuPerRecord()/f.cpuPerRecord()))
+		speed, cpu := k.rate()/f.rate(), k.cpuPerRecord()/f.cpuPerRecord()
+		cmp = append(cmp, fmt.Sprintf("| %s | %d | %s | %.2f | %s | %.2f | %.2f | %s |", k.broker, k.scenario.workers, k.client,
+			speed, benchkit.YesNo(speed >= goalEmptySpeed), k.rateToLast()/f.rateToLast(), cpu, benchkit.YesNo(cpu <= goalEmptyCPU)))
 	})
 	if len(cmp) > 0 {
-		p("\nGoal: kshare at least 2x the records/s of the franz-go pool.\n\n")
-		p("| broker | records/s kshare/franz-go | ≥ 2x | CPU/rec kshare/franz-go |\n|---|---:|---|---:|\n%s\n", strings.Join(cmp, "\n"))
+		p("\nGoals: kshare at least %.1fx the records/s of the franz-go pool with as many workers (until every acceptance was answered), at no more client CPU per record.\n\n", goalEmptySpeed)
+		p("| broker | workers | client | records/s kshare/franz-go | ≥ %.1fx | to the last handler, kshare/franz-go | CPU/rec kshare/franz-go | ≤ 1x |\n", goalEmptySpeed)
+		p("|---|---:|---|---:|---|---:|---:|---|\n%s\n", strings.Join(cmp, "\n"))
+	}
+
+	// Scale: CPU per record at the largest pool size against the smallest, per broker and client.
+	lo, hi := rs[0].scenario.workers, rs[0].scenario.workers
+	for _, r := range rs {
+		lo, hi = min(lo, r.scenario.workers), max(hi, r.scenario.workers)
+	}
+	if lo == hi {
+		return
+	}
+	p("\nGoal: kshare's CPU per record with %d workers within %.1fx of that with %d (franz-go's for comparison).\n\n", hi, goalEmptyScale, lo)
+	p("| broker | client | CPU µs/rec, %d workers | CPU µs/rec, %d workers | ratio | ≤ %.1fx |\n|---|---|---:|---:|---:|---|\n", lo, hi, goalEmptyScale)
+	for _, h := range rs {
+		for _, l := range rs {
+			if h.scenario.workers != hi || l.scenario.workers != lo || l.broker != h.broker || l.client != h.client {
+				continue
+			}
+			ratio := h.cpuPerRecord() / l.cpuPerRecord()
+			goal := "-"
+			if h.client == clientKshare {
+				goal = benchkit.YesNo(ratio <= goalEmptyScale)
+			}
+			p("| %s | %s | %.2f | %.2f | %.2f | %s |\n", h.broker, h.client, l.cpuPerRecord(), h.cpuPerRecord(), ratio, goal)
+		}
 	}
 }
 

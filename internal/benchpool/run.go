@@ -91,7 +91,8 @@ func runProgram(ctx context.Context, c config, prog, bin string) (results []resu
 
 func topicOf(scenario string) string { return "pool-" + scenario }
 
-// runScenarios runs every scenario of c, every client of c in each, against t.
+// runScenarios runs every scenario of c against t: every client of c at each of the
+// scenario's pool sizes, and, for the sleep scenario, the pool without Kafka.
 func runScenarios(ctx context.Context, c config, t target) ([]result, error) {
 	adm, err := newAdmin(t.seeds)
 	if err != nil {
@@ -100,45 +101,59 @@ func runScenarios(ctx context.Context, c config, t target) ([]result, error) {
 	defer adm.close()
 	var results []result
 	for _, name := range c.scenarios {
-		sc := c.scenario(name)
-		if err := benchkit.CreateTopic(ctx, adm.cl, sc.topic, c.partitions); err != nil {
+		topic, records := topicOf(name), c.scenario(name, 1).records
+		if err := benchkit.CreateTopic(ctx, adm.cl, topic, c.partitions); err != nil {
 			return results, err
 		}
-		fmt.Fprintf(os.Stderr, "%s: %s: producing %d records of %d B to %d partitions\n", t.broker, sc.name, sc.records, valueSize, c.partitions)
-		if err := adm.produce(ctx, sc.topic, c.partitions, sc.records); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %s: producing %d records of %d B to %d partitions\n", t.broker, name, records, valueSize, c.partitions)
+		if err := adm.produce(ctx, topic, c.partitions, records); err != nil {
 			return results, err
 		}
-		for _, client := range c.clients {
-			group := client + "-" + sc.name
-			kv := []string{"share.auto.offset.reset", "earliest"}
-			if sc.lock > 0 {
-				kv = append(kv, "share.record.lock.duration.ms", strconv.FormatInt(sc.lock.Milliseconds(), 10))
-			}
-			if err := groupconfig.Set(ctx, adm.cl, group, kv...); err != nil {
+		for _, workers := range c.workersOf(name) {
+			rs, err := runPoolSize(ctx, c, t, adm, c.scenario(name, workers))
+			results = append(results, rs...)
+			if err != nil {
 				return results, err
 			}
-			cr := clientRun{sc: sc, client: client, group: group, seeds: t.seeds, partitions: c.partitions, franzPoll: c.franzPoll, queue: c.queue, countRequests: c.countReqs, adm: adm, brokerPid: t.pid}
-			if c.profileDir != "" {
-				cr.profile = filepath.Join(c.profileDir, fmt.Sprintf("%s-%s-%s.pprof", t.broker, sc.name, client))
-			}
-			fmt.Fprintf(os.Stderr, "%s: %s: %s, %d workers\n", t.broker, sc.name, client, sc.workers)
-			r, err := cr.run(ctx)
-			r.broker = t.broker
-			if err != nil {
-				return results, fmt.Errorf("%s, %s: %w", sc.name, client, err)
-			}
-			fmt.Fprintf(os.Stderr, "  %s\n", r.summary())
-			results = append(results, r)
 		}
-		if sc.name == scenarioSleep {
-			r, err := runBaseline(sc, c.partitions)
-			r.broker = t.broker
-			if err != nil {
-				return results, fmt.Errorf("%s, %s: %w", sc.name, r.client, err)
-			}
-			fmt.Fprintf(os.Stderr, "%s: %s: %s, %d workers\n  %s\n", t.broker, sc.name, r.client, sc.workers, r.summary())
-			results = append(results, r)
+	}
+	return results, nil
+}
+
+// runPoolSize runs every client of c in sc, each with a share group of its own, and, for the
+// sleep scenario, the pool without Kafka.
+func runPoolSize(ctx context.Context, c config, t target, adm *admin, sc scenario) ([]result, error) {
+	var results []result
+	for _, client := range c.clients {
+		group := fmt.Sprintf("%s-%s-w%d", client, sc.name, sc.workers)
+		kv := []string{"share.auto.offset.reset", "earliest"}
+		if sc.lock > 0 {
+			kv = append(kv, "share.record.lock.duration.ms", strconv.FormatInt(sc.lock.Milliseconds(), 10))
 		}
+		if err := groupconfig.Set(ctx, adm.cl, group, kv...); err != nil {
+			return results, err
+		}
+		cr := clientRun{sc: sc, client: client, group: group, seeds: t.seeds, partitions: c.partitions, franzPoll: c.franzPoll, queue: c.queue, countRequests: c.countReqs, adm: adm, brokerPid: t.pid}
+		if c.profileDir != "" {
+			cr.profile = filepath.Join(c.profileDir, fmt.Sprintf("%s-%s.pprof", t.broker, group))
+		}
+		fmt.Fprintf(os.Stderr, "%s: %s: %s, %d workers\n", t.broker, sc.name, client, sc.workers)
+		r, err := cr.run(ctx)
+		r.broker = t.broker
+		if err != nil {
+			return results, fmt.Errorf("%s, %d workers, %s: %w", sc.name, sc.workers, client, err)
+		}
+		fmt.Fprintf(os.Stderr, "  %s\n", r.summary())
+		results = append(results, r)
+	}
+	if sc.name == scenarioSleep {
+		r, err := runBaseline(sc, c.partitions)
+		r.broker = t.broker
+		if err != nil {
+			return results, fmt.Errorf("%s, %s: %w", sc.name, r.client, err)
+		}
+		fmt.Fprintf(os.Stderr, "%s: %s: %s, %d workers\n  %s\n", t.broker, sc.name, r.client, sc.workers, r.summary())
+		results = append(results, r)
 	}
 	return results, nil
 }
