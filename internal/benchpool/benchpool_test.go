@@ -79,11 +79,11 @@ func TestScenariosProduceRows(t *testing.T) {
 	report := out.String()
 	for _, s := range []string{
 		"### (a) Empty handler", "### (b) Handler of time.Sleep(1ms)", "### (c) Handlers of 200ms",
-		"| testbroker | kshare | 4 | 300 |", "| testbroker | franz-go | 4 | 300 |",
-		"| testbroker | kshare | 8 | 300 |", "| testbroker | franz-go | 8 | 300 |",
-		"| testbroker | 4 | kshare |", "| testbroker | 8 | kshare |", "| testbroker | kshare | ",
-		"| testbroker | kshare | 20 | 200 |", "| testbroker | franz-go | 20 | 200 |", "| testbroker | Go pool, no Kafka | 20 | 200 |",
-		"| testbroker | kshare | 20 | 20 | yes |", "| testbroker | franz-go | 20 | 20 | yes |",
+		"| testbroker | kshare (record) | 4 | 300 |", "| testbroker | franz-go | 4 | 300 |",
+		"| testbroker | kshare (record) | 8 | 300 |", "| testbroker | franz-go | 8 | 300 |",
+		"| testbroker | 4 | kshare (record) |", "| testbroker | 8 | kshare (record) |", "| testbroker | kshare (record) | ",
+		"| testbroker | kshare (record) | 20 | 200 |", "| testbroker | franz-go | 20 | 200 |", "| testbroker | Go pool, no Kafka | 20 | 200 |",
+		"| testbroker | kshare (record) | 20 | 20 | yes |", "| testbroker | franz-go | 20 | 20 | yes |",
 	} {
 		assert.Contains(t, report, s)
 	}

@@ -92,11 +92,16 @@ const (
 
 	clientKshare = "kshare"
 	clientFranz  = "franz-go"
+
+	// How kshare's client acquires records (-acquire).
+	acquireRecord = "record" // record-limit acquisition, on ShareFetch v2 (Kafka 4.2)
+	acquireBatch  = "batch"  // batch-optimized, ShareFetch capped at v1 (as on Kafka 4.1)
 )
 
 var (
 	allScenarios = []string{scenarioEmpty, scenarioSleep, scenarioSlow}
 	allClients   = []string{clientKshare, clientFranz}
+	allAcquire   = []string{acquireRecord, acquireBatch}
 )
 
 // config is the command line.
@@ -106,6 +111,7 @@ type config struct {
 	partitions int
 	scenarios  []string
 	clients    []string
+	acquire    []string // kshare runs once per mode
 
 	recordsEmpty               int
 	workersEmpty               benchkit.Ints // the empty scenario runs at each of these pool sizes
@@ -127,7 +133,7 @@ type config struct {
 func defaultConfig() config {
 	return config{
 		programs: benchkit.Brokers{"testbroker", "kfake"}, brokers: 1, partitions: 3,
-		scenarios: allScenarios, clients: allClients,
+		scenarios: allScenarios, clients: allClients, acquire: []string{acquireRecord},
 		recordsEmpty: 200_000, workersEmpty: benchkit.Ints{10, 1000},
 		recordsSleep: 100_000, workersSleep: 100, sleep: time.Millisecond,
 		recordsSlow: 1000, workersSlow: 1000, lock: time.Second, slowFactor: 3, slowTimeout: 20 * time.Second,
@@ -141,6 +147,7 @@ func run() error {
 	fs.Var(&c.programs, "brokers-to-run", "broker programs to run, separated by commas (testbroker, kfake)")
 	scenarios := fs.String("scenarios", strings.Join(c.scenarios, ","), "scenarios to run, separated by commas (empty, sleep, slow)")
 	clients := fs.String("clients", strings.Join(c.clients, ","), "clients to run, separated by commas (kshare, franz-go)")
+	acquire := fs.String("acquire", strings.Join(c.acquire, ","), "how kshare acquires records, separated by commas to run it once per mode: record (ShareFetch v2, record-limit), batch (ShareFetch capped at v1, as on Kafka 4.1: whole record batches)")
 	fs.IntVar(&c.brokers, "brokers", c.brokers, "brokers per cluster")
 	fs.IntVar(&c.partitions, "partitions", c.partitions, "partitions of every topic")
 	fs.IntVar(&c.recordsEmpty, "records-empty", c.recordsEmpty, "records of the empty-handler scenario")
@@ -166,6 +173,7 @@ func run() error {
 	}
 	c.scenarios = strings.Split(*scenarios, ",")
 	c.clients = strings.Split(*clients, ",")
+	c.acquire = strings.Split(*acquire, ",")
 	if err := c.validate(); err != nil {
 		return err
 	}
@@ -187,6 +195,14 @@ func (c *config) validate() error {
 	for _, cl := range c.clients {
 		if !slices.Contains(allClients, cl) {
 			return fmt.Errorf("-clients: unknown client %q (kshare, franz-go)", cl)
+		}
+	}
+	for i, a := range c.acquire {
+		if !slices.Contains(allAcquire, a) {
+			return fmt.Errorf("-acquire: unknown mode %q (record, batch)", a)
+		}
+		if slices.Contains(c.acquire[:i], a) {
+			return fmt.Errorf("-acquire: %q twice", a)
 		}
 	}
 	switch {
@@ -214,6 +230,35 @@ func (c *config) validate() error {
 		return fmt.Errorf("-franz-poll must be at least 0")
 	}
 	return nil
+}
+
+// runner is a client as it runs: kshare once per acquire mode.
+type runner struct {
+	client  string
+	acquire string // kshare's acquire mode; "" for the others
+}
+
+// label names the runner in the tables: "kshare (record)", "franz-go".
+func (r runner) label() string {
+	if r.acquire == "" {
+		return r.client
+	}
+	return r.client + " (" + r.acquire + ")"
+}
+
+// runners returns the clients of c as they run, kshare once per acquire mode.
+func (c *config) runners() []runner {
+	var rs []runner
+	for _, cl := range c.clients {
+		if cl != clientKshare {
+			rs = append(rs, runner{client: cl})
+			continue
+		}
+		for _, a := range c.acquire {
+			rs = append(rs, runner{client: cl, acquire: a})
+		}
+	}
+	return rs
 }
 
 // slowHandler is what the slow scenario's handler takes.

@@ -20,7 +20,16 @@ func printReport(out io.Writer, c config, results []result) {
 	if c.franzPoll > 0 {
 		franzPoll = fmt.Sprintf("PollRecords(ctx, %d)", c.franzPoll)
 	}
-	p("- kshare: `Process(ctx, h, Workers(n))`, default queue (max(n, 100)); franz-go: one poll loop (%s) feeding n worker goroutines over a channel, `Record.Ack(kgo.AckAccept)` after the handler, next poll once the last poll's records are all acknowledged\n", franzPoll)
+	queue := "default queue (QueueSize 1000: about a second of the handlers' work, at least n records, at most 1000)"
+	if c.queue >= 0 {
+		queue = fmt.Sprintf("`QueueSize(%d)` (-queue)", c.queue)
+	}
+	p("- kshare: `Process(ctx, h, Workers(n))`, %s; franz-go: one poll loop (%s) feeding n worker goroutines over a channel, `Record.Ack(kgo.AckAccept)` after the handler, next poll once the last poll's records are all acknowledged; franz-go acquires as it does by default (batch-optimized, up to 500 records per ShareFetch)\n", queue, franzPoll)
+	modes := make([]string, len(c.acquire))
+	for i, a := range c.acquire {
+		modes[i] = acquireText[a]
+	}
+	p("- kshare's acquisition (-acquire %s): %s\n", strings.Join(c.acquire, ","), strings.Join(modes, "; "))
 
 	byScenario := func(name string) []result {
 		var rs []result
@@ -40,6 +49,12 @@ func printReport(out io.Writer, c config, results []result) {
 	if rs := byScenario(scenarioSlow); len(rs) > 0 {
 		printSlow(p, rs)
 	}
+}
+
+// acquireText describes each acquire mode for the header.
+var acquireText = map[string]string{
+	acquireRecord: "record, \"kshare (record)\": record-limit acquisition, ShareFetch v2 (Kafka 4.2): every leader acquires at most the records that fit in Workers+QueueSize",
+	acquireBatch:  "batch, \"kshare (batch)\": `ClientOpts(kgo.MaxVersions(v))` with ShareFetch capped at v1, so every leader looks like Kafka 4.1: batch-optimized acquisition of whole record batches, the surplus over Workers+QueueSize waiting, locked, for a worker; and no lock renewal (RENEW needs ShareFetch v2)",
 }
 
 type printer func(format string, args ...any)
@@ -66,7 +81,7 @@ func printEmpty(p printer, rs []result) {
 	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rs {
 		fetches, perFetch := r.fetchCounts()
-		p("| %s | %s | %d | %d | %s | %s | %.2f | %.1f | %s | %s | %s | %d | %d |\n", r.broker, r.client, r.scenario.workers, r.accepted,
+		p("| %s | %s | %d | %d | %s | %s | %.2f | %.1f | %s | %s | %s | %d | %d |\n", r.broker, r.label(), r.scenario.workers, r.accepted,
 			benchkit.Thousands(r.rate()), benchkit.Thousands(r.rateToLast()), r.cpuPerRecord(), float64(r.mallocs)/float64(max(1, r.accepted)), r.brokerCPUPerRecord(), fetches, perFetch, r.ackErrors, r.lagLeft)
 	}
 	printEmptyGoals(p, rs)
@@ -85,7 +100,7 @@ func printEmptyGoals(p printer, rs []result) {
 	var cmp []string
 	pairs(rs, func(k, f result) {
 		speed, cpu := k.rate()/f.rate(), k.cpuPerRecord()/f.cpuPerRecord()
-		cmp = append(cmp, fmt.Sprintf("| %s | %d | %s | %.2f | %s | %.2f | %.2f | %s |", k.broker, k.scenario.workers, k.client,
+		cmp = append(cmp, fmt.Sprintf("| %s | %d | %s | %.2f | %s | %.2f | %.2f | %s |", k.broker, k.scenario.workers, k.label(),
 			speed, benchkit.YesNo(speed >= goalEmptySpeed), k.rateToLast()/f.rateToLast(), cpu, benchkit.YesNo(cpu <= goalEmptyCPU)))
 	})
 	if len(cmp) > 0 {
@@ -106,7 +121,7 @@ func printEmptyGoals(p printer, rs []result) {
 	p("| broker | client | CPU µs/rec, %d workers | CPU µs/rec, %d workers | ratio | ≤ %.1fx |\n|---|---|---:|---:|---:|---|\n", lo, hi, goalEmptyScale)
 	for _, h := range rs {
 		for _, l := range rs {
-			if h.scenario.workers != hi || l.scenario.workers != lo || l.broker != h.broker || l.client != h.client {
+			if h.scenario.workers != hi || l.scenario.workers != lo || l.broker != h.broker || l.label() != h.label() {
 				continue
 			}
 			ratio := h.cpuPerRecord() / l.cpuPerRecord()
@@ -114,7 +129,7 @@ func printEmptyGoals(p printer, rs []result) {
 			if h.client == clientKshare {
 				goal = benchkit.YesNo(ratio <= goalEmptyScale)
 			}
-			p("| %s | %s | %.2f | %.2f | %.2f | %s |\n", h.broker, h.client, l.cpuPerRecord(), h.cpuPerRecord(), ratio, goal)
+			p("| %s | %s | %.2f | %.2f | %.2f | %s |\n", h.broker, h.label(), l.cpuPerRecord(), h.cpuPerRecord(), ratio, goal)
 		}
 	}
 }
@@ -149,7 +164,7 @@ func printSleep(p printer, rs []result) {
 		if r.client == clientBaseline {
 			goal = "-"
 		}
-		p("| %s | %s | %d | %d | %s | %s | %.1f%% | %v | %.1f%% | %.2f | %s | %s | %s | %s |\n", r.broker, r.client, r.scenario.workers, r.accepted,
+		p("| %s | %s | %d | %d | %s | %s | %.1f%% | %v | %.1f%% | %.2f | %s | %s | %s | %s |\n", r.broker, r.label(), r.scenario.workers, r.accepted,
 			benchkit.Thousands(r.rate()), benchkit.Thousands(ideal), pct, r.meanHandler().Round(time.Microsecond),
 			100*r.rate()/allowed, r.cpuPerRecord(), r.brokerCPUPerRecord(), fetches, perFetch, goal)
 	}
@@ -179,7 +194,7 @@ func printSlow(p printer, rs []result) {
 		if len(rs.interval) > 0 {
 			interval = median(rs.interval).Round(time.Millisecond).String()
 		}
-		p("| %s | %s | %d | %d | %s | %.2f | %d | %d | %d | %d | %s | %d | %d | %d | %d | %.2f | %s |\n", r.broker, r.client, r.scenario.workers, r.scenario.records,
+		p("| %s | %s | %d | %d | %s | %.2f | %d | %d | %d | %d | %s | %d | %d | %d | %d | %.2f | %s |\n", r.broker, r.label(), r.scenario.workers, r.scenario.records,
 			benchkit.YesNo(r.finished), r.elapsed.Seconds(), r.handlerRuns, r.redelivered, r.acceptedTwice, r.ackErrors, lost, r.lagLeft,
 			rs.requests, rs.brokers, rs.renewed, perBroker, interval)
 	}

@@ -11,7 +11,7 @@ import (
 type result struct {
 	broker   string
 	scenario scenario
-	client   string
+	runner   // the client, and kshare's acquire mode
 
 	elapsed time.Duration // first record handed to a handler until the end of the run
 	// toLast is the first record handed to a handler until the last record's acceptance was

@@ -124,8 +124,11 @@ func runScenarios(ctx context.Context, c config, t target) ([]result, error) {
 // sleep scenario, the pool without Kafka.
 func runPoolSize(ctx context.Context, c config, t target, adm *admin, sc scenario) ([]result, error) {
 	var results []result
-	for _, client := range c.clients {
-		group := fmt.Sprintf("%s-%s-w%d", client, sc.name, sc.workers)
+	for _, rn := range c.runners() {
+		group := fmt.Sprintf("%s-%s-w%d", rn.client, sc.name, sc.workers)
+		if rn.acquire != "" {
+			group += "-" + rn.acquire
+		}
 		kv := []string{"share.auto.offset.reset", "earliest"}
 		if sc.lock > 0 {
 			kv = append(kv, "share.record.lock.duration.ms", strconv.FormatInt(sc.lock.Milliseconds(), 10))
@@ -133,15 +136,15 @@ func runPoolSize(ctx context.Context, c config, t target, adm *admin, sc scenari
 		if err := groupconfig.Set(ctx, adm.cl, group, kv...); err != nil {
 			return results, err
 		}
-		cr := clientRun{sc: sc, client: client, group: group, seeds: t.seeds, partitions: c.partitions, franzPoll: c.franzPoll, queue: c.queue, countRequests: c.countReqs, adm: adm, brokerPid: t.pid}
+		cr := clientRun{sc: sc, runner: rn, group: group, seeds: t.seeds, partitions: c.partitions, franzPoll: c.franzPoll, queue: c.queue, countRequests: c.countReqs, adm: adm, brokerPid: t.pid}
 		if c.profileDir != "" {
 			cr.profile = filepath.Join(c.profileDir, fmt.Sprintf("%s-%s.pprof", t.broker, group))
 		}
-		fmt.Fprintf(os.Stderr, "%s: %s: %s, %d workers\n", t.broker, sc.name, client, sc.workers)
+		fmt.Fprintf(os.Stderr, "%s: %s: %s, %d workers\n", t.broker, sc.name, rn.label(), sc.workers)
 		r, err := cr.run(ctx)
 		r.broker = t.broker
 		if err != nil {
-			return results, fmt.Errorf("%s, %d workers, %s: %w", sc.name, sc.workers, client, err)
+			return results, fmt.Errorf("%s, %d workers, %s: %w", sc.name, sc.workers, rn.label(), err)
 		}
 		fmt.Fprintf(os.Stderr, "  %s\n", r.summary())
 		results = append(results, r)
