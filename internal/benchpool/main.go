@@ -122,6 +122,7 @@ type config struct {
 	slowFactor                 float64
 	slowTimeout                time.Duration
 
+	count      int // runs of every client run; the tables show the median one
 	queue      int // kshare's QueueSize; below 0 leaves Process's default (as many as the workers)
 	franzPoll  int // the franz-go pool's PollRecords limit; 0 polls everything buffered
 	countReqs  bool
@@ -137,7 +138,7 @@ func defaultConfig() config {
 		recordsEmpty: 200_000, workersEmpty: benchkit.Ints{10, 1000},
 		recordsSleep: 100_000, workersSleep: 100, sleep: time.Millisecond,
 		recordsSlow: 1000, workersSlow: 1000, lock: time.Second, slowFactor: 3, slowTimeout: 20 * time.Second,
-		queue: -1,
+		count: 1, queue: -1,
 	}
 }
 
@@ -160,6 +161,7 @@ func run() error {
 	fs.DurationVar(&c.lock, "lock", c.lock, "the slow-handler scenario's group lock duration (share.record.lock.duration.ms; at least 1s on testbroker)")
 	fs.Float64Var(&c.slowFactor, "slow-factor", c.slowFactor, "the slow handler takes this many lock durations")
 	fs.DurationVar(&c.slowTimeout, "slow-timeout", c.slowTimeout, "give a client of the slow-handler scenario this long to get every record acknowledged")
+	fs.IntVar(&c.count, "count", c.count, "run every client run this many times; the tables show the run with the median client CPU per record, and the min-max of records/s and CPU per record over the runs")
 	fs.IntVar(&c.queue, "queue", c.queue, "kshare's QueueSize in every scenario (below 0: Process's default, as many as the workers)")
 	fs.IntVar(&c.franzPoll, "franz-poll", c.franzPoll, "records per PollRecords of the franz-go pool (0: PollFetches, everything buffered)")
 	fs.BoolVar(&c.countReqs, "count-requests", false, "decode the share requests of every scenario, not only of the slow one, to count them (costs client CPU)")
@@ -226,6 +228,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-slow-factor must be above 0")
 	case c.slowTimeout <= 0:
 		return fmt.Errorf("-slow-timeout must be above 0")
+	case c.count < 1:
+		return fmt.Errorf("-count must be at least 1")
 	case c.franzPoll < 0:
 		return fmt.Errorf("-franz-poll must be at least 0")
 	}

@@ -77,12 +77,12 @@ func pairs(rs []result, fn func(k, f result)) {
 func printEmpty(p printer, rs []result) {
 	p("\n### (a) Empty handler\n\n")
 	p("Records/s from the first record handed to a handler until every acceptance was answered; client CPU (getrusage of this process, all threads), allocations and broker CPU (the broker process's CPU clock) from creating the client to that end, per record. ShareFetch requests are counted only with -count-requests, which decodes every request the client writes and so costs client CPU.\n\n")
-	p("| broker | client | workers | records | records/s | records/s to the last handler | CPU µs/rec | allocs/rec | broker CPU µs/rec | ShareFetch requests | records per ShareFetch | ack errors | left unacked |\n")
-	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| broker | client | workers | records | records/s | records/s to the last handler | CPU µs/rec | allocs/rec | broker CPU µs/rec | ShareFetch requests | records per ShareFetch | ack errors | left unacked |%s\n", spreadHead(rs))
+	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", spreadAlign(rs))
 	for _, r := range rs {
 		fetches, perFetch := r.fetchCounts()
-		p("| %s | %s | %d | %d | %s | %s | %.2f | %.1f | %s | %s | %s | %d | %d |\n", r.broker, r.label(), r.scenario.workers, r.accepted,
-			benchkit.Thousands(r.rate()), benchkit.Thousands(r.rateToLast()), r.cpuPerRecord(), float64(r.mallocs)/float64(max(1, r.accepted)), r.brokerCPUPerRecord(), fetches, perFetch, r.ackErrors, r.lagLeft)
+		p("| %s | %s | %d | %d | %s | %s | %.2f | %.1f | %s | %s | %s | %d | %d |%s\n", r.broker, r.label(), r.scenario.workers, r.accepted,
+			benchkit.Thousands(r.rate()), benchkit.Thousands(r.rateToLast()), r.cpuPerRecord(), float64(r.mallocs)/float64(max(1, r.accepted)), r.brokerCPUPerRecord(), fetches, perFetch, r.ackErrors, r.lagLeft, r.spreadCells())
 	}
 	printEmptyGoals(p, rs)
 }
@@ -134,6 +134,40 @@ func printEmptyGoals(p printer, rs []result) {
 	}
 }
 
+// spreadHead and spreadAlign are the extra header cells of a table whose results come from
+// more than one run each (-count): the min-max of records/s and CPU per record over the runs;
+// spreadCells is a result's.
+func spreadHead(rs []result) string {
+	if len(rs) == 0 || len(rs[0].runs) < 2 {
+		return ""
+	}
+	return fmt.Sprintf(" records/s, min-max of %d runs | CPU µs/rec, min-max of %d runs |", len(rs[0].runs), len(rs[0].runs))
+}
+
+func spreadAlign(rs []result) string {
+	if len(rs) == 0 || len(rs[0].runs) < 2 {
+		return ""
+	}
+	return "---:|---:|"
+}
+
+func (r result) spreadCells() string {
+	if len(r.runs) < 2 {
+		return ""
+	}
+	rate, cpu := minMax(r.runs, result.rate), minMax(r.runs, result.cpuPerRecord)
+	return fmt.Sprintf(" %s-%s | %.2f-%.2f |", benchkit.Thousands(rate[0]), benchkit.Thousands(rate[1]), cpu[0], cpu[1])
+}
+
+// minMax returns the least and the greatest of f over rs.
+func minMax(rs []result, f func(result) float64) [2]float64 {
+	m := [2]float64{f(rs[0]), f(rs[0])}
+	for _, r := range rs[1:] {
+		m[0], m[1] = min(m[0], f(r)), max(m[1], f(r))
+	}
+	return m
+}
+
 // fetchCounts returns, as table cells, the ShareFetch requests the run wrote and the records
 // accepted per request; "-" when the requests were not counted.
 func (r result) fetchCounts() (fetches, perFetch string) {
@@ -150,8 +184,8 @@ func (r result) fetchCounts() (fetches, perFetch string) {
 func printSleep(p printer, rs []result) {
 	p("\n### (b) Handler of time.Sleep(%v)\n\n", rs[0].scenario.work)
 	p("Ideal: workers / handler time. \"What the handler time allows\": workers / the mean time a handler call really took (time.Sleep oversleeps). The %q row runs the same handler in the same number of goroutines fed by a channel, without Kafka. CPU as in (a): this process, from creating the client to the end.\n\n", clientBaseline)
-	p("| broker | client | workers | records | records/s | ideal records/s | %% of ideal | mean handler time | %% of what the handler time allows | CPU µs/rec | broker CPU µs/rec | ShareFetch requests | records per ShareFetch | goal ≥ 90%% |\n")
-	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	p("| broker | client | workers | records | records/s | ideal records/s | %% of ideal | mean handler time | %% of what the handler time allows | CPU µs/rec | broker CPU µs/rec | ShareFetch requests | records per ShareFetch | goal ≥ 90%% |%s\n", spreadHead(rs))
+	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|%s\n", spreadAlign(rs))
 	for _, r := range rs {
 		ideal := float64(r.scenario.workers) / r.scenario.work.Seconds()
 		allowed := ideal
@@ -164,9 +198,9 @@ func printSleep(p printer, rs []result) {
 		if r.client == clientBaseline {
 			goal = "-"
 		}
-		p("| %s | %s | %d | %d | %s | %s | %.1f%% | %v | %.1f%% | %.2f | %s | %s | %s | %s |\n", r.broker, r.label(), r.scenario.workers, r.accepted,
+		p("| %s | %s | %d | %d | %s | %s | %.1f%% | %v | %.1f%% | %.2f | %s | %s | %s | %s |%s\n", r.broker, r.label(), r.scenario.workers, r.accepted,
 			benchkit.Thousands(r.rate()), benchkit.Thousands(ideal), pct, r.meanHandler().Round(time.Microsecond),
-			100*r.rate()/allowed, r.cpuPerRecord(), r.brokerCPUPerRecord(), fetches, perFetch, goal)
+			100*r.rate()/allowed, r.cpuPerRecord(), r.brokerCPUPerRecord(), fetches, perFetch, goal, r.spreadCells())
 	}
 }
 
@@ -175,8 +209,8 @@ func printSlow(p printer, rs []result) {
 	lo, hi := sc.lock-sc.lock/2, sc.lock-sc.lock/5
 	p("\n### (c) Handlers of %v, %.1fx the lock duration (%v)\n\n", sc.work, float64(sc.work)/float64(sc.lock), sc.lock)
 	p("A run ends once the broker has every record acknowledged or archived (DescribeShareGroupOffsets lag 0). Redelivered: handler calls for deliveries with a delivery count above 1. Accepted twice: records whose handler finished and whose acceptance was sent more than once. Ack errors: acknowledgement results reported failed (franz-go: per partition and request). Renew requests: ShareFetch/ShareAcknowledge requests with IsRenewAck, decoded off the client's connections; Process aims at one per partition leader per renew interval, the lock minus a margin of a fifth to a half of it (%v-%v here); the rate is per broker that got renews, over the run's time.\n\n", lo, hi)
-	p("| broker | client | workers | records | done | time s | handler runs | redelivered | accepted twice | ack errors | locks lost | left unacked | renew requests | brokers renewed at | renewed offsets | renew requests per broker per s | p50 between renews at a broker |\n")
-	p("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| broker | client | workers | records | done | time s | handler runs | redelivered | accepted twice | ack errors | locks lost | left unacked | renew requests | brokers renewed at | renewed offsets | renew requests per broker per s | p50 between renews at a broker |%s\n", spreadHead(rs))
+	p("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", spreadAlign(rs))
 	for _, r := range rs {
 		lost := "-"
 		if r.stats != nil {
@@ -194,8 +228,8 @@ func printSlow(p printer, rs []result) {
 		if len(rs.interval) > 0 {
 			interval = median(rs.interval).Round(time.Millisecond).String()
 		}
-		p("| %s | %s | %d | %d | %s | %.2f | %d | %d | %d | %d | %s | %d | %d | %d | %d | %.2f | %s |\n", r.broker, r.label(), r.scenario.workers, r.scenario.records,
+		p("| %s | %s | %d | %d | %s | %.2f | %d | %d | %d | %d | %s | %d | %d | %d | %d | %.2f | %s |%s\n", r.broker, r.label(), r.scenario.workers, r.scenario.records,
 			benchkit.YesNo(r.finished), r.elapsed.Seconds(), r.handlerRuns, r.redelivered, r.acceptedTwice, r.ackErrors, lost, r.lagLeft,
-			rs.requests, rs.brokers, rs.renewed, perBroker, interval)
+			rs.requests, rs.brokers, rs.renewed, perBroker, interval, r.spreadCells())
 	}
 }

@@ -35,6 +35,10 @@ type result struct {
 
 	stats *shareconsumer.ProcessStats // kshare only
 	taps  *tapCounts                  // untilAcked or -count-requests only
+
+	// runs are every run of the client (-count), this one among them, in the order they ran;
+	// the tables show this one and the runs' spread.
+	runs []result
 }
 
 func (r result) rate() float64 {
