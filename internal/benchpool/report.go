@@ -30,6 +30,11 @@ func printReport(out io.Writer, c config, results []result) {
 		modes[i] = acquireText[a]
 	}
 	p("- kshare's acquisition (-acquire %s): %s\n", strings.Join(c.acquire, ","), strings.Join(modes, "; "))
+	if c.count == 1 {
+		p("- Every client run once (-count 1)\n")
+	} else {
+		p("- Every client run %d times (-count %d): the tables show the run with the median client CPU per record (the Go pool's: the median records/s), and the min-max of records/s and CPU per record over the %d runs in the last columns\n", c.count, c.count, c.count)
+	}
 
 	byScenario := func(name string) []result {
 		var rs []result
@@ -61,7 +66,7 @@ type printer func(format string, args ...any)
 
 func printEmpty(p printer, rs []result) {
 	p("\n### (a) Empty handler\n\n")
-	p("Records/s from the first record handed to a handler until every acceptance was answered; client CPU (getrusage of this process, all threads), allocations and broker CPU (the broker process's CPU clock) from creating the client to that end, per record. ShareFetch requests are counted only with -count-requests, which decodes every request the client writes and so costs client CPU.\n\n")
+	p("Records/s from the first record handed to a handler until every acceptance was answered (Process and FlushAcks return), and to the last handler: until the last acceptance was recorded (its handler returned), without the shutdown's wait for the answers, which for Process may wait for a ShareFetch parked at the broker (up to 100 ms) and weighs on short runs. Client CPU (getrusage of this process, all threads), allocations and broker CPU (the broker process's CPU clock) from creating the client to that end, per record. ShareFetch requests are counted only with -count-requests, which decodes every request the client writes and so costs client CPU.\n\n")
 	p("| broker | client | workers | records | records/s | records/s to the last handler | CPU µs/rec | allocs/rec | broker CPU µs/rec | ShareFetch requests | records per ShareFetch | ack errors | left unacked |%s\n", spreadHead(rs))
 	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", spreadAlign(rs))
 	for _, r := range rs {
