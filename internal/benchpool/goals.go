@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -139,9 +140,12 @@ func printSlowGoals(p printer, rs []result) {
 			}
 			return fmt.Sprintf("no (%d of %d)", failed, len(all))
 		}
+		paced := cell(func(g slowGoals) bool { return g.renewsPaced })
+		if !slices.ContainsFunc(all, func(run result) bool { return run.renewStats().requests > 0 }) {
+			paced += " (none sent)"
+		}
 		p("| %s | %s | %s | %s | %s |\n", r.broker, r.label(),
 			cell(func(g slowGoals) bool { return g.noRedelivery }),
-			cell(func(g slowGoals) bool { return g.noTwice }),
-			cell(func(g slowGoals) bool { return g.renewsPaced }))
+			cell(func(g slowGoals) bool { return g.noTwice }), paced)
 	}
 }

@@ -80,7 +80,7 @@
 //
 // # How to run it
 //
-// From the module root (about 70 s on 2 cores with the defaults):
+// From the module root (about 65 s on 2 cores with the defaults):
 //
 //	go run ./internal/benchpool
 //	go run ./internal/benchpool -brokers-to-run testbroker -records-empty 50000 -records-sleep 20000   # quick
