@@ -13,7 +13,7 @@ const clientBaseline = "Go pool, no Kafka"
 // and runs the handler on each: what the machine allows a pool of that many goroutines, with
 // no consumer at all.
 func runBaseline(sc scenario, parts int) (result, error) {
-	r := result{scenario: sc, client: clientBaseline, finished: true, brokerCPU: -1}
+	r := result{scenario: sc, runner: runner{client: clientBaseline}, finished: true, brokerCPU: -1}
 	t := newTally(sc.records, parts)
 	var m meter
 	if err := m.start(); err != nil {
@@ -39,7 +39,7 @@ func runBaseline(sc scenario, parts int) (result, error) {
 	close(jobs)
 	workers.Wait()
 	stop, err := m.stop(&r)
-	r.elapsed = stop.Sub(t.firstTime())
+	r.elapsed, r.toLast = stop.Sub(t.firstTime()), t.toLast()
 	r.handlerRuns, r.handlerTime = t.runs.Load(), time.Duration(t.workNs.Load())
 	r.accepted = t.accepted.Load()
 	return r, err

@@ -12,8 +12,8 @@ import (
 
 // clientRun is one client's run of one scenario.
 type clientRun struct {
-	sc         scenario
-	client     string
+	sc scenario
+	runner
 	group      string
 	seeds      []string
 	partitions int
@@ -41,7 +41,7 @@ func (m *meter) stop(r *result) (time.Time, error) {
 
 // run runs the client in the scenario and checks the broker's lag at the end.
 func (cr clientRun) run(ctx context.Context) (result, error) {
-	r := result{scenario: cr.sc, client: cr.client}
+	r := result{scenario: cr.sc, runner: cr.runner}
 	stopProfile, err := benchkit.StartCPUProfile(cr.profile)
 	if err != nil {
 		return r, err
@@ -95,6 +95,7 @@ func (cr clientRun) run(ctx context.Context) (result, error) {
 	if t.first.Load() != 0 {
 		r.elapsed = stop.Sub(t.firstTime())
 	}
+	r.toLast = t.toLast()
 	r.handlerRuns, r.handlerTime, r.redelivered = t.runs.Load(), time.Duration(t.workNs.Load()), t.redeliv.Load()
 	r.accepted, r.acceptedTwice = t.accepted.Load(), t.twice.Load()
 	r.ackErrors, r.firstAckErr = errs.n.Load(), errs.firstErr()
@@ -123,7 +124,7 @@ func (cr clientRun) watchLag(ctx context.Context, acked chan struct{}, stop func
 		case <-ctx.Done():
 			return nil
 		case <-deadline.C:
-			fmt.Fprintf(os.Stderr, "  %s: not every record done with after %v; stopping\n", cr.client, cr.sc.timeout)
+			fmt.Fprintf(os.Stderr, "  %s: not every record done with after %v; stopping\n", cr.label(), cr.sc.timeout)
 			stop()
 			return nil
 		case <-tick.C:

@@ -6,10 +6,21 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kshare/kshare/acktype"
 	"github.com/kshare/kshare/shareconsumer"
 )
+
+// shareFetchV1 is kgo's stable versions with ShareFetch capped at v1: every leader then looks
+// like Kafka 4.1 to the consumer, which acquires whole record batches (batch-optimized) and, with
+// no ShareFetch v2, does not renew locks.
+func shareFetchV1() *kversion.Versions {
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(int16(kmsg.ShareFetch), 1)
+	return v
+}
 
 // runKshare runs shareconsumer.Process with the scenario's workers until end is closed or ctx
 // ends, and returns when Process returned: every acknowledgement answered.
@@ -17,6 +28,9 @@ func (cr clientRun) runKshare(ctx context.Context, end <-chan struct{}, t *tally
 	kopts := []kgo.Opt{kgo.SeedBrokers(cr.seeds...)}
 	if taps != nil {
 		kopts = append(kopts, kgo.Dialer(taps.dialer()))
+	}
+	if cr.acquire == acquireBatch {
+		kopts = append(kopts, kgo.MaxVersions(shareFetchV1()))
 	}
 	cons, err := shareconsumer.New(
 		shareconsumer.ClientOpts(kopts...),

@@ -11,10 +11,14 @@ import (
 type result struct {
 	broker   string
 	scenario scenario
-	client   string
+	runner   // the client, and kshare's acquire mode
 
 	elapsed time.Duration // first record handed to a handler until the end of the run
-	cpu     time.Duration // this process's CPU time from creating the client to the end
+	// toLast is the first record handed to a handler until the last record's acceptance was
+	// recorded (its handler returned), before the client's shutdown waits for the answers; 0
+	// when not every record was accepted.
+	toLast time.Duration
+	cpu    time.Duration // this process's CPU time from creating the client to the end
 	// brokerCPU is the broker process's CPU time over the same span; -1 when not known.
 	brokerCPU time.Duration
 	mallocs   uint64 // heap allocations over the same span
@@ -31,6 +35,10 @@ type result struct {
 
 	stats *shareconsumer.ProcessStats // kshare only
 	taps  *tapCounts                  // untilAcked or -count-requests only
+
+	// runs are every run of the client (-count), this one among them, in the order they ran;
+	// the tables show this one and the runs' spread.
+	runs []result
 }
 
 func (r result) rate() float64 {
@@ -38,6 +46,15 @@ func (r result) rate() float64 {
 		return 0
 	}
 	return float64(r.accepted) / r.elapsed.Seconds()
+}
+
+// rateToLast is the records accepted per second of toLast: the pool's rate without the tail of
+// the shutdown.
+func (r result) rateToLast() float64 {
+	if r.toLast <= 0 {
+		return 0
+	}
+	return float64(r.accepted) / r.toLast.Seconds()
 }
 
 func (r result) cpuPerRecord() float64 {
@@ -63,8 +80,8 @@ func (r result) meanHandler() time.Duration {
 }
 
 func (r result) summary() string {
-	s := fmt.Sprintf("%d records in %v (%.0f rec/s), %.2f µs CPU/rec, %d handler runs (mean %v), %d redelivered, %d accepted twice, %d ack errors, lag %d",
-		r.accepted, r.elapsed.Round(time.Millisecond), r.rate(), r.cpuPerRecord(), r.handlerRuns, r.meanHandler(), r.redelivered, r.acceptedTwice, r.ackErrors, r.lagLeft)
+	s := fmt.Sprintf("%d records in %v (%.0f rec/s; to the last handler %v, %.0f rec/s), %.2f µs CPU/rec, %d handler runs (mean %v), %d redelivered, %d accepted twice, %d ack errors, lag %d",
+		r.accepted, r.elapsed.Round(time.Millisecond), r.rate(), r.toLast.Round(time.Millisecond), r.rateToLast(), r.cpuPerRecord(), r.handlerRuns, r.meanHandler(), r.redelivered, r.acceptedTwice, r.ackErrors, r.lagLeft)
 	if !r.finished {
 		s += " (did not finish)"
 	}

@@ -91,7 +91,8 @@ func runProgram(ctx context.Context, c config, prog, bin string) (results []resu
 
 func topicOf(scenario string) string { return "pool-" + scenario }
 
-// runScenarios runs every scenario of c, every client of c in each, against t.
+// runScenarios runs every scenario of c against t: every client of c at each of the
+// scenario's pool sizes, and, for the sleep scenario, the pool without Kafka.
 func runScenarios(ctx context.Context, c config, t target) ([]result, error) {
 	adm, err := newAdmin(t.seeds)
 	if err != nil {
@@ -100,47 +101,99 @@ func runScenarios(ctx context.Context, c config, t target) ([]result, error) {
 	defer adm.close()
 	var results []result
 	for _, name := range c.scenarios {
-		sc := c.scenario(name)
-		if err := benchkit.CreateTopic(ctx, adm.cl, sc.topic, c.partitions); err != nil {
+		topic, records := topicOf(name), c.scenario(name, 1).records
+		if err := benchkit.CreateTopic(ctx, adm.cl, topic, c.partitions); err != nil {
 			return results, err
 		}
-		fmt.Fprintf(os.Stderr, "%s: %s: producing %d records of %d B to %d partitions\n", t.broker, sc.name, sc.records, valueSize, c.partitions)
-		if err := adm.produce(ctx, sc.topic, c.partitions, sc.records); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %s: producing %d records of %d B to %d partitions\n", t.broker, name, records, valueSize, c.partitions)
+		if err := adm.produce(ctx, topic, c.partitions, records); err != nil {
 			return results, err
 		}
-		for _, client := range c.clients {
-			group := client + "-" + sc.name
-			kv := []string{"share.auto.offset.reset", "earliest"}
-			if sc.lock > 0 {
-				kv = append(kv, "share.record.lock.duration.ms", strconv.FormatInt(sc.lock.Milliseconds(), 10))
-			}
-			if err := groupconfig.Set(ctx, adm.cl, group, kv...); err != nil {
+		for _, workers := range c.workersOf(name) {
+			rs, err := runPoolSize(ctx, c, t, adm, c.scenario(name, workers))
+			results = append(results, rs...)
+			if err != nil {
 				return results, err
 			}
-			cr := clientRun{sc: sc, client: client, group: group, seeds: t.seeds, partitions: c.partitions, franzPoll: c.franzPoll, queue: c.queue, countRequests: c.countReqs, adm: adm, brokerPid: t.pid}
-			if c.profileDir != "" {
-				cr.profile = filepath.Join(c.profileDir, fmt.Sprintf("%s-%s-%s.pprof", t.broker, sc.name, client))
-			}
-			fmt.Fprintf(os.Stderr, "%s: %s: %s, %d workers\n", t.broker, sc.name, client, sc.workers)
-			r, err := cr.run(ctx)
-			r.broker = t.broker
-			if err != nil {
-				return results, fmt.Errorf("%s, %s: %w", sc.name, client, err)
-			}
-			fmt.Fprintf(os.Stderr, "  %s\n", r.summary())
-			results = append(results, r)
-		}
-		if sc.name == scenarioSleep {
-			r, err := runBaseline(sc, c.partitions)
-			r.broker = t.broker
-			if err != nil {
-				return results, fmt.Errorf("%s, %s: %w", sc.name, r.client, err)
-			}
-			fmt.Fprintf(os.Stderr, "%s: %s: %s, %d workers\n  %s\n", t.broker, sc.name, r.client, sc.workers, r.summary())
-			results = append(results, r)
 		}
 	}
 	return results, nil
+}
+
+// runPoolSize runs every client of c in sc, c.count times, each run with a share group of its
+// own, and, for the sleep scenario, the pool without Kafka as often. Each result is the run
+// with the median client CPU per record (the pool without Kafka: the median records/s, the
+// bound the sleep scenario's goal is measured against), holding every run.
+func runPoolSize(ctx context.Context, c config, t target, adm *admin, sc scenario) ([]result, error) {
+	var results []result
+	for _, rn := range c.runners() {
+		r, err := repeat(c.count, result.cpuPerRecord, func(i int) (result, error) {
+			return runClient(ctx, c, t, adm, sc, rn, i)
+		})
+		if err != nil {
+			return results, fmt.Errorf("%s, %d workers, %s: %w", sc.name, sc.workers, rn.label(), err)
+		}
+		results = append(results, r)
+	}
+	if sc.name == scenarioSleep {
+		r, err := repeat(c.count, result.rate, func(i int) (result, error) {
+			r, err := runBaseline(sc, c.partitions)
+			r.broker = t.broker
+			if err == nil {
+				fmt.Fprintf(os.Stderr, "%s: %s: %s, %d workers, run %d/%d\n  %s\n", t.broker, sc.name, r.client, sc.workers, i+1, c.count, r.summary())
+			}
+			return r, err
+		})
+		if err != nil {
+			return results, fmt.Errorf("%s, %s: %w", sc.name, clientBaseline, err)
+		}
+		results = append(results, r)
+	}
+	return results, nil
+}
+
+// repeat calls run n times, for runs 0 to n-1, and returns the run with the median key (the
+// lower middle one for an even n) with every run in its runs.
+func repeat(n int, key func(result) float64, run func(i int) (result, error)) (result, error) {
+	runs := make([]result, 0, n)
+	for i := range n {
+		r, err := run(i)
+		if err != nil {
+			return r, err
+		}
+		runs = append(runs, r)
+	}
+	r := benchkit.MedianBy(runs, key)
+	r.runs = runs
+	return r, nil
+}
+
+// runClient runs client rn in sc once, as run i of c.count, with a share group of its own.
+func runClient(ctx context.Context, c config, t target, adm *admin, sc scenario, rn runner, i int) (result, error) {
+	group := fmt.Sprintf("%s-%s-w%d", rn.client, sc.name, sc.workers)
+	if rn.acquire != "" {
+		group += "-" + rn.acquire
+	}
+	group += fmt.Sprintf("-%d", i+1)
+	kv := []string{"share.auto.offset.reset", "earliest"}
+	if sc.lock > 0 {
+		kv = append(kv, "share.record.lock.duration.ms", strconv.FormatInt(sc.lock.Milliseconds(), 10))
+	}
+	if err := groupconfig.Set(ctx, adm.cl, group, kv...); err != nil {
+		return result{}, err
+	}
+	cr := clientRun{sc: sc, runner: rn, group: group, seeds: t.seeds, partitions: c.partitions, franzPoll: c.franzPoll, queue: c.queue, countRequests: c.countReqs, adm: adm, brokerPid: t.pid}
+	if c.profileDir != "" {
+		cr.profile = filepath.Join(c.profileDir, fmt.Sprintf("%s-%s.pprof", t.broker, group))
+	}
+	fmt.Fprintf(os.Stderr, "%s: %s: %s, %d workers, run %d/%d\n", t.broker, sc.name, rn.label(), sc.workers, i+1, c.count)
+	r, err := cr.run(ctx)
+	r.broker = t.broker
+	if err != nil {
+		return r, err
+	}
+	fmt.Fprintf(os.Stderr, "  %s\n", r.summary())
+	return r, nil
 }
 
 // admin is a plain client for topics, producing, group configs and the groups' lag.

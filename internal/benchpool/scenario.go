@@ -21,16 +21,28 @@ type scenario struct {
 	timeout    time.Duration
 }
 
-// scenario returns the scenario called name with c's counts.
-func (c *config) scenario(name string) scenario {
-	sc := scenario{name: name, topic: topicOf(name)}
+// workersOf returns the pool sizes scenario name runs at, each a run of every client.
+func (c *config) workersOf(name string) []int {
 	switch name {
 	case scenarioEmpty:
-		sc.records, sc.workers = c.recordsEmpty, c.workersEmpty
+		return c.workersEmpty
 	case scenarioSleep:
-		sc.records, sc.workers, sc.work = c.recordsSleep, c.workersSleep, c.sleep
+		return []int{c.workersSleep}
+	default:
+		return []int{c.workersSlow}
+	}
+}
+
+// scenario returns the scenario called name with c's counts and workers workers.
+func (c *config) scenario(name string, workers int) scenario {
+	sc := scenario{name: name, topic: topicOf(name), workers: workers}
+	switch name {
+	case scenarioEmpty:
+		sc.records = c.recordsEmpty
+	case scenarioSleep:
+		sc.records, sc.work = c.recordsSleep, c.sleep
 	case scenarioSlow:
-		sc.records, sc.workers, sc.work = c.recordsSlow, c.workersSlow, c.slowHandler()
+		sc.records, sc.work = c.recordsSlow, c.slowHandler()
 		sc.lock, sc.untilAcked, sc.timeout = c.lock, true, c.slowTimeout
 	}
 	return sc

@@ -17,6 +17,7 @@ type tally struct {
 	redeliv  atomic.Int64
 	workNs   atomic.Int64
 	first    atomic.Int64 // unix nanoseconds of the first handler call
+	last     atomic.Int64 // unix nanoseconds of the acceptance that made every record accepted
 	bad      atomic.Int64 // records outside the produced offsets
 	done     chan struct{}
 	once     sync.Once
@@ -42,7 +43,7 @@ func (t *tally) started(deliveryCount int) {
 }
 
 // acceptedOne counts an acceptance of partition p's offset off; the first acceptance of the
-// last record closes done.
+// last record notes the time and closes done.
 func (t *tally) acceptedOne(p int32, off int64) {
 	if int(p) >= len(t.parts) || off < 0 || off >= int64(len(t.parts[p])) {
 		t.bad.Add(1)
@@ -51,6 +52,7 @@ func (t *tally) acceptedOne(p int32, off int64) {
 	switch t.parts[p][off].Add(1) {
 	case 1:
 		if t.accepted.Add(1) == t.want {
+			t.last.Store(time.Now().UnixNano())
 			t.once.Do(func() { close(t.done) })
 		}
 	case 2:
@@ -59,6 +61,16 @@ func (t *tally) acceptedOne(p int32, off int64) {
 }
 
 func (t *tally) firstTime() time.Time { return time.Unix(0, t.first.Load()) }
+
+// toLast is the time from the first handler call to the acceptance that made every record
+// accepted; 0 until then.
+func (t *tally) toLast() time.Duration {
+	first, last := t.first.Load(), t.last.Load()
+	if first == 0 || last == 0 {
+		return 0
+	}
+	return time.Duration(last - first)
+}
 
 // ackErrs counts failed acknowledgements, keeping the first message.
 type ackErrs struct {
