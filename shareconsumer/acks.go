@@ -33,12 +33,16 @@ const (
 	msgEpochZero       = "acknowledgements cannot travel on a request that opens a share session; the session with the leader was new or had been reset"
 	msgClosing         = "the consumer closed before the acknowledgements could be sent"
 	msgNoSession       = "no share session was open with the leader"
+	msgSuperseded      = "the record's acquisition lock ran out before this acknowledgement was sent, and the record was delivered again; the acknowledgement of the later delivery is sent instead"
 )
 
-// pendingPart is one partition's acknowledgements waiting to be sent to one leader.
+// pendingPart is one partition's acknowledgements waiting to be sent to one leader. dcs holds
+// the delivery count of Process's acknowledgements of redelivered records (above 1), so that two
+// acknowledgements of one offset can be told apart (session.addInbox).
 type pendingPart struct {
 	id  [16]byte
 	acc acktype.Accumulator
+	dcs map[int64]int16
 }
 
 // ackInbox takes acknowledgements for a session from Process's workers, without the
@@ -53,11 +57,12 @@ type inboxAck struct {
 	part *heldPart
 	off  int64
 	t    acktype.Type
+	dc   int16 // the delivery count of the delivery acknowledged
 }
 
-func (b *ackInbox) add(part *heldPart, off int64, t acktype.Type) {
+func (b *ackInbox) add(a inboxAck) {
 	b.mu.Lock()
-	b.acks = append(b.acks, inboxAck{part, off, t})
+	b.acks = append(b.acks, a)
 	b.mu.Unlock()
 }
 

@@ -179,9 +179,9 @@ func (ss *sessionSet) ack(part *heldPart, first, last int64, t acktype.Type) {
 func (ss *sessionSet) renewQueued(part *heldPart) { ss.get(part.node).queuedRenews++ }
 
 // flushAll queues every session's waiting acknowledgements in a ShareAcknowledge.
-func (ss *sessionSet) flushAll() {
+func (ss *sessionSet) flushAll(o *outcomes, now time.Time) {
 	for _, s := range ss.sorted() {
-		s.flush()
+		s.flush(o, now)
 	}
 }
 
@@ -425,7 +425,7 @@ func (c *Consumer) Unsubscribe() error {
 	c.member.subscription = nil
 	c.assignmentChangedLocked(c.member.assign(nil))
 	c.ledger.giveBack(&c.sessions, time.Now())
-	c.sessions.flushAll()
+	c.sessions.flushAll(&c.acks, time.Now())
 	c.kickLocked()
 	c.wakeHeartbeat()
 	return nil

@@ -499,7 +499,7 @@ func (c *Consumer) versionsFor(ctx context.Context, node int32) (apiversions.Ver
 func (c *Consumer) flushUnfetchedLocked() {
 	for _, s := range c.sessions.sorted() {
 		if s.fetchedPoll != c.admit.pollSeq && !c.wantFetchLocked(s) {
-			s.flush()
+			s.flush(&c.acks, time.Now())
 		}
 	}
 	c.kickLocked()

@@ -84,7 +84,7 @@ func FuzzAcknowledgeBatching(f *testing.F) {
 			c.ledger.moveAcked(&c.sessions)
 			sent := make(map[key]acktype.Type)
 			for _, s := range c.sessions.sorted() {
-				for _, part := range s.takeAcks() {
+				for _, part := range s.takeAcks(&c.acks, time.Now()) {
 					checkBatches(t, part.batches)
 					for o, ty := range batchTypes(part.batches) {
 						k := key{part.tp.Partition, o}

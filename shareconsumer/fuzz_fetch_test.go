@@ -280,7 +280,7 @@ func FuzzShareFetchResponse(f *testing.F) {
 		c.ledger.moveAcked(&c.sessions)
 		sent := make(map[key]acktype.Type)
 		for _, ss := range c.sessions.sorted() {
-			for _, part := range ss.takeAcks() {
+			for _, part := range ss.takeAcks(&c.acks, time.Now()) {
 				require.Equal(t, int32(0), ss.node, "acknowledgements go to the leader the records came from")
 				require.Equal(t, "t", part.tp.Topic)
 				checkBatches(t, part.batches)
@@ -381,7 +381,7 @@ func TestShareFetchTooManyAcquiredRefused(t *testing.T) {
 	c.ledger.acceptAll()
 	c.ledger.moveAcked(&c.sessions)
 	for _, s := range c.sessions.sorted() {
-		for _, part := range s.takeAcks() {
+		for _, part := range s.takeAcks(&c.acks, time.Now()) {
 			require.Equal(t, int32(1), part.tp.Partition, "nothing of the refused partition is acknowledged")
 			require.Equal(t, map[int64]acktype.Type{0: acktype.Accept, 1: acktype.Accept}, batchTypes(part.batches),
 				"2 and 3 lie past the data: not acknowledged")

@@ -637,7 +637,7 @@ func (l *ledger) acqLeft(a *acquisition, n int32) {
 // done hands e's acknowledgement to its leader's session and counts e out of its acquisition.
 func (l *ledger) done(e *entry, t acktype.Type) {
 	l.lease.settled.Add(1)
-	e.part.inbox.add(e.part, e.rec.Offset, t)
+	e.part.inbox.add(inboxAck{e.part, e.rec.Offset, t, e.rec.DeliveryCount})
 	l.acqLeft(e.acq, 1)
 }
 

@@ -292,7 +292,7 @@ func (c *Consumer) commitSync(ctx context.Context) map[TopicPartition]error {
 			}
 		}
 		if s.hasAcks() {
-			s.enqueue(&ackJob{kind: jobSync, commit: w, parts: s.takeAcks()})
+			s.enqueue(&ackJob{kind: jobSync, commit: w, parts: s.takeAcks(&c.acks, time.Now())})
 		}
 	}
 	c.kickLocked()
@@ -334,7 +334,7 @@ func (c *Consumer) CommitAsync() {
 		c.ledger.acceptAll()
 	}
 	c.ledger.moveAcked(&c.sessions)
-	c.sessions.flushAll()
+	c.sessions.flushAll(&c.acks, time.Now())
 	c.kickLocked()
 	c.mu.Unlock()
 }

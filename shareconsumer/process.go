@@ -238,7 +238,7 @@ func (c *Consumer) startProcess(p *pool) error {
 	c.process.pool, c.taker = p, p
 	c.admit.startPool(p.cfg.workers, p.cfg.queue, now)
 	c.admit.waiting = true
-	c.sessions.flushAll()
+	c.sessions.flushAll(&c.acks, time.Now())
 	c.kickLocked()
 	return nil
 }
@@ -505,6 +505,6 @@ func (p *pool) stopHandlers() {
 func (c *Consumer) flushAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.sessions.flushAll()
+	c.sessions.flushAll(&c.acks, time.Now())
 	c.kickLocked()
 }

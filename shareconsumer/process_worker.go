@@ -262,7 +262,7 @@ func (w *worker) handle(t *task) {
 		w.stats.countAck(ack)
 		w.batch.left++
 		w.batch.settled++
-		w.batch.acks = append(w.batch.acks, inboxAck{e.part, e.rec.Offset, ack})
+		w.batch.acks = append(w.batch.acks, inboxAck{e.part, e.rec.Offset, ack, e.rec.DeliveryCount})
 		w.batch.leave(l, e)
 	} else {
 		out.Err = t.e.lost.Load()

@@ -100,6 +100,6 @@ func (r pollRenews) renewAnswered(p *ackPart, err error, lockMs int32, now time.
 	for _, e := range released {
 		s := c.sessions.get(e.part.node)
 		s.addAck(e.part, e.rec.Offset, acktype.Release)
-		s.flush()
+		s.flush(&c.acks, time.Now())
 	}
 }

@@ -120,6 +120,11 @@ func (s *session) addAck(part *heldPart, off int64, t acktype.Type) { s.addAcks(
 
 // addAcks records acknowledgements of the offsets first to last, all t, for the next request.
 func (s *session) addAcks(part *heldPart, first, last int64, t acktype.Type) {
+	s.pendingOf(part).acc.AddRange(first, last, t)
+}
+
+// pendingOf returns part's waiting acknowledgements.
+func (s *session) pendingOf(part *heldPart) *pendingPart {
 	pp := s.pending[part.tp]
 	if pp == nil {
 		// An accumulator taken before is used again, with the memory it grew.
@@ -131,16 +136,48 @@ func (s *session) addAcks(part *heldPart, first, last int64, t acktype.Type) {
 		}
 		s.pending[part.tp] = pp
 	}
-	pp.acc.AddRange(first, last, t)
+	return pp
+}
+
+// addInbox records an acknowledgement of Process. Two of one offset are of two deliveries: the
+// earlier one's lock ran out before its acknowledgement left, and the broker delivered the record
+// again. Sending the earlier one would apply it to the later delivery, so it fails instead
+// (INVALID_RECORD_STATE, reported to o), and the later one's is kept.
+func (s *session) addInbox(a inboxAck, o *outcomes, now time.Time) {
+	pp := s.pendingOf(a.part)
+	if prevT, dup := pp.acc.Get(a.off); dup {
+		prevDC := pp.dcs[a.off]
+		if prevDC == 0 {
+			prevDC = 1
+		}
+		if a.dc < prevDC {
+			s.supersede(a.part, a.off, a.t, o, now)
+			return
+		}
+		s.supersede(a.part, a.off, prevT, o, now)
+	}
+	if a.dc > 1 {
+		if pp.dcs == nil {
+			pp.dcs = make(map[int64]int16)
+		}
+		pp.dcs[a.off] = a.dc
+	}
+	pp.acc.AddRange(a.off, a.off, a.t)
+}
+
+// supersede reports an acknowledgement of t for part's offset off as failed, unsent.
+func (s *session) supersede(part *heldPart, off int64, t acktype.Type, o *outcomes, now time.Time) {
+	p := &ackPart{tp: part.tp, id: part.id, batches: []acktype.Batch{{FirstOffset: off, LastOffset: off, Types: []acktype.Type{t}}}}
+	o.finish(&ackJob{kind: jobAsync}, p, ackError(p, kerr.InvalidRecordState.Code, msgSuperseded), now)
 }
 
 // hasAcks reports whether acknowledgements wait for the next request.
 func (s *session) hasAcks() bool { return len(s.pending) > 0 || s.inbox.len() > 0 }
 
-// takeAcks takes every acknowledgement waiting, the inbox's included, by partition in name
-// order.
-func (s *session) takeAcks() []*ackPart {
-	s.inbox.drain(func(a inboxAck) { s.addAcks(a.part, a.off, a.off, a.t) })
+// takeAcks takes every acknowledgement waiting, the inbox's included (addInbox, which reports
+// superseded ones to o), by partition in name order.
+func (s *session) takeAcks(o *outcomes, now time.Time) []*ackPart {
+	s.inbox.drain(func(a inboxAck) { s.addInbox(a, o, now) })
 	if len(s.pending) == 0 {
 		s.queuedRenews = 0
 		return nil
@@ -153,6 +190,7 @@ func (s *session) takeAcks() []*ackPart {
 			s.spare = make(map[TopicPartition]*pendingPart)
 		}
 		s.spare[tp] = pp
+		clear(pp.dcs)
 		if batches := pp.acc.Take(); len(batches) > 0 {
 			p := &ackPart{tp: tp, id: pp.id, batches: batches}
 			if s.queuedRenews > 0 && hasRenew(batches) {
@@ -270,14 +308,14 @@ func (s *session) fetchRequest(want []*assignedPart, rp requestParams, o *outcom
 		}
 	}
 	if s.epoch == 0 {
-		if parts := s.takeAcks(); len(parts) > 0 {
+		if parts := s.takeAcks(o, now); len(parts) > 0 {
 			o.fail(job, parts, kerr.NetworkException.Code, msgEpochZero, now)
 		}
 		for _, ap := range want {
 			add(ap.id, ap.tp.Topic, ap.tp.Partition)
 		}
 	} else {
-		job.parts = s.stripUnsupportedRenews(job, s.screen(job, s.takeAcks(), rp, o, now), rp, o, now)
+		job.parts = s.stripUnsupportedRenews(job, s.screen(job, s.takeAcks(o, now), rp, o, now), rp, o, now)
 		forgotten := make(map[[16]byte][]int32)
 		if anyRenew(job.parts) {
 			req.IsRenewAck, job.renewFetch = true, true
@@ -405,7 +443,7 @@ func (s *session) applyFetch(j *ackJob, resp *kmsg.ShareFetchResponse, err error
 // renews (the close releases those records); the session must be open.
 func (s *session) ackRequest(j *ackJob, rp requestParams, o *outcomes, now time.Time) *kmsg.ShareAcknowledgeRequest {
 	if j.kind == jobClose {
-		j.parts = s.takeAcks()
+		j.parts = s.takeAcks(o, now)
 		if s.epoch == 0 {
 			o.fail(j, j.parts, kerr.NetworkException.Code, msgNoSession, now)
 			o.finishJob(j)
@@ -552,9 +590,9 @@ func (s *session) enqueue(j *ackJob) {
 }
 
 // flush queues the waiting acknowledgements in a ShareAcknowledge.
-func (s *session) flush() {
+func (s *session) flush(o *outcomes, now time.Time) {
 	if s.hasAcks() {
-		s.enqueue(&ackJob{kind: jobAsync, parts: s.takeAcks()})
+		s.enqueue(&ackJob{kind: jobAsync, parts: s.takeAcks(o, now)})
 	}
 }
 
@@ -563,7 +601,7 @@ func (s *session) flush() {
 // close: its acknowledgements fail.
 func (s *session) close(w *commitWait, o *outcomes, now time.Time) {
 	if s.epoch == 0 && !s.busy {
-		o.fail(&ackJob{kind: jobAsync}, s.takeAcks(), kerr.NetworkException.Code, msgNoSession, now)
+		o.fail(&ackJob{kind: jobAsync}, s.takeAcks(o, now), kerr.NetworkException.Code, msgNoSession, now)
 		return
 	}
 	s.enqueue(&ackJob{kind: jobClose, commit: w})
@@ -576,7 +614,7 @@ func (s *session) failQueued(o *outcomes, now time.Time) {
 		o.finishJob(j)
 	}
 	s.jobs = nil
-	o.fail(&ackJob{kind: jobAsync}, s.takeAcks(), kerr.NetworkException.Code, msgClosing, now)
+	o.fail(&ackJob{kind: jobAsync}, s.takeAcks(o, now), kerr.NetworkException.Code, msgClosing, now)
 }
 
 func deref(s *string) string {

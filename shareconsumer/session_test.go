@@ -479,3 +479,40 @@ func TestCommitSyncNothingToSend(t *testing.T) {
 	assert.Empty(t, res)
 	assert.Less(t, time.Since(start), time.Second)
 }
+
+// Two acknowledgements of Process for one offset are of two deliveries: the earlier delivery's
+// lock ran out before its acknowledgement left, and the record was delivered again. Whatever
+// order the workers handed them over in, the later delivery's is sent and the earlier one fails
+// unsent, reported with INVALID_RECORD_STATE.
+func TestTakeAcksKeepsTheLaterDeliverysAcknowledgement(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(100, 0)
+	for _, tc := range []struct {
+		name  string
+		inbox []inboxAck
+	}{
+		{"earlier first", []inboxAck{{off: 7, t: acktype.Release, dc: 1}, {off: 8, t: acktype.Accept, dc: 1}, {off: 7, t: acktype.Accept, dc: 2}}},
+		{"later first", []inboxAck{{off: 7, t: acktype.Accept, dc: 2}, {off: 8, t: acktype.Accept, dc: 1}, {off: 7, t: acktype.Release, dc: 1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			o := tOutcomes()
+			s := newSession(0, nil)
+			part := tHeld(0, 0)
+			part.inbox = &s.inbox
+			for _, a := range tc.inbox {
+				a.part = part
+				s.inbox.add(a)
+			}
+			parts := s.takeAcks(o, now)
+			require.Len(t, parts, 1)
+			assert.Equal(t, map[int64]acktype.Type{7: acktype.Accept, 8: acktype.Accept}, batchTypes(parts[0].batches))
+			require.Len(t, o.completions, 1, "the superseded acknowledgement is reported")
+			c := o.completions[0]
+			assert.Equal(t, []int64{7}, c.Offsets)
+			assert.ErrorIs(t, c.Err, kerr.InvalidRecordState)
+			assert.Contains(t, c.Err.Error(), "delivered again")
+			assert.Empty(t, s.takeAcks(o, now), "nothing is left behind")
+		})
+	}
+}
