@@ -66,15 +66,15 @@ func (b *ackInbox) add(a inboxAck) {
 	b.mu.Unlock()
 }
 
-// drain hands the acknowledgements to fn and empties the inbox, keeping its memory.
-func (b *ackInbox) drain(fn func(inboxAck)) {
+// swap returns the acknowledgements in the inbox and leaves spare, emptied, in their place: the
+// lock is held for no more than the swap, and the two slices' memory goes back and forth.
+func (b *ackInbox) swap(spare []inboxAck) []inboxAck {
+	clear(spare)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, a := range b.acks {
-		fn(a)
-	}
-	clear(b.acks)
-	b.acks = b.acks[:0]
+	acks := b.acks
+	b.acks = spare[:0]
+	return acks
 }
 
 // len returns how many acknowledgements wait in the inbox.

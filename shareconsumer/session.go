@@ -38,6 +38,7 @@ type session struct {
 	pending      map[TopicPartition]*pendingPart
 	spare        map[TopicPartition]*pendingPart
 	inbox        ackInbox
+	inboxSpare   []inboxAck // the inbox's other slice (ackInbox.swap)
 	queuedRenews int
 	pollRenews   renewer
 
@@ -177,7 +178,10 @@ func (s *session) hasAcks() bool { return len(s.pending) > 0 || s.inbox.len() > 
 // takeAcks takes every acknowledgement waiting, the inbox's included (addInbox, which reports
 // superseded ones to o), by partition in name order.
 func (s *session) takeAcks(o *outcomes, now time.Time) []*ackPart {
-	s.inbox.drain(func(a inboxAck) { s.addInbox(a, o, now) })
+	s.inboxSpare = s.inbox.swap(s.inboxSpare)
+	for _, a := range s.inboxSpare {
+		s.addInbox(a, o, now)
+	}
 	if len(s.pending) == 0 {
 		s.queuedRenews = 0
 		return nil
