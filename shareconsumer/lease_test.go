@@ -684,3 +684,45 @@ func TestLedgerFinishReleasePublishCounts(t *testing.T) {
 	lt.l.publish(&w)
 	assert.Zero(t, l.held.Load())
 }
+
+// TestLeaseRenewGivesUpAfterTheDeadlineOfTheRecordsItRenews: a renew in flight gives up at the
+// deadline of the records it renews plus half the lock. An acquisition with nothing live left,
+// not retired yet because a worker has not published the record it settled (a worker that
+// went on to a slow handler), must not bring that forward: its deadline may be long past, and
+// the records the renew covers would be lost at once, renew or not.
+func TestLeaseRenewGivesUpAfterTheDeadlineOfTheRecordsItRenews(t *testing.T) {
+	t.Parallel()
+	lt := ltNew()
+	l := &lt.l.lease
+	lock := 30 * time.Second
+	a := lt.acquire(1, ltT0, lock, true, ltRecs{0, []int64{1, 2}})
+
+	// A worker settles a's first record and moves on to a slow handler before it publishes;
+	// another worker settles the second.
+	var w workerBatch
+	require.True(t, lt.l.begin(&a[0], l.mono(ltT0.Add(time.Second))))
+	w.unqueued++
+	require.True(t, lt.l.finish(&a[0]))
+	w.left++
+	w.settled++
+	w.acks = append(w.acks, inboxAck{a[0].part, 1, acktype.Accept})
+	w.leave(lt.l, &a[0])
+	lt.settle(t, &a[1], ltT0.Add(time.Second), acktype.Accept)
+	require.False(t, ltRetired(l, a[0].acq), "the worker has not published")
+
+	// a's lock runs out with nothing live; records come from the leader again later.
+	lt.l.due(ltT0.Add(30 * time.Second))
+	b := lt.acquire(1, ltT0.Add(40*time.Second), lock, true, ltRecs{0, []int64{3}})
+	require.Equal(t, []int32{1}, lt.l.due(ltT0.Add(64*time.Second)).renew)
+	parts := lt.l.renewParts(1, ltT0.Add(64*time.Second))
+	require.Len(t, parts, 1)
+	assert.Equal(t, []int64{3}, parts[0].allOffsets())
+
+	ev := lt.l.due(ltT0.Add(64*time.Second + time.Millisecond))
+	assert.Empty(t, ltLosses(lt.holder.take()), "b's lock runs until 70s, and its renew is on its way")
+	assert.True(t, ltLive(&b[0]))
+	assert.Equal(t, ltT0.Add(85*time.Second), ev.next, "b's deadline plus half the lock")
+
+	lt.l.publish(&w)
+	assert.True(t, ltRetired(l, a[0].acq))
+}
