@@ -414,7 +414,6 @@ func TestMembershipHint(t *testing.T) {
 		leader int32 // of a-0 afterwards
 	}{
 		{name: "newer epoch, other broker", hint: leaderHint{mIDa, 0, 3, 6}, move: true, leader: 3},
-		{name: "same epoch, other broker", hint: leaderHint{mIDa, 0, 3, 5}, move: true, leader: 3},
 		{name: "older epoch", hint: leaderHint{mIDa, 0, 3, 4}, leader: 1},
 		{name: "same broker", hint: leaderHint{mIDa, 0, 1, 9}, leader: 1},
 		{name: "no leader named", hint: leaderHint{mIDa, 0, -1, 9}, leader: 1},
