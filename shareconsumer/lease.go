@@ -330,11 +330,13 @@ func (l *lease) due(now time.Time) leaseEvents {
 		g := t.group
 		dl := l.at(g.deadline.Load())
 		switch {
-		case g.renewing.Load() || !now.Before(dl) || !g.node.renewable:
+		case g.renewing.Load() || !now.Before(dl):
 			l.schedule(t, time.Time{})
 			for _, a := range slices.Clone(g.acqs) {
 				l.loseIn(a, errors.LockDeadlinePassed, nil)
 			}
+		case !g.node.renewable:
+			l.schedule(t, dl) // the leader no longer takes RENEW: the lock runs out at its deadline
 		default:
 			if !g.node.renewQueued {
 				g.node.renewQueued = true
@@ -363,15 +365,19 @@ func (l *lease) renewParts(node int32, now time.Time) ([]*ackPart, *leaseGroup) 
 		tp TopicPartition
 	}
 	var hs []held
+	// The renew gives up half a lock after the earliest deadline of the records it renews;
+	// acquisitions with none of those left (their last records settled but not yet counted out)
+	// do not count.
 	var dl int64
 	for _, a := range n.acqs {
+		live := len(hs)
 		for i := range a.entries {
 			e := &a.entries[i]
 			if s := e.state.Load(); s == entryQueued || s == entryRunning {
 				hs = append(hs, held{e, e.part.tp})
 			}
 		}
-		if d := a.group.Load().deadline.Load(); d != 0 && (dl == 0 || d < dl) {
+		if d := a.group.Load().deadline.Load(); len(hs) > live && d != 0 && (dl == 0 || d < dl) {
 			dl = d
 		}
 	}
@@ -435,7 +441,11 @@ func (l *lease) renewAnswered(g *leaseGroup, p *ackPart, err error, lockMs int32
 		}
 		return
 	}
-	l.renewed.Add(uint64(len(p.allOffsets())))
+	var n int64
+	for _, b := range p.batches {
+		n += b.LastOffset - b.FirstOffset + 1
+	}
+	l.renewed.Add(uint64(n))
 	if g.renewing.Load() {
 		l.observeRTT(now.Sub(g.sent))
 		if lockMs > 0 {

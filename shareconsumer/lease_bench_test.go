@@ -101,11 +101,11 @@ func BenchmarkLeaseComplete(b *testing.B) {
 				w.unqueued++
 				w.left++
 				w.settled++
-				w.acks = append(w.acks, inboxAck{e.part, e.rec.Offset, acktype.Accept})
+				w.acks = append(w.acks, inboxAck{e.part, e.rec.Offset, acktype.Accept, e.rec.DeliveryCount})
 				w.leave(l, e)
 				if n++; n == publishEvery {
 					l.publish(&w)
-					lb.inbox.drain(func(inboxAck) {})
+					lb.inbox.swap(nil)
 					n = 0
 				}
 				if i++; i == len(es) {

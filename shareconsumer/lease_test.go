@@ -105,7 +105,7 @@ func (lt *ltLedger) settle(t *testing.T, e *entry, now time.Time, ty acktype.Typ
 	require.True(t, lt.l.finish(e), "finish")
 	b.left++
 	b.settled++
-	b.acks = append(b.acks, inboxAck{e.part, e.rec.Offset, ty})
+	b.acks = append(b.acks, inboxAck{e.part, e.rec.Offset, ty, e.rec.DeliveryCount})
 	b.leave(lt.l, e)
 	lt.l.publish(&b)
 }
@@ -114,7 +114,7 @@ func (lt *ltLedger) settle(t *testing.T, e *entry, now time.Time, ty acktype.Typ
 func (lt *ltLedger) acks(node int32) []inboxAck {
 	var out []inboxAck
 	if in := lt.inboxes[node]; in != nil {
-		in.drain(func(a inboxAck) { out = append(out, a) })
+		out = append(out, in.swap(nil)...)
 	}
 	return out
 }
@@ -580,7 +580,7 @@ func TestLeaseRetire(t *testing.T) {
 		require.True(t, lt.l.finish(e))
 		w.left++
 		w.settled++
-		w.acks = append(w.acks, inboxAck{e.part, e.rec.Offset, acktype.Accept})
+		w.acks = append(w.acks, inboxAck{e.part, e.rec.Offset, acktype.Accept, e.rec.DeliveryCount})
 		w.leave(lt.l, e)
 	}
 	assert.Equal(t, int32(1), a[0].acq.done.Load(), "counted when the worker moved on")
@@ -589,7 +589,7 @@ func TestLeaseRetire(t *testing.T) {
 	lt.l.publish(&w)
 	assert.True(t, ltRetired(l, b[0].acq))
 	assert.Len(t, l.timers, 2, "b's group and MaxHold are out of the heap")
-	assert.Equal(t, []inboxAck{{a[0].part, 1, acktype.Accept}, {b[0].part, 3, acktype.Accept}}, lt.acks(1))
+	assert.Equal(t, []inboxAck{{a[0].part, 1, acktype.Accept, 0}, {b[0].part, 3, acktype.Accept, 0}}, lt.acks(1))
 
 	lt.l.loseOne(&a[1], errors.LockDeadlinePassed)
 	assert.True(t, ltRetired(l, a[0].acq), "the last record of a left")
@@ -600,7 +600,7 @@ func TestLeaseRetire(t *testing.T) {
 	assert.Empty(t, ev.renew)
 }
 
-func TestLedgerBeginRefusesARecordWhoseLockRanOut(t *testing.T) {
+func TestLeaseBeginRefusesARecordWhoseLockRanOut(t *testing.T) {
 	t.Parallel()
 	lt := ltNew()
 	l := &lt.l.lease
@@ -640,7 +640,7 @@ func TestLedgerFinishReleasePublishCounts(t *testing.T) {
 	assert.False(t, lt.l.finish(&es[0]), "once")
 	w.left++
 	w.settled++
-	w.acks = append(w.acks, inboxAck{es[0].part, 1, acktype.Reject})
+	w.acks = append(w.acks, inboxAck{es[0].part, 1, acktype.Reject, 0})
 	w.leave(lt.l, &es[0])
 	assert.Equal(t, int64(5), l.held.Load(), "unpublished: counted as held longer, never shorter")
 	assert.Equal(t, int64(5), l.queued.Load())
@@ -665,7 +665,7 @@ func TestLedgerFinishReleasePublishCounts(t *testing.T) {
 	assert.Equal(t, int64(2), l.held.Load())
 	assert.Equal(t, int64(2), l.queued.Load())
 	assert.Equal(t, uint64(1), l.settled.Load())
-	assert.Equal(t, []inboxAck{{es[0].part, 1, acktype.Reject}}, lt.acks(1))
+	assert.Equal(t, []inboxAck{{es[0].part, 1, acktype.Reject, 0}}, lt.acks(1))
 	assert.Equal(t, int32(3), es[0].acq.done.Load())
 
 	// 4: released by shutdown; 5: lost, then released: nothing to acknowledge.
@@ -675,7 +675,7 @@ func TestLedgerFinishReleasePublishCounts(t *testing.T) {
 	assert.Zero(t, l.held.Load())
 	assert.Zero(t, l.queued.Load())
 	assert.Equal(t, uint64(2), l.settled.Load())
-	assert.Equal(t, []inboxAck{{es[3].part, 4, acktype.Release}}, lt.acks(1))
+	assert.Equal(t, []inboxAck{{es[3].part, 4, acktype.Release, 0}}, lt.acks(1))
 	assert.True(t, ltRetired(l, es[0].acq))
 	assert.Empty(t, l.timers)
 	assert.Len(t, lt.holder.take(), 3)
@@ -705,7 +705,7 @@ func TestLeaseRenewGivesUpAfterTheDeadlineOfTheRecordsItRenews(t *testing.T) {
 	require.True(t, lt.l.finish(&a[0]))
 	w.left++
 	w.settled++
-	w.acks = append(w.acks, inboxAck{a[0].part, 1, acktype.Accept})
+	w.acks = append(w.acks, inboxAck{a[0].part, 1, acktype.Accept, 0})
 	w.leave(lt.l, &a[0])
 	lt.settle(t, &a[1], ltT0.Add(time.Second), acktype.Accept)
 	require.False(t, ltRetired(l, a[0].acq), "the worker has not published")

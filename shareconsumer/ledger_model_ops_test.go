@@ -556,7 +556,7 @@ func (m *lmModel) opFinish() {
 	}
 	w.b.left++
 	w.b.settled++
-	w.b.acks = append(w.b.acks, inboxAck{d.e.part, d.e.rec.Offset, ty})
+	w.b.acks = append(w.b.acks, inboxAck{d.e.part, d.e.rec.Offset, ty, d.e.rec.DeliveryCount})
 	w.b.leave(m.l, d.e)
 	w.left++
 	w.settled++

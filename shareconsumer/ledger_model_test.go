@@ -234,8 +234,10 @@ type lmDest struct {
 	renewsQ map[*heldPart]int
 }
 
-func (d *lmDest) ack(part *heldPart, offset int64, t acktype.Type) {
-	d.acks = append(d.acks, lmAck{part.node, lmKey{part.tp.Partition, offset}, t})
+func (d *lmDest) ack(part *heldPart, first, last int64, t acktype.Type) {
+	for o := first; o <= last; o++ {
+		d.acks = append(d.acks, lmAck{part.node, lmKey{part.tp.Partition, o}, t})
+	}
 }
 
 func (d *lmDest) renewQueued(part *heldPart) { d.renewsQ[part]++ }
@@ -297,7 +299,7 @@ func (r lmRenewer) renewAnswered(p *ackPart, err error, lockMs int32, _ time.Tim
 	}
 	l.mu.Unlock()
 	for _, e := range released {
-		m.dest.ack(e.part, e.rec.Offset, acktype.Release)
+		m.dest.ack(e.part, e.rec.Offset, e.rec.Offset, acktype.Release)
 	}
 }
 
@@ -507,12 +509,12 @@ func (m *lmModel) settle() {
 	var inbox []lmAck
 	for _, n := range []int32{1, 2, 3} {
 		if s := m.ss[n]; s != nil {
-			s.inbox.drain(func(a inboxAck) {
+			for _, a := range s.inbox.swap(nil) {
 				if a.part.inbox != &s.inbox {
 					m.failf("an acknowledgement for %d went to the inbox of %d", a.part.node, n)
 				}
 				inbox = append(inbox, lmAck{n, lmKey{a.part.tp.Partition, a.off}, a.t})
-			})
+			}
 		}
 	}
 	m.matchAcks("to the inboxes", inbox, m.expInbox)
