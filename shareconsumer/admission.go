@@ -78,7 +78,7 @@ const queueTime = time.Second
 // startPool makes admission size fetches for a pool of workers with a queue of at most
 // queueMax records.
 func (a *admission) startPool(workers, queueMax int, now time.Time) {
-	a.workers, a.queueMax, a.reserved, a.rate, a.rtt, a.sampledAt = workers, queueMax, 0, 0, 0, now
+	a.workers, a.queueMax, a.reserved, a.rate, a.rtt, a.sampledAt = workers, queueMax, 0, 0, 0, time.Time{}
 	a.low.Store(0)
 }
 
@@ -214,9 +214,15 @@ func (a *admission) fetchAnswered(s *session, rtt time.Duration, settled uint64,
 
 // observeSettled takes Process's count of settled records at now, and moves the watermark.
 func (a *admission) observeSettled(settled uint64, now time.Time) {
-	if d := now.Sub(a.sampledAt); d >= time.Millisecond {
+	switch d := now.Sub(a.sampledAt); {
+	case a.sampledAt.IsZero():
+		// The first answer: the time before it was the group join's, not the handlers'.
+		a.settled, a.sampledAt = settled, now
+	case d >= time.Millisecond:
+		// The rate rises at once and falls slowly: a small queue keeps the rate it can measure
+		// small, so it must not hold the queue back when the handlers could do more.
 		r := float64(settled-a.settled) / d.Seconds()
-		if a.rate == 0 {
+		if r > a.rate {
 			a.rate = r
 		} else {
 			a.rate += (r - a.rate) / 4

@@ -190,19 +190,20 @@ func TestAdmissionProcessCapacity(t *testing.T) {
 		}
 	}
 
-	// It grows with the rate, a quarter of the way at each sample.
+	// The first answer only starts the count (the join came before it); then the rate rises at
+	// once and falls a quarter of the way at each sample.
 	a := aPoll()
 	t0 := time.Unix(1000, 0)
 	a.startPool(4, 1000, t0)
-	a.observeSettled(500, t0.Add(time.Second))
+	a.observeSettled(0, t0.Add(5*time.Second))
+	assert.Equal(t, 4+4, a.capacity(), "no rate yet: as many queued as workers")
+	a.observeSettled(500, t0.Add(6*time.Second)) // 500/s
 	assert.Equal(t, 4+500, a.capacity())
-	a.observeSettled(2500, t0.Add(2*time.Second)) // 2000/s
-	assert.Equal(t, 4+875, a.capacity())
-	a.observeSettled(2500, t0.Add(2*time.Second+time.Microsecond)) // under a millisecond: no sample
-	assert.Equal(t, 4+875, a.capacity())
-	for i := range 20 {
-		a.observeSettled(2500+uint64(i+1)*10000, t0.Add(time.Duration(3+i)*time.Second))
-	}
+	a.observeSettled(500, t0.Add(6*time.Second+time.Microsecond)) // under a millisecond: no sample
+	assert.Equal(t, 4+500, a.capacity())
+	a.observeSettled(900, t0.Add(7*time.Second)) // 400/s: a quarter of the way down
+	assert.Equal(t, 4+475, a.capacity())
+	a.observeSettled(5900, t0.Add(8*time.Second)) // 5000/s: at once, up to QueueSize
 	assert.Equal(t, 4+1000, a.capacity(), "QueueSize at most")
 }
 
@@ -320,9 +321,12 @@ func TestAdmissionProcessWatermark(t *testing.T) {
 	assert.Positive(t, a.mayFetch(s, pollView{}, heldView{held: 3}, leaders))
 	assert.False(t, a.wantKick.Load())
 
-	// 100 records a second and a 100 ms round trip: the records of two round trips.
+	// 100 records a second and a 100 ms round trip: the records of two round trips. (The first
+	// answer only starts the count of settled records.)
 	a.fetchSent(s, 5)
-	a.fetchAnswered(s, 100*time.Millisecond, 100, t0.Add(time.Second))
+	a.fetchAnswered(s, 100*time.Millisecond, 0, t0.Add(time.Second))
+	a.fetchSent(s, 5)
+	a.fetchAnswered(s, 100*time.Millisecond, 100, t0.Add(2*time.Second))
 	assert.Zero(t, a.reserved)
 	assert.Equal(t, 4+100, a.capacity())
 	assert.Equal(t, int64(20), a.low.Load())
@@ -346,7 +350,8 @@ func TestAdmissionProcessWatermark(t *testing.T) {
 	// A watermark over half the room is no watermark: the queue runs down to empty.
 	a2 := aPoll()
 	a2.startPool(4, 1000, t0)
-	a2.fetchAnswered(s, time.Second, 100, t0.Add(time.Second))
+	a2.fetchAnswered(s, time.Second, 0, t0.Add(time.Second))
+	a2.fetchAnswered(s, time.Second, 100, t0.Add(2*time.Second))
 	assert.Equal(t, 4+100, a2.capacity())
 	assert.Zero(t, a2.low.Load(), "200 records of two round trips is over half of 104")
 
