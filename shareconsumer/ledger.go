@@ -386,6 +386,50 @@ func (l *ledger) unrenew(now time.Time) {
 	l.renews.Take(now, l.renews.Ready(), nil)
 }
 
+// renewSent records that the renews of p, Poll's, leave now: each gets the ticket its answer
+// needs.
+func (l *ledger) renewSent(p *ackPart, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, o := range p.renewOffsets() {
+		if t, ok := l.renews.MarkSent(renewKey(p.tp, o), now); ok {
+			p.tickets = append(p.tickets, renewTicket{o, t})
+		}
+	}
+}
+
+// renewAnswered applies the outcome of p's renews (Poll's) to the renew buffer: on success each
+// waits for a Poll, its deadline lock after the send, or, with release, leaves the buffer and is
+// returned, to be released; on failure, or when it was never sent, it is dropped.
+func (l *ledger) renewAnswered(p *ackPart, err error, lock time.Duration, release bool) []*renewEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p.tickets == nil {
+		for _, o := range p.renewOffsets() {
+			l.renews.Remove(renewKey(p.tp, o))
+		}
+		return nil
+	}
+	var released []*renewEntry
+	for _, t := range p.tickets {
+		k := renewKey(p.tp, t.off)
+		if err != nil {
+			l.renews.Fail(k, t.ticket)
+			continue
+		}
+		if !l.renews.Complete(k, t.ticket, lock) {
+			continue
+		}
+		e, _, dl, _ := l.renews.Get(k)
+		e.deadline = dl
+		if release {
+			l.renews.Remove(k)
+			released = append(released, e)
+		}
+	}
+	return released
+}
+
 // dropRenewsOf forgets the renewed records of tp, whose locks are gone (its leader moved), and
 // returns how many there were.
 func (l *ledger) dropRenewsOf(tp TopicPartition) int {

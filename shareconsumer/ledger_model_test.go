@@ -254,51 +254,15 @@ func (h *lmHold) lockLost(err *errors.LockLostError) { h.m.lockLost(h.d, err) }
 // will return (Process runs) is released.
 type lmRenewer struct{ m *lmModel }
 
-func (r lmRenewer) renewSent(p *ackPart, now time.Time) {
-	l := r.m.l
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, o := range p.renewOffsets() {
-		if t, ok := l.renews.MarkSent(renewKey(p.tp, o), now); ok {
-			p.tickets = append(p.tickets, renewTicket{o, t})
-		}
-	}
-}
+func (r lmRenewer) renewSent(p *ackPart, now time.Time) { r.m.l.renewSent(p, now) }
 
 func (r lmRenewer) renewAnswered(p *ackPart, err error, lockMs int32, _ time.Time) {
 	m := r.m
-	l := m.l
 	d := lmPollLock
 	if lockMs > 0 {
 		d = time.Duration(lockMs) * time.Millisecond
 	}
-	var released []*renewEntry
-	l.mu.Lock()
-	if p.tickets == nil {
-		for _, o := range p.renewOffsets() {
-			l.renews.Remove(renewKey(p.tp, o))
-		}
-		l.mu.Unlock()
-		return
-	}
-	for _, t := range p.tickets {
-		k := renewKey(p.tp, t.off)
-		if err != nil {
-			l.renews.Fail(k, t.ticket)
-			continue
-		}
-		if !l.renews.Complete(k, t.ticket, d) {
-			continue
-		}
-		e, _, dl, _ := l.renews.Get(k)
-		e.deadline = dl
-		if m.processing {
-			l.renews.Remove(k)
-			released = append(released, e)
-		}
-	}
-	l.mu.Unlock()
-	for _, e := range released {
+	for _, e := range m.l.renewAnswered(p, err, d, m.processing) {
 		m.dest.ack(e.part, e.rec.Offset, e.rec.Offset, acktype.Release)
 	}
 }

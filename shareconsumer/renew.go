@@ -44,16 +44,7 @@ func (c *Consumer) gateRenew(part *heldPart) error {
 type pollRenews struct{ c *Consumer }
 
 // renewSent records that the renews of p leave now.
-func (r pollRenews) renewSent(p *ackPart, now time.Time) {
-	l := &r.c.ledger
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, o := range p.renewOffsets() {
-		if t, ok := l.renews.MarkSent(renewKey(p.tp, o), now); ok {
-			p.tickets = append(p.tickets, renewTicket{o, t})
-		}
-	}
-}
+func (r pollRenews) renewSent(p *ackPart, now time.Time) { r.c.ledger.renewSent(p, now) }
 
 // renewAnswered applies the outcome of p's renews: on success they wait for a Poll, deadline
 // counted from the send with the lock duration of the answer (or the last known one); on
@@ -61,8 +52,6 @@ func (r pollRenews) renewSent(p *ackPart, now time.Time) {
 // will return (the consumer unsubscribed, or Process runs) is released.
 func (r pollRenews) renewAnswered(p *ackPart, err error, lockMs int32, now time.Time) {
 	c := r.c
-	l := &c.ledger
-	defer c.wake()
 	d := defaultLockDuration
 	switch {
 	case lockMs > 0:
@@ -71,35 +60,10 @@ func (r pollRenews) renewAnswered(p *ackPart, err error, lockMs int32, now time.
 		d = c.locks.duration()
 	}
 	release := len(c.member.subscription) == 0 || c.poll.processing.Load()
-	var released []*renewEntry
-	l.mu.Lock()
-	if p.tickets == nil {
-		for _, o := range p.renewOffsets() {
-			l.renews.Remove(renewKey(p.tp, o))
-		}
-		l.mu.Unlock()
-		return
-	}
-	for _, t := range p.tickets {
-		k := renewKey(p.tp, t.off)
-		if err != nil {
-			l.renews.Fail(k, t.ticket)
-			continue
-		}
-		if !l.renews.Complete(k, t.ticket, d) {
-			continue
-		}
-		e, _, dl, _ := l.renews.Get(k)
-		e.deadline = dl
-		if release {
-			l.renews.Remove(k)
-			released = append(released, e)
-		}
-	}
-	l.mu.Unlock()
-	for _, e := range released {
+	for _, e := range c.ledger.renewAnswered(p, err, d, release) {
 		s := c.sessions.get(e.part.node)
 		s.addAck(e.part, e.rec.Offset, acktype.Release)
-		s.flush(&c.acks, time.Now())
+		s.flush(&c.acks, now)
 	}
+	c.wake()
 }
