@@ -199,3 +199,51 @@ func TestShareSessionDropSparesOtherConnections(t *testing.T) {
 	r, _ := st.c.ShareRecord("g", "t", 0, 0)
 	assert.Equal(t, testbroker.ShareAcquired, r.State)
 }
+
+// TestShareSessionForgottenPartitionKeepsRecords forgets a partition whose records the member
+// holds, as a consumer does when the partition is assigned to another member, and as Kafka
+// does (ShareSession.update drops it from the session; releaseSession releases only the
+// session's partitions): the records stay the member's, another member acquires none of them,
+// closing the session releases none, and only the lock's expiry makes them available, to the
+// other member as their second delivery. The first member's acceptance then fails.
+func TestShareSessionForgottenPartitionKeepsRecords(t *testing.T) {
+	t.Parallel()
+	st := startShareTest(t)
+	a, b := st.member(t, "a", 2), st.member(t, "b", 2)
+	a.open(t)
+	st.produce(t, "x", "y")
+	require.Equal(t, [][3]int64{{0, 1, 1}}, acquired(a.take(t)))
+
+	req := shareFetchRequest(2, "g", "a", a.epoch)
+	req.ForgottenTopicsData = []kmsg.ShareFetchRequestForgottenTopicsData{{TopicID: st.tid, Partitions: []int32{0}}}
+	require.Zero(t, a.fetch(t, req).ErrorCode)
+	require.Len(t, st.c.ShareSessions(0), 1)
+	assert.Empty(t, st.c.ShareSessions(0)[0].Partitions, "t/0 left a's session")
+	holder := func() []string {
+		var out []string
+		for _, r := range st.c.ShareRecords("g", "t", 0) {
+			out = append(out, r.State.String()+" "+r.Member)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"ACQUIRED a", "ACQUIRED a"}, holder(), "forgetting releases nothing")
+
+	resp := b.fetch(t, b.fetchReq())
+	require.Zero(t, resp.ErrorCode)
+	assert.Empty(t, acquired(onlySharePartition(t, resp)), "a holds every record")
+
+	a.epoch = -1
+	require.Zero(t, a.fetch(t, shareFetchRequest(2, "g", "a", -1)).ErrorCode)
+	assert.Equal(t, []string{"ACQUIRED a", "ACQUIRED a"}, holder(), "a's closed session had no partitions to release")
+
+	st.clk.Advance(30 * time.Second)
+	assert.Equal(t, [][3]int64{{0, 1, 2}}, acquired(b.take(t)))
+	assert.Equal(t, []string{"ACQUIRED b", "ACQUIRED b"}, holder())
+
+	a.open(t)
+	req = a.fetchReq(fetchAck(0, 1, ackAccept))
+	req.MaxRecords = 0
+	p := onlySharePartition(t, a.fetch(t, req))
+	assert.Equal(t, kerr.InvalidRecordState.Code, p.AcknowledgeErrorCode)
+	assert.Equal(t, "Member is not the owner of batch record", deref(p.AcknowledgeErrorMessage))
+}

@@ -95,9 +95,17 @@ func brokerBytesPerSharePartition(ctx context.Context, partitions int) (float64,
 
 // heapInUse returns the live heap and the goroutine stacks after two garbage collections.
 func heapInUse() int64 {
+	m := memAfterGC()
+	return int64(m.HeapAlloc) + int64(m.StackInuse)
+}
+
+// liveHeap returns the live heap after two garbage collections, without the goroutine stacks.
+func liveHeap() int64 { return int64(memAfterGC().HeapAlloc) }
+
+func memAfterGC() *runtime.MemStats {
 	runtime.GC()
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return int64(m.HeapAlloc) + int64(m.StackInuse)
+	return &m
 }

@@ -117,22 +117,55 @@ func (f *fleet) idle(ctx context.Context) error {
 	})
 }
 
-// hold polls every consumer until it has received records once and keeps them unacknowledged;
-// it returns how many records the consumers hold.
-func (f *fleet) hold(ctx context.Context) (int, error) {
-	var total atomic.Int64
-	err := f.each(ctx, func(ctx context.Context, i int, c *shareconsumer.Consumer) error {
+// hold polls every consumer until it holds records, which it keeps unacknowledged; it stops
+// once each consumer holds records or finds every record of its partitions held by others. It
+// returns how many records the consumers hold, each marked in held.
+//
+// A consumer may get none, and must not wait for some. A ShareFetch sent just before its
+// member's assignment changed still fetches the partitions of the old assignment, and may
+// acquire the records of partitions now assigned to another member. As in Kafka, those stay
+// the first member's until it acknowledges them or their acquisition lock expires (30 s by
+// default): the member they are assigned to now cannot acquire them meanwhile. Waiting for them
+// outlasted the lock; the records then came to a second consumer while the first still held
+// them in its count, and its acceptances failed with INVALID_RECORD_STATE. A record that comes
+// to a second consumer is therefore an error.
+//
+// A consumer without records polls on even when the others hold all of its partitions' records:
+// a fetch of its own may still bring records of other partitions, which another consumer then
+// waits for.
+func (f *fleet) hold(ctx context.Context, held *offsetSet) (int, error) {
+	hctx, settled := context.WithCancel(ctx)
+	defer settled()
+	var mu sync.Mutex
+	holds := make([]bool, len(f.cons))
+	err := f.each(hctx, func(pctx context.Context, i int, c *shareconsumer.Consumer) error {
 		for len(f.held[i]) == 0 {
-			recs, err := c.Poll(ctx)
+			recs, err := c.Poll(pctx)
 			if err != nil {
+				if hctx.Err() != nil && ctx.Err() == nil {
+					return nil // settled
+				}
 				return fmt.Errorf("Poll: %w", err)
 			}
 			f.held[i] = recs
 		}
-		total.Add(int64(len(f.held[i])))
+		for _, r := range f.held[i] {
+			if _, again := held.mark(r.Partition, r.Offset); again {
+				return fmt.Errorf("record %d/%d came to a second consumer: the first one no longer held it (its acquisition lock ran out)", r.Partition, r.Offset)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		holds[i] = true
+		for j, c := range f.cons {
+			if !holds[j] && !held.hasAll(c.Status().Assigned) {
+				return nil
+			}
+		}
+		settled()
 		return nil
 	})
-	return int(total.Load()), err
+	return held.count(), err
 }
 
 // consume accepts the held records and then every record polled until seen counts records
@@ -202,22 +235,41 @@ type offsetSet struct {
 	perPartition int
 	bits         []atomic.Bool
 	n            atomic.Int64
+	perPart      []atomic.Int64 // marked pairs by partition
 }
 
 func newOffsetSet(partitions, perPartition int) *offsetSet {
-	return &offsetSet{perPartition: perPartition, bits: make([]atomic.Bool, partitions*perPartition)}
+	return &offsetSet{perPartition: perPartition, bits: make([]atomic.Bool, partitions*perPartition), perPart: make([]atomic.Int64, partitions)}
 }
 
 // add marks partition/offset and returns the number of distinct pairs marked so far; an
 // offset outside the topic is not counted.
 func (s *offsetSet) add(partition int32, offset int64) int {
+	n, _ := s.mark(partition, offset)
+	return n
+}
+
+// mark is add that also reports whether partition/offset was marked already.
+func (s *offsetSet) mark(partition int32, offset int64) (n int, again bool) {
 	if partition < 0 || offset < 0 || offset >= int64(s.perPartition) || int(partition) >= len(s.bits)/s.perPartition {
-		return int(s.n.Load())
+		return int(s.n.Load()), false
 	}
 	if s.bits[int(partition)*s.perPartition+int(offset)].CompareAndSwap(false, true) {
-		return int(s.n.Add(1))
+		s.perPart[partition].Add(1)
+		return int(s.n.Add(1)), false
 	}
-	return int(s.n.Load())
+	return int(s.n.Load()), true
+}
+
+// hasAll reports whether every offset of each of the partitions is marked; partitions outside
+// the topic are ignored.
+func (s *offsetSet) hasAll(tps []shareconsumer.TopicPartition) bool {
+	for _, tp := range tps {
+		if tp.Partition >= 0 && int(tp.Partition) < len(s.perPart) && s.perPart[tp.Partition].Load() < int64(s.perPartition) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *offsetSet) count() int { return int(s.n.Load()) }

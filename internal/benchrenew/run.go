@@ -38,8 +38,8 @@ const (
 	// comes back fails the run instead of hanging it.
 	phaseTimeout = 60 * time.Second
 
-	// mergeRounds bounds how often merge renews and polls to get every record into one Poll.
-	mergeRounds = 5
+	// mergeWait bounds how long merge renews and polls again to get every record into one Poll.
+	mergeWait = 10 * time.Second
 )
 
 // result is what one broker program, cluster size and partition count gave.
@@ -308,7 +308,8 @@ func (w *shareCounter) snapshot() map[writeKey]writeCount {
 
 // waitIdle waits until every share request written has been answered: a ShareFetch an earlier
 // Poll left waiting at a broker (up to FetchMaxWait, for records that will not come) would
-// otherwise be counted, or delay, with the renews.
+// otherwise be counted, or delay, with the renews. Answered means read off the connection by
+// kgo (HookBrokerRead): the consumer may not have taken the answer in yet.
 func (w *shareCounter) waitIdle(ctx context.Context) error {
 	for {
 		w.mu.Lock()
@@ -549,15 +550,32 @@ func holdAll(ctx context.Context, c config, a *admin, cons *shareconsumer.Consum
 	return merge(ctx, c, cons, hook, p.recs)
 }
 
-// merge returns all c.renews records from one Poll, given recs, what the last Poll returned:
-// once every share request sent was answered, the records other fetches brought are held by
-// the consumer, so renewing recs through CommitSync, which waits for the answers, makes the
-// next Poll return them all. On a busy machine a fetch may bring only part of its leader's
-// records, so merge renews and polls again, up to mergeRounds times.
+// merge returns all c.renews records from one Poll, given recs, what the last Poll returned.
+// The other leaders' fetches, sent before that Poll returned, bring their records after it
+// returned, and the consumer holds them for the next Poll (shareconsumer's Poll says so), so
+// merge renews recs through CommitSync and polls again: that Poll returns the renewed records
+// with every record the consumer holds by then, without fetching.
+//
+// A fetch's answer reaches the consumer's buffer some time after kgo has read it off the
+// connection, which is when waitIdle counts it answered: kgo decodes it, then the consumer
+// decodes the records and takes its lock. On two cores kept busy, under -race, the Poll right
+// after renewing missed a leader's records in 2 to 3 runs in 100, and five rounds back to back
+// (3 ms) in 1 run in 200; every time they were there a second later, with no ShareFetch sent
+// in between. So merge goes round again, a little later each time, until mergeWait has passed.
 func merge(ctx context.Context, c config, cons *shareconsumer.Consumer, hook *shareCounter, recs []*shareconsumer.Record) ([]*shareconsumer.Record, error) {
+	deadline := time.Now().Add(mergeWait)
+	pause := time.Millisecond
 	for round := 1; distinct(recs) != c.renews; round++ {
-		if round > mergeRounds {
-			return recs, fmt.Errorf("after renewing %d times, the Poll returned %d of %d records", mergeRounds, distinct(recs), c.renews)
+		if round > 1 {
+			if time.Now().After(deadline) {
+				return recs, fmt.Errorf("after renewing for %v (%d rounds), the Poll returned %d of %d records", mergeWait, round-1, distinct(recs), c.renews)
+			}
+			select {
+			case <-ctx.Done():
+				return recs, ctx.Err()
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, 100*time.Millisecond)
 		}
 		if c.verbose {
 			fmt.Fprintf(os.Stderr, "  a Poll returned %d of %d records; renewing them to get all in the next one\n", len(recs), c.renews)
