@@ -56,7 +56,8 @@ func (a *Accumulator) Add(offset int64, t Type) {
 }
 
 // AddRange records that the records at offsets first to last were all dealt with as t, as Add
-// for each would. Offsets above every one recorded so far, the usual case, cost O(1).
+// for each would. Offsets above every one recorded so far, the usual case, cost O(1); offsets
+// none of which is recorded yet cost a binary search; over recorded ones, Add per offset.
 func (a *Accumulator) AddRange(first, last int64, t Type) {
 	if first > last {
 		return
@@ -70,9 +71,38 @@ func (a *Accumulator) AddRange(first, last int64, t Type) {
 		a.n += int(last - first + 1)
 		return
 	}
-	for o := first; o <= last; o++ {
-		a.Add(o, t)
+	i, found := a.search(first)
+	if found || (i < len(a.runs) && a.runs[i].first <= last) {
+		for o := first; o <= last; o++ {
+			a.Add(o, t)
+		}
+		return
 	}
+	// A gap between runs i-1 and i holds first..last: one run, joined to a neighbour of the
+	// same type that it touches.
+	a.n += int(last - first + 1)
+	joinPrev := i > 0 && a.runs[i-1].last+1 == first && a.runs[i-1].t == t
+	joinNext := i < len(a.runs) && a.runs[i].first-1 == last && a.runs[i].t == t
+	switch {
+	case joinPrev && joinNext:
+		a.runs[i-1].last = a.runs[i].last
+		a.runs = slices.Delete(a.runs, i, i+1)
+	case joinPrev:
+		a.runs[i-1].last = last
+	case joinNext:
+		a.runs[i].first = first
+	default:
+		a.runs = slices.Insert(a.runs, i, run{first, last, t})
+	}
+}
+
+// Overlaps reports whether any offset from first to last has an acknowledgement.
+func (a *Accumulator) Overlaps(first, last int64) bool {
+	if first > last {
+		return false
+	}
+	i, found := a.search(first)
+	return found || (i < len(a.runs) && a.runs[i].first <= last)
 }
 
 // AddIfAbsent records that the record at offset was dealt with as t unless offset already has

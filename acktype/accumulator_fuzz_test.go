@@ -53,6 +53,13 @@ func FuzzAccumulator(f *testing.F) {
 				model[off] = ty
 			}
 			require.Equal(t, len(model), acc.Len())
+			span := off + int64(ops[i+1]>>6)
+			recorded := false
+			for o := off; o <= span; o++ {
+				_, has := model[o]
+				recorded = recorded || has
+			}
+			require.Equal(t, recorded, acc.Overlaps(off, span), "Overlaps(%d, %d)", off, span)
 			got, ok := acc.Get(off)
 			require.True(t, ok)
 			require.Equal(t, model[off], got)

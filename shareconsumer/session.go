@@ -179,8 +179,23 @@ func (s *session) hasAcks() bool { return len(s.pending) > 0 || s.inbox.len() > 
 // superseded ones to o), by partition in name order.
 func (s *session) takeAcks(o *outcomes, now time.Time) []*ackPart {
 	s.inboxSpare = s.inbox.swap(s.inboxSpare)
-	for _, a := range s.inboxSpare {
-		s.addInbox(a, o, now)
+	acks := s.inboxSpare
+	for i := 0; i < len(acks); {
+		// A worker hands over runs of consecutive offsets: a run none of whose offsets has an
+		// acknowledgement yet goes in at once.
+		a := acks[i]
+		k := i + 1
+		for k < len(acks) && acks[k].part == a.part && acks[k].t == a.t && acks[k].off == acks[k-1].off+1 && acks[k].dc <= 1 {
+			k++
+		}
+		if pp := s.pendingOf(a.part); a.dc <= 1 && !pp.acc.Overlaps(a.off, acks[k-1].off) {
+			pp.acc.AddRange(a.off, acks[k-1].off, a.t)
+		} else {
+			for _, b := range acks[i:k] {
+				s.addInbox(b, o, now)
+			}
+		}
+		i = k
 	}
 	if len(s.pending) == 0 {
 		s.queuedRenews = 0
