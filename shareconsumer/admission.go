@@ -78,12 +78,13 @@ const queueTime = time.Second
 // startPool makes admission size fetches for a pool of workers with a queue of at most
 // queueMax records.
 func (a *admission) startPool(workers, queueMax int, now time.Time) {
-	a.workers, a.queueMax, a.reserved, a.rate, a.rtt, a.sampledAt = workers, queueMax, 0, 0, 0, time.Time{}
+	a.workers, a.queueMax, a.rate, a.rtt, a.sampledAt = workers, queueMax, 0, 0, time.Time{}
 	a.low.Store(0)
 }
 
-// endPool returns admission to Poll.
-func (a *admission) endPool() { a.workers, a.queueMax, a.reserved = 0, 0, 0 }
+// endPool returns admission to Poll. The grants of ShareFetches still in flight stay reserved
+// until they are answered: their records go to whichever pool runs then, or to Poll's buffer.
+func (a *admission) endPool() { a.workers, a.queueMax = 0, 0 }
 
 // capacity is how many records Process may hold now: its workers, and a queue of about
 // queueTime of their work, at least as many records as workers, at most QueueSize.
@@ -234,6 +235,16 @@ func (a *admission) observeSettled(settled uint64, now time.Time) {
 		low = 0
 	}
 	a.low.Store(low)
+}
+
+// fetchIfLow kicks the sessions when admission declined a ShareFetch for Process and the queue
+// has run down to the watermark since. Process's workers and lease loop call it, without a lock,
+// whenever records left the queue or the count of held ones.
+func (c *Consumer) fetchIfLow() {
+	a := &c.admit
+	if a.wantKick.Load() && c.ledger.lease.queued.Load() <= a.low.Load() && a.wantKick.CompareAndSwap(true, false) {
+		c.kick()
+	}
 }
 
 // limitLeader returns the leader RecordLimitAcquire fetches now, choosing the first leader of

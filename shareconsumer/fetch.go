@@ -420,6 +420,9 @@ func (c *Consumer) ackWork(s *session, j *ackJob, now time.Time) func() {
 	if req == nil {
 		return nil
 	}
+	if j.kind == jobLease && req.IsRenewAck {
+		c.ledger.renewSentOut()
+	}
 	s.sending = j
 	return func() {
 		kresp, err := s.kgoBroker(c.cl).Request(c.requestCtx(), req)

@@ -365,11 +365,16 @@ func (l *lease) renewParts(node int32, now time.Time) ([]*ackPart, *leaseGroup) 
 		tp TopicPartition
 	}
 	var hs []held
-	// The renew gives up half a lock after the earliest deadline of the records it renews;
-	// acquisitions with none of those left (their last records settled but not yet counted out)
-	// do not count.
+	// The renew covers the acquisitions made while the leader took RENEW and with a lock
+	// deadline; it gives up half a lock after the earliest deadline of the records it renews
+	// (acquisitions with none left, their last records settled but not yet counted out, do not
+	// count).
+	renewed := func(a *acquisition) bool { return a.renewable && a.group.Load().deadline.Load() != 0 }
 	var dl int64
 	for _, a := range n.acqs {
+		if !renewed(a) {
+			continue
+		}
 		live := len(hs)
 		for i := range a.entries {
 			e := &a.entries[i]
@@ -377,7 +382,7 @@ func (l *lease) renewParts(node int32, now time.Time) ([]*ackPart, *leaseGroup) 
 				hs = append(hs, held{e, e.part.tp})
 			}
 		}
-		if d := a.group.Load().deadline.Load(); len(hs) > live && d != 0 && (dl == 0 || d < dl) {
+		if d := a.group.Load().deadline.Load(); len(hs) > live && (dl == 0 || d < dl) {
 			dl = d
 		}
 	}
@@ -386,10 +391,13 @@ func (l *lease) renewParts(node int32, now time.Time) ([]*ackPart, *leaseGroup) 
 	}
 	g := &leaseGroup{node: n, sent: now}
 	g.t.group, g.t.index = g, -1
-	for _, a := range n.acqs {
+	for _, a := range slices.Clone(n.acqs) {
+		if !renewed(a) {
+			continue
+		}
 		old := a.group.Load()
 		g.lock = max(g.lock, old.lock)
-		if old != g && len(old.acqs) > 0 {
+		if len(old.acqs) > 0 {
 			old.acqs = old.acqs[:0]
 			l.schedule(&old.t, time.Time{})
 		}
@@ -422,7 +430,6 @@ func (l *lease) renewParts(node int32, now time.Time) ([]*ackPart, *leaseGroup) 
 		parts = append(parts, &ackPart{tp: p.tp, id: p.id, batches: acktype.AppendBatches(nil, acks), renews: true, quiet: true})
 		i = k
 	}
-	l.renewRequests.Add(1)
 	return parts, g
 }
 
@@ -643,6 +650,10 @@ func (l *ledger) acqLeft(a *acquisition, n int32) {
 		l.mu.Unlock()
 	}
 }
+
+// unqueue counts n records out of the queue at once, for a worker that does not wait for its
+// batch (a slow handler's record).
+func (l *ledger) unqueue(n int64) { l.lease.queued.Add(-n) }
 
 // done hands e's acknowledgement to its leader's session and counts e out of its acquisition.
 func (l *ledger) done(e *entry, t acktype.Type) {

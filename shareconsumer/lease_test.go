@@ -401,6 +401,8 @@ func TestLeaseRenewParts(t *testing.T) {
 	}
 	assert.Zero(t, a1[1].renewsSent.Load(), "settled")
 	assert.Zero(t, a2[1].renewsSent.Load(), "lost")
+	assert.Zero(t, l.renewRequests.Load(), "counted when sent, not when built")
+	lt.l.renewSentOut()
 	assert.Equal(t, uint64(1), l.renewRequests.Load())
 
 	assert.Nil(t, lt.l.renewParts(9, now), "no records from that leader")

@@ -561,6 +561,9 @@ func (l *ledger) renewParts(node int32, now time.Time) []*ackPart {
 	return parts
 }
 
+// renewSentOut counts a renew request of the lease that was sent.
+func (l *ledger) renewSentOut() { l.lease.renewRequests.Add(1) }
+
 // renewDropped tells the lease that the renew queued for node will not be sent.
 func (l *ledger) renewDropped(node int32) {
 	l.mu.Lock()

@@ -453,7 +453,7 @@ func (m *lmModel) opAcquire() {
 	if len(es) != len(ds) {
 		m.failf("acquire returned %d entries for %d records", len(es), len(ds))
 	}
-	a := &lmAcq{node: node, ds: ds, a: es[0].acq, lock: lock}
+	a := &lmAcq{node: node, ds: ds, a: es[0].acq, lock: lock, renewable: nd.renewable}
 	if lock > 0 {
 		a.deadline = sent.Add(lock)
 	}
@@ -728,7 +728,8 @@ func (m *lmModel) opLeaseRenewBuild() {
 	var minDl time.Time
 	lock := time.Duration(0)
 	for _, a := range m.acqs {
-		if a.node != node {
+		// A renew covers the acquisitions made while the leader took RENEW, with a deadline.
+		if a.node != node || !a.renewable || a.deadline.IsZero() {
 			continue
 		}
 		acqs = append(acqs, a)
@@ -747,6 +748,7 @@ func (m *lmModel) opLeaseRenewBuild() {
 		}
 		return
 	}
+	m.l.renewSentOut() // built to be sent: the consumer counts it as it sends it
 	m.renewCount++
 	m.stats["lease renews built"]++
 	// Every live record of the leader, once, by partition and offset.

@@ -156,6 +156,7 @@ func (d *lmDelivery) lockUntil() time.Time {
 // lmAcq is an acquisition: the records of one ShareFetch answer for Process.
 type lmAcq struct {
 	node      int32
+	renewable bool // its leader took RENEW when it was acquired
 	ds        []*lmDelivery
 	a         *acquisition
 	lock      time.Duration

@@ -53,7 +53,7 @@ type Handler func(ctx context.Context, r *Record) error
 // when Close was called (Close waits for Process to shut down first, so call it from a
 // goroutine other than Process's handlers and hooks, or end Process's context instead; when
 // Close's context ends first, running handlers are cancelled at once with
-// errors.ErrProcessStopped), and at once, doing
+// errors.ErrProcessStopped, and Close still waits for them to return), and at once, doing
 // nothing, with ErrProcessRunning when Process already runs, ErrConcurrentPoll while Poll runs,
 // or an error for a nil handler or a bad option. Errors Poll would return once (a
 // *errors.PartitionError, a *errors.BrokerError, a *errors.CorruptBatchError, whose records are
@@ -142,10 +142,13 @@ type pool struct {
 	stopping atomic.Bool
 	workers  sync.WaitGroup
 	ws       []*worker
-	// handled and handlerNs count the handler calls and their time, as workers publish them;
-	// fast says their mean is under fastHandler.
-	handled, handlerNs atomic.Int64
-	fast               atomic.Bool
+	// handlerNs is a moving average of the handlers' time, as workers publish it; fast says it
+	// is under fastHandler.
+	handlerNs atomic.Int64
+	fast      atomic.Bool
+	// handlersStopped: the grace period is over, running handlers are being stopped; a worker
+	// that starts a record after that stops its handler at once.
+	handlersStopped atomic.Bool
 	// overflow holds records beyond the queue's room (a Kafka 4.1 leader acquires whole
 	// batches), which the feeder moves into the queue as it empties.
 	overflowMu sync.Mutex
@@ -194,7 +197,8 @@ func (c *Consumer) runningPool() *pool {
 }
 
 // closeProcess shuts the running Process down for Close, as when its context ends, waiting
-// with wait; when Close cannot wait (wait reports false), running handlers are stopped at once.
+// with wait; when Close cannot wait (wait reports false), running handlers are stopped at once,
+// and Close waits for them to return, so that no goroutine of Process outlives it.
 func (c *Consumer) closeProcess(wait func(<-chan struct{}) bool) {
 	p := c.runningPool()
 	if p == nil {
@@ -203,6 +207,7 @@ func (c *Consumer) closeProcess(wait func(<-chan struct{}) bool) {
 	p.cancelIntake()
 	if !wait(p.shut) {
 		p.hurryOnce.Do(func() { close(p.hurry) })
+		<-p.shut
 	}
 }
 
@@ -494,6 +499,7 @@ func (p *pool) shutdown() {
 // stopHandlers cancels the contexts of the running handlers with ErrProcessStopped; what they
 // leave is released.
 func (p *pool) stopHandlers() {
+	p.handlersStopped.Store(true)
 	p.c.ledger.eachRunning(func(e *entry) {
 		if t, ok := e.holder.(*task); ok {
 			t.stop()

@@ -18,6 +18,7 @@ func (p *pool) leaseLoop() {
 		if len(ev.renew) > 0 {
 			c.queueRenews(ev.renew)
 		}
+		p.askForMore() // records lost just now left room
 		next := ev.next
 		if at := p.flushAt.Load(); at != 0 {
 			if flushAt := c.ledger.lease.at(at); !now.Before(flushAt) {

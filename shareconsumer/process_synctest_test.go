@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/acktype"
 	"github.com/kshare/kshare/errors"
 	"github.com/kshare/kshare/testbroker"
 )
@@ -306,4 +307,50 @@ func TestProcessRecordWhoseLockRanOutInTheQueueIsNotHandled(t *testing.T) {
 			requireLost(t, o.Err, errors.LockDeadlinePassed)
 		}
 	})
+}
+
+// When the lease loses the records that filled the pool (their locks ran out: MaxHold here, or
+// a leader without RENEW), the room they leave is used: Process fetches the next records, even
+// though no worker finished one.
+func TestProcessFetchesAgainAfterTheLeaseLostTheRecordsThatFilledIt(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []testbroker.Opt
+		pool []ProcessOpt
+	}{
+		{"max hold", nil, []ProcessOpt{MaxHold(300 * time.Millisecond)}},
+		{"no renewal", nil, []ProcessOpt{NoRenewal()}},
+		{"a Kafka 4.1 leader", []testbroker.Opt{testbroker.Kafka41()}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := sStart(t, 3, tc.opts...)
+				cons := sNew(t, c)
+				var mu sync.Mutex
+				var handled []int64
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				opts := append([]ProcessOpt{Workers(1), QueueSize(0), OnRecordDone(func(o RecordOutcome) {
+					mu.Lock()
+					defer mu.Unlock()
+					if o.Ack == acktype.Accept && o.Record.DeliveryCount == 1 {
+						if handled = append(handled, o.Record.Offset); len(handled) == 2 {
+							cancel()
+						}
+					}
+				})}, tc.pool...)
+				err := cons.Process(ctx, func(hctx context.Context, r *Record) error {
+					if r.Offset == 0 && r.DeliveryCount == 1 {
+						<-hctx.Done() // its lock is lost with the worker busy
+					}
+					return nil
+				}, opts...)
+				require.NoError(t, err)
+				mu.Lock()
+				defer mu.Unlock()
+				assert.Equal(t, []int64{1, 2}, handled, "the records after the lost one were fetched and handled")
+				assert.NotErrorIs(t, ctx.Err(), context.DeadlineExceeded, "before the minute ran out")
+			})
+		})
+	}
 }

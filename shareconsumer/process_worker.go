@@ -190,12 +190,22 @@ func (w *worker) publish() {
 	p, c := w.p, w.p.c
 	w.n = 0
 	if w.batch.unqueued == 0 && w.batch.left == 0 && len(w.batch.acks) == 0 {
+		p.askForMore() // a record lost while its handler ran left room without a batch
 		return
 	}
 	acks := len(w.batch.acks) > 0
 	if w.handled > 0 {
-		n, ns := p.handled.Add(w.handled), p.handlerNs.Add(w.handlerNs)
-		p.fast.Store(time.Duration(ns/n) < fastHandler)
+		// An eighth of the way to this batch's mean: handlers that turn slow are seen within a
+		// few batches. Workers racing here may lose an update, which a moving average can take.
+		mean := w.handlerNs / w.handled
+		avg := p.handlerNs.Load()
+		if avg == 0 {
+			avg = mean
+		} else {
+			avg += (mean - avg) / 8
+		}
+		p.handlerNs.Store(avg)
+		p.fast.Store(time.Duration(avg) < fastHandler)
 		w.handled, w.handlerNs = 0, 0
 	}
 	c.ledger.publish(&w.batch)
@@ -206,12 +216,10 @@ func (w *worker) publish() {
 	p.askForMore()
 }
 
-// askForMore kicks the sessions when admission declined a ShareFetch and the queue has run down
-// to its watermark since.
+// askForMore asks for more records, unless Process is shutting down, when the queue ran low.
 func (p *pool) askForMore() {
-	c := p.c
-	if !p.stopping.Load() && c.admit.wantKick.Load() && c.ledger.lease.queued.Load() <= c.admit.low.Load() && c.admit.wantKick.CompareAndSwap(true, false) {
-		c.kick()
+	if !p.stopping.Load() {
+		p.c.fetchIfLow()
 	}
 }
 
@@ -232,12 +240,15 @@ func (w *worker) handle(t *task) {
 		p.done(RecordOutcome{Record: e.rec, Err: t.e.lost.Load()})
 		return
 	}
+	if p.handlersStopped.Load() {
+		t.stop() // it began after the running handlers were stopped: it is one of them
+	}
 	if p.fast.Load() {
 		w.batch.unqueued++
 	} else {
 		// A slow handler: the queue is shorter by one from now on, and admission may want to
 		// know at once.
-		l.lease.queued.Add(-1)
+		l.unqueue(1)
 		p.askForMore()
 	}
 	err := p.call(t)
@@ -266,6 +277,7 @@ func (w *worker) handle(t *task) {
 		w.batch.leave(l, e)
 	} else {
 		out.Err = t.e.lost.Load()
+		p.askForMore() // the lost record left room when its lock was lost
 	}
 	out.Renews = e.renews()
 	t.end(context.Canceled)
