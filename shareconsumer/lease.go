@@ -3,6 +3,7 @@ package shareconsumer
 import (
 	"container/heap"
 	"slices"
+	"sort"
 	"sync/atomic"
 	"time"
 
@@ -24,7 +25,9 @@ import (
 // per acquisition since the last renew. A timer heap orders the groups' next events (renew due,
 // lock lost) and the acquisitions' MaxHold ends; so a record settled, a renew answered or an
 // event costs O(log n) in the number of groups and acquisitions, or O(1), never a walk of every
-// record held. Walks happen only where every record walked must be touched anyway: building a
+// record held. A record delivered again while an earlier delivery may still be held is looked
+// up in its partition's runs of records (heldPart.segs): O(acquisitions holding records of the
+// partition). Walks happen only where every record walked must be touched anyway: building a
 // renew request (it lists them), and losing the locks of a group, a session or a partition.
 type lease struct {
 	// epoch is what the lease's times count from (monotonic nanoseconds, so that a worker reads
@@ -86,12 +89,27 @@ type acquisition struct {
 	node      *nodeLease
 	renewable bool // its leader takes RENEW and renewal is on, when it was acquired
 	entries   []entry
-	acquired  time.Time // when the ShareFetch was sent
+	segs      []segRef // its runs of records, one per partition it holds records of
 	done      atomic.Int32
 	group     atomic.Pointer[leaseGroup]
 	at        int // position in node.acqs
 	inGroup   int // position in its group's acqs
 	hold      timer
+}
+
+// partSeg is a run of one partition's records in an acquisition: entries lo to hi, in offset
+// order, from first to last; ref is its segRef in acq.segs.
+type partSeg struct {
+	acq         *acquisition
+	ref         int
+	lo, hi      int
+	first, last int64
+}
+
+// segRef is where an acquisition's run of a partition's records stands in heldPart.segs.
+type segRef struct {
+	part *heldPart
+	at   int
 }
 
 // leaseGroup is records of one leader whose locks run out together.
@@ -219,14 +237,15 @@ func (l *lease) acquire(node int32, pps []poolPart, sent time.Time, lock time.Du
 		return nil
 	}
 	n := l.node(node, renewable)
-	a := &acquisition{node: n, renewable: renewable, entries: make([]entry, total), acquired: sent}
+	a := &acquisition{node: n, renewable: renewable, entries: make([]entry, total)}
 	a.hold.acq, a.hold.index = a, -1
 	k := 0
 	for _, pp := range pps {
 		part := pp.part
 		var again []int64
+		lo := k
 		for _, r := range pp.recs {
-			if r.Offset <= part.hi {
+			if r.Offset <= part.hi { // at or below an offset held: maybe one held still
 				again = append(again, r.Offset)
 			}
 			part.hi = max(part.hi, r.Offset)
@@ -236,7 +255,11 @@ func (l *lease) acquire(node int32, pps []poolPart, sent time.Time, lock time.Du
 			k++
 		}
 		if len(again) > 0 {
-			l.loseRedelivered(n, part, again, a)
+			l.loseRedelivered(part, again)
+		}
+		if k > lo {
+			a.segs = append(a.segs, segRef{part, len(part.segs)})
+			part.segs = append(part.segs, partSeg{a, len(a.segs) - 1, lo, k, pp.recs[0].Offset, pp.recs[len(pp.recs)-1].Offset})
 		}
 	}
 	hold(a.entries)
@@ -276,17 +299,26 @@ func (l *lease) leave(a *acquisition) {
 	}
 }
 
-// loseRedelivered loses the live entries of part at offsets held before fresh, delivered again:
-// the earlier locks were lost.
-func (l *lease) loseRedelivered(n *nodeLease, part *heldPart, offsets []int64, fresh *acquisition) {
-	slices.Sort(offsets)
-	l.loseWhere(n, func(e *entry) bool {
-		if e.part != part || e.acq == fresh {
-			return false
+// loseRedelivered loses the live entries of part at offsets, delivered again: the earlier locks
+// were lost. It looks only in part's runs of records whose offsets span one of them: O(runs)
+// per offset, and a binary search in each run found, never a walk of what the lease holds.
+func (l *lease) loseRedelivered(part *heldPart, offsets []int64) {
+	var lost []*entry // found first: losing one may retire its acquisition, and change part.segs
+	for _, off := range offsets {
+		for _, sg := range part.segs {
+			if off < sg.first || off > sg.last {
+				continue
+			}
+			es := sg.acq.entries[sg.lo:sg.hi]
+			i := sort.Search(len(es), func(i int) bool { return es[i].rec.Offset >= off })
+			if i < len(es) && es[i].rec.Offset == off {
+				lost = append(lost, &es[i])
+			}
 		}
-		_, found := slices.BinarySearch(offsets, e.rec.Offset)
-		return found
-	}, errors.LockDeadlinePassed, nil)
+	}
+	for _, e := range lost {
+		l.lose(e, errors.LockDeadlinePassed, nil)
+	}
 }
 
 // scheduleGroup sets g's timer for its next event: a renew in flight's end; the renew due; the
@@ -541,6 +573,15 @@ func (l *lease) lose(e *entry, reason errors.LockLostReason, err error) bool {
 
 // retire forgets a, none of whose records is live any more.
 func (l *lease) retire(a *acquisition) {
+	for _, r := range a.segs {
+		// Swap-remove, telling the run moved into the hole where it is now.
+		segs := r.part.segs
+		last := segs[len(segs)-1]
+		segs[r.at] = last
+		last.acq.segs[last.ref].at = r.at
+		segs[len(segs)-1] = partSeg{}
+		r.part.segs = segs[:len(segs)-1]
+	}
 	n := a.node
 	last := n.acqs[len(n.acqs)-1]
 	n.acqs[a.at], last.at = last, a.at

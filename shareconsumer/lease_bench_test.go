@@ -162,3 +162,33 @@ func BenchmarkLeaseRenewAnswered(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLeaseAcquireRedelivered is a ShareFetch answer that brings back one offset released
+// earlier (a handler's error), with held records held: the lease looks for an earlier delivery
+// still held in the partition's runs only, so the cost does not grow with held.
+func BenchmarkLeaseAcquireRedelivered(b *testing.B) {
+	for _, held := range lbSizes {
+		b.Run(fmt.Sprintf("held=%d", held), func(b *testing.B) {
+			lb := lbNew(held)
+			part := lb.parts[0]
+			b.ReportAllocs()
+			for b.Loop() {
+				r := &Record{Topic: "t", Partition: 0, Offset: 0, DeliveryCount: 2}
+				lb.now = lb.now.Add(time.Microsecond)
+				es := lb.l.acquire(1, []poolPart{{part, []*Record{r}}}, lb.now, 30*time.Second, true, lb.now, func(es []entry) {
+					for i := range es {
+						es[i].holder = lbNoHolder{}
+					}
+				})
+				// Settled at once, as a fast handler's.
+				e := &es[0]
+				lb.l.begin(e, lb.l.lease.mono(lb.now))
+				lb.l.finish(e)
+				var w workerBatch
+				w.unqueued, w.left = 1, 1
+				w.leave(lb.l, e)
+				lb.l.publish(&w)
+			}
+		})
+	}
+}

@@ -61,8 +61,10 @@ type heldPart struct {
 	node  int32
 	inbox *ackInbox // the leader's session's, for acknowledgements from Process's workers
 	// hi is the highest offset acquired for Process: a record above it cannot be one the
-	// ledger holds already.
-	hi int64
+	// ledger holds already; segs are its runs of records in the lease's live acquisitions, to
+	// find one delivered again (lease.loseRedelivered). Guarded by ledger.mu.
+	hi   int64
+	segs []partSeg
 }
 
 // ackDest takes acknowledgements leaving the ledger for their leader's session
