@@ -305,13 +305,21 @@ func (h connectHook) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _
 // maxPollErrs caps the errors kept for Polls that do not come.
 const maxPollErrs = 16
 
-// addPollErr keeps err for the next Poll, and wakes a waiting one. Consumer.mu is held.
-func (c *Consumer) addPollErr(err error) {
-	if len(c.poll.errs) >= maxPollErrs {
-		c.poll.errs = c.poll.errs[1:]
+// addErr keeps err for the next Poll, and wakes a waiting one. Consumer.mu is held.
+func (ps *pollState) addErr(err error) {
+	if len(ps.errs) >= maxPollErrs {
+		ps.errs = ps.errs[1:]
 	}
-	c.poll.errs = append(c.poll.errs, err)
-	c.wake()
+	ps.errs = append(ps.errs, err)
+	ps.wake()
+}
+
+// wake wakes a waiting Poll (or Process's watch).
+func (ps *pollState) wake() {
+	select {
+	case ps.notify <- struct{}{}:
+	default:
+	}
 }
 
 // newMemberID returns a random UUID as Kafka prints one (Uuid.toString: URL-safe base64, no
@@ -361,14 +369,6 @@ func (c *Consumer) check() error {
 		return errors.ErrClosed
 	}
 	return nil
-}
-
-// wake wakes a waiting Poll.
-func (c *Consumer) wake() {
-	select {
-	case c.poll.notify <- struct{}{}:
-	default:
-	}
 }
 
 // log logs through the kgo client's logger, if it has one.
@@ -504,7 +504,7 @@ func (c *Consumer) Close(ctx context.Context) error {
 	c.admit.waiting = false
 	c.ledger.unrenew(now)
 	c.ledger.moveAcked(&c.sessions) // what was acknowledged, and the consumer's own rejections
-	w := newCommitWait(nil)
+	w := newCommitWait(context.Background())
 	for _, s := range c.sessions.sorted() {
 		s.close(w, &c.acks, now)
 	}

@@ -55,7 +55,11 @@ func (c *Consumer) wantFetchLocked(s *session) bool {
 	if c.life.stopped || c.life.closed.Load() || c.member.fatal != nil || len(c.poll.errs) > 0 || s.unsupported != nil || !c.member.leads(s.node) {
 		return false
 	}
-	return c.admit.mayFetch(s, c.ledger.pollView(), c.admitHeld(), c.member.leaders()) > 0
+	var pv pollView
+	if c.admit.workers == 0 {
+		pv = c.ledger.pollView() // Process's rules do not look at Poll's records
+	}
+	return c.admit.mayFetch(s, pv, c.admitHeld(), c.member.leaders()) > 0
 }
 
 // runSession sends s's requests, one at a time, while s has work, and waits for more until the
@@ -118,7 +122,7 @@ func (c *Consumer) nextWorkLocked(s *session) func() {
 			if j.kind == jobLease {
 				j.parts = c.ledger.renewParts(s.node, now)
 			}
-			if work := c.ackWork(s, j, now); work != nil {
+			if work := c.ackWorkLocked(s, j, now); work != nil {
 				return work
 			}
 			continue
@@ -136,15 +140,15 @@ func (c *Consumer) nextWorkLocked(s *session) func() {
 		if c.cfg.recordLimit && !v.SupportsRecordLimitAcquire() {
 			max, _ := v.Max(kmsg.ShareFetch)
 			s.unsupported = fmt.Errorf("%w: broker %d supports ShareFetch up to v%d", errors.ErrRecordLimitUnsupported, s.node, max)
-			c.wake()
+			c.poll.wake()
 			continue
 		}
-		return c.fetchWork(s, v, now)
+		return c.fetchWorkLocked(s, v, now)
 	}
 }
 
-// requestParams returns what s's next request needs besides the session. Consumer.mu is held.
-func (c *Consumer) requestParams(s *session) requestParams {
+// requestParamsLocked returns what s's next request needs besides the session. Consumer.mu is held.
+func (c *Consumer) requestParamsLocked(s *session) requestParams {
 	v, _ := c.versions.Get(s.node)
 	return requestParams{
 		group: &c.cfg.group, member: &c.member.memberID,
@@ -153,10 +157,10 @@ func (c *Consumer) requestParams(s *session) requestParams {
 	}
 }
 
-// fetchWork builds s's next ShareFetch, sized by admission, and returns the work that sends it
+// fetchWorkLocked builds s's next ShareFetch, sized by admission, and returns the work that sends it
 // and applies its answer.
-func (c *Consumer) fetchWork(s *session, v apiversions.Versions, now time.Time) func() {
-	rp := c.requestParams(s)
+func (c *Consumer) fetchWorkLocked(s *session, v apiversions.Versions, now time.Time) func() {
+	rp := c.requestParamsLocked(s)
 	lim := c.admit.limits(s, v, c.admitHeld(), c.member.leaders(), c.locks.duration())
 	rp.maxWait, rp.minBytes, rp.maxBytes, rp.maxRecords, rp.acquireMode = lim.maxWait, c.cfg.fetchMinBytes, c.cfg.fetchMaxBytes, lim.records, lim.acquireMode
 	req, job, names := s.fetchRequest(c.member.partsLedBy(s.node), rp, &c.acks, now)
@@ -252,7 +256,7 @@ func (c *Consumer) applyFetchLocked(s *session, job *ackJob, names map[[16]byte]
 		c.log(kgo.LogLevelWarn, "ShareFetch refused", "broker", s.node, "err", ans.err)
 		s.pause = retryBackoff
 		if ke, ok := kerr.ErrorForCode(resp.ErrorCode).(*kerr.Error); !ok || !ke.Retriable {
-			c.addPollErr(&errors.BrokerError{Broker: s.node, Err: ans.err})
+			c.poll.addErr(&errors.BrokerError{Broker: s.node, Err: ans.err})
 		}
 		return
 	}
@@ -293,7 +297,7 @@ func (c *Consumer) applyFetchLocked(s *session, job *ackJob, names map[[16]byte]
 			d := decoded[tidp{t.TopicID, rp.Partition}]
 			if d.invalid != nil {
 				c.log(kgo.LogLevelError, "ShareFetch answer refused; leaving its offsets to their lock's expiry", "broker", s.node, "topic", tp.Topic, "partition", tp.Partition, "err", d.invalid)
-				c.addPollErr(d.invalid)
+				c.poll.addErr(d.invalid)
 				failed = true // the next fetch of this leader waits a pause, as after a partition error
 				continue
 			}
@@ -350,7 +354,7 @@ func (pt pollTaker) take(_ *session, parts []takenPart, _ time.Time, lock lockRe
 			pt.c.ledger.hold(tp.part, ch.recs, ch.corrupt, lock)
 		}
 	}
-	pt.c.wake()
+	pt.c.poll.wake()
 }
 
 // poolPart is one partition's records of a ShareFetch answer for Process.
@@ -391,7 +395,7 @@ func (c *Consumer) fetchErrorLocked(s *session, id [16]byte, tp TopicPartition, 
 	err := errors.FromKafka(code, rp.ErrorMessage)
 	c.log(kgo.LogLevelWarn, "ShareFetch could not fetch a partition", "broker", s.node, "topic", tp.Topic, "partition", tp.Partition, "err", err)
 	if ke, ok := kerr.ErrorForCode(code).(*kerr.Error); !ok || !ke.Retriable {
-		c.addPollErr(&errors.PartitionError{Topic: tp.Topic, Partition: tp.Partition, Err: err})
+		c.poll.addErr(&errors.PartitionError{Topic: tp.Topic, Partition: tp.Partition, Err: err})
 	}
 }
 
@@ -400,7 +404,7 @@ func (c *Consumer) fetchErrorLocked(s *session, id [16]byte, tp TopicPartition, 
 func (c *Consumer) leaderMovedLocked(mv leaderMove) {
 	if n := c.ledger.dropRenewsOf(mv.tp); n > 0 {
 		c.log(kgo.LogLevelInfo, "dropped renewed records: their partition's leader moved, and their acquisition locks with it", "topic", mv.tp.Topic, "partition", mv.tp.Partition, "records", n)
-		c.wake()
+		c.poll.wake()
 	}
 	c.ledger.losePartition(mv.from, mv.tp)
 }
@@ -413,10 +417,10 @@ func (c *Consumer) sessionResetLocked(s *session) {
 	c.ledger.loseNode(s.node, errors.LockSessionReset)
 }
 
-// ackWork builds j's ShareAcknowledge and returns the work that sends it and applies its
+// ackWorkLocked builds j's ShareAcknowledge and returns the work that sends it and applies its
 // answer, or nil when nothing was left to send.
-func (c *Consumer) ackWork(s *session, j *ackJob, now time.Time) func() {
-	req := s.ackRequest(j, c.requestParams(s), &c.acks, now)
+func (c *Consumer) ackWorkLocked(s *session, j *ackJob, now time.Time) func() {
+	req := s.ackRequest(j, c.requestParamsLocked(s), &c.acks, now)
 	if req == nil {
 		return nil
 	}

@@ -151,7 +151,7 @@ func FuzzShareFetchResponse(f *testing.F) {
 		switch {
 		case reqErr != nil, isSessionError(resp.ErrorCode):
 			require.Zero(t, s.epoch, "the session is opened anew")
-			_, buffered := c.ledger.buffered()
+			buffered := c.ledger.pollView().anyBuffered
 			require.False(t, buffered)
 		default:
 			require.Equal(t, nextEpoch(epoch), s.epoch)
@@ -221,7 +221,7 @@ func FuzzShareFetchResponse(f *testing.F) {
 		handed := make(map[key]bool) // true: an offset of a corrupt batch
 		var handedRecs []*Record
 		for {
-			if _, buffered := c.ledger.buffered(); !buffered {
+			if buffered := c.ledger.pollView().anyBuffered; !buffered {
 				break
 			}
 			got, ce, _, _, _ := c.ledger.take(time.Now(), c.cfg.maxPollRecords)
@@ -349,7 +349,7 @@ func TestShareFetchPartitionTwiceCountsOnce(t *testing.T) {
 	require.Nil(t, ce)
 	require.Equal(t, []int64{0, 1}, offsetsOf(got))
 	require.EqualValues(t, 2, got[0].DeliveryCount, "the last entry's")
-	_, buffered := c.ledger.buffered()
+	buffered := c.ledger.pollView().anyBuffered
 	require.False(t, buffered)
 	require.Len(t, c.acks.completions, 1)
 	require.NoError(t, c.acks.completions[0].Err, "the last entry's acknowledgement outcome")

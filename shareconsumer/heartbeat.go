@@ -118,7 +118,7 @@ func (c *Consumer) heartbeatStep() time.Duration {
 			c.health.coordErr = out.err
 		case out.fatal:
 			c.log(kgo.LogLevelError, "the group coordinator refused the member for good", "err", out.err)
-			c.wake()
+			c.poll.wake()
 		case out.fenced:
 			c.log(kgo.LogLevelInfo, "member fenced by the group coordinator; rejoining", "err", out.err)
 		case out.pollErr == nil:
@@ -129,7 +129,7 @@ func (c *Consumer) heartbeatStep() time.Duration {
 		c.health.coordErr = nil
 	}
 	if out.pollErr != nil {
-		c.addPollErr(out.pollErr)
+		c.poll.addErr(out.pollErr)
 	}
 	if out.assignment {
 		c.assignmentChangedLocked(out.resolved)
@@ -221,7 +221,7 @@ func (c *Consumer) findCoordinator(ctx context.Context) bool {
 	if !v.SupportsShareGroups() {
 		c.member.fatal = &errors.FatalError{Group: c.cfg.group, Err: kerr.UnsupportedVersion,
 			Message: "the group coordinator does not support share groups: they need ShareGroupHeartbeat, ShareFetch and ShareAcknowledge v1 (Kafka 4.1)"}
-		c.wake()
+		c.poll.wake()
 		return false
 	}
 	c.member.coord = node

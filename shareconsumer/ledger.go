@@ -130,14 +130,6 @@ func (l *ledger) hold(part *heldPart, recs []*Record, corrupt *errors.CorruptBat
 	l.bufRecords += len(recs)
 }
 
-// buffered returns how many records wait for Poll and whether anything does (a corrupt batch
-// counts as something).
-func (l *ledger) buffered() (records int, any bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.bufRecords, len(l.buffer) > 0
-}
-
 // pollView is what the ledger tells admission and Status of the records held for Poll.
 type pollView struct {
 	buffered    int  // records acquired and not returned

@@ -1,6 +1,7 @@
 package shareconsumer
 
 import (
+	"context"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -39,7 +40,7 @@ func (c *Consumer) leaveForPollTimeoutLocked(now time.Time) <-chan struct{} {
 	c.assignmentChangedLocked(c.member.assign(nil))
 	c.ledger.giveBack(&c.sessions, now)
 	c.ledger.moveAcked(&c.sessions)
-	w := newCommitWait(nil)
+	w := newCommitWait(context.Background())
 	for _, s := range c.sessions.sorted() {
 		s.close(w, &c.acks, now)
 	}

@@ -65,5 +65,5 @@ func (r pollRenews) renewAnswered(p *ackPart, err error, lockMs int32, now time.
 		s.addAck(e.part, e.rec.Offset, acktype.Release)
 		s.flush(&c.acks, now)
 	}
-	c.wake()
+	c.poll.wake()
 }

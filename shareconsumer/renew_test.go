@@ -132,7 +132,7 @@ func TestRenewFetchShape(t *testing.T) {
 	require.Equal(t, 1, s.queuedRenews)
 	require.Equal(t, renewbuffer.Queued, tRenewState(c, tp, 5))
 
-	rp := c.requestParams(s)
+	rp := c.requestParamsLocked(s)
 	rp.maxWait, rp.minBytes, rp.maxBytes, rp.maxRecords = 250, 1, 1000, 10
 	req, job, _ := s.fetchRequest(tWant(id, "t", 0, 1), rp, &c.acks, time.Now())
 	assert.True(t, req.IsRenewAck)
@@ -167,7 +167,7 @@ func TestRenewStrippedWhenLeaderLostSupport(t *testing.T) {
 	s := c.sessions.get(0)
 	s.epoch = 3
 	tAcked(t, c, c.ledger.part(tp, id, s), map[int64]acktype.Type{4: acktype.Accept, 5: acktype.Renew})
-	rp := c.requestParams(s)
+	rp := c.requestParamsLocked(s)
 	rp.maxRecords = 500
 	req, job, _ := s.fetchRequest(tWant(id, "t", 0), rp, &c.acks, time.Now())
 	c.mu.Unlock()
@@ -227,7 +227,7 @@ func TestRedeliveryReplacesRenewedRecord(t *testing.T) {
 	s := c.sessions.get(0)
 	s.epoch = 2
 	tAcked(t, c, c.ledger.part(tp, id, s), map[int64]acktype.Type{7: acktype.Renew})
-	_, renewJob, names := s.fetchRequest(tWant(id, "t", 0), c.requestParams(s), &c.acks, time.Now())
+	_, renewJob, names := s.fetchRequest(tWant(id, "t", 0), c.requestParamsLocked(s), &c.acks, time.Now())
 	require.True(t, renewJob.renewFetch)
 
 	fresh := &Record{Topic: "t", Partition: 0, Offset: 7, DeliveryCount: 2}

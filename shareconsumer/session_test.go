@@ -436,7 +436,8 @@ func TestUnsubscribeReleasesHeldRecords(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int64{0}, offsetsOf(recs))
 	require.NoError(t, c.Unsubscribe())
-	n, any := c.ledger.buffered()
+	pv := c.ledger.pollView()
+	n, any := pv.buffered, pv.anyBuffered
 	assert.Zero(t, n)
 	assert.False(t, any)
 	// The held records are released at once; the one Poll returned is the application's.

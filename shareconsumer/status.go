@@ -82,7 +82,7 @@ func (c *Consumer) Status() Status {
 	defer c.mu.Unlock()
 	c.noteLocked(time.Now())
 	s := Status{
-		State:       c.state(),
+		State:       c.member.state(c.life.closed.Load()),
 		Reason:      c.health.reason,
 		Detail:      c.health.detail,
 		Since:       c.health.since,
@@ -97,18 +97,18 @@ func (c *Consumer) Status() Status {
 	return s
 }
 
-// state is where the consumer stands. Consumer.mu is held.
-func (c *Consumer) state() MemberState {
+// state is where the member stands (closed: the consumer is).
+func (m *membership) state(closed bool) MemberState {
 	switch {
-	case c.life.closed.Load():
+	case closed:
 		return StateClosed
-	case c.member.fatal != nil:
+	case m.fatal != nil:
 		return StateFatal
-	case len(c.member.subscription) == 0:
+	case len(m.subscription) == 0:
 		return StateUnsubscribed
-	case c.member.left:
+	case m.left:
 		return StateLeft
-	case c.member.epoch > 0:
+	case m.epoch > 0:
 		return StateStable
 	}
 	return StateJoining
@@ -132,16 +132,25 @@ func (h *health) setErr(err error, now time.Time) {
 	h.lastErr, h.lastErrAt = err, now
 }
 
-// reason works out why a waiting Poll would get no records now. Consumer.mu is held.
-func (c *Consumer) reason() (errors.PollReason, string) {
-	h := &c.health
-	m := &c.member
-	pv := c.ledger.pollView()
+// reasonInputs is what says why a waiting Poll would get no records: the consumer's state, read
+// under Consumer.mu.
+type reasonInputs struct {
+	closed          bool
+	maxPollInterval time.Duration
+	m               *membership
+	h               *health
+	pv              pollView
+	sessions        *sessionSet
+}
+
+// reason works out why a waiting Poll would get no records now.
+func (in reasonInputs) reason() (errors.PollReason, string) {
+	h, m, pv := in.h, in.m, in.pv
 	switch {
-	case c.life.closed.Load() || m.fatal != nil || len(m.subscription) == 0:
+	case in.closed || m.fatal != nil || len(m.subscription) == 0:
 		return errors.ReasonNone, ""
 	case m.left:
-		return errors.ReasonLeftGroup, fmt.Sprintf("max.poll.interval.ms is %v", c.cfg.maxPollInterval)
+		return errors.ReasonLeftGroup, fmt.Sprintf("max.poll.interval.ms is %v", in.maxPollInterval)
 	case pv.anyBuffered || pv.renewsReady > 0:
 		return errors.ReasonNone, ""
 	case m.epoch <= 0:
@@ -175,7 +184,7 @@ func (c *Consumer) reason() (errors.PollReason, string) {
 	}
 	empty := 0
 	for _, l := range leaders {
-		s := c.sessions.byNode[l]
+		s := in.sessions.byNode[l]
 		switch {
 		case s == nil:
 		case s.fetchErr != nil:
@@ -197,7 +206,7 @@ func (c *Consumer) reason() (errors.PollReason, string) {
 // warn level for what the application or operator should look at, at info for a member that
 // has nothing to do, and once at info when records flow again after either.
 func (c *Consumer) noteLocked(now time.Time) {
-	r, detail := c.reason()
+	r, detail := reasonInputs{c.life.closed.Load(), c.cfg.maxPollInterval, &c.member, &c.health, c.ledger.pollView(), &c.sessions}.reason()
 	h := &c.health
 	if r == h.reason && detail == h.detail {
 		return
