@@ -48,9 +48,11 @@ const idlePause = 10 * time.Millisecond
 //     state, outcomes, lock reports and health. No request is sent, no callback or handler
 //     runs, and no channel send blocks while it is held.
 //  2. ledger.mu guards the ledger. Acknowledge takes it alone; Process's workers take it alone,
-//     and only when the last record of an acquisition is settled.
+//     and only to lose a record whose lock ran out (begin, loseOne) or to retire an
+//     acquisition whose last record left; Process's shutdown takes it to stop the running
+//     handlers (eachRunning).
 //  3. ackInbox.mu, one per session, guards the acknowledgements Process's workers hand over;
-//     a worker takes it alone, once per record.
+//     a worker takes it alone, once per session in each batch it publishes.
 //
 // outcomes.cbMu is held only while the callback runs, never with another lock.
 type Consumer struct {

@@ -11,8 +11,8 @@ import (
 	"github.com/kshare/kshare/errors"
 )
 
-// This file runs membership's requests: the heartbeat loop (the consumer's only long-lived
-// goroutine) and the metadata goroutine, started when metadata is needed.
+// This file runs membership's requests: the heartbeat loop (alive from New to Close) and the
+// metadata goroutine, started when metadata is needed.
 
 // wakeHeartbeat makes the heartbeat loop send a heartbeat now.
 func (c *Consumer) wakeHeartbeat() {

@@ -539,7 +539,7 @@ func (l *lease) losePartition(node int32, tp TopicPartition) {
 }
 
 // lose takes e's lock as lost, if it is live, and tells its holder. A record lost while queued
-// stays counted as held and queued until a worker takes it out of the queue (start), so that
+// stays counted as held and queued until a worker takes it out of the queue (begin), so that
 // the queue never holds more than admission allowed.
 func (l *lease) lose(e *entry, reason errors.LockLostReason, err error) bool {
 	if s := e.state.Load(); s != entryQueued && s != entryRunning {

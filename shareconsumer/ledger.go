@@ -22,7 +22,8 @@ import (
 //
 // A record's acknowledgement leaves the ledger for its leader's session, never any other: the
 // locks are the leader's. The ledger has its own lock, below Consumer.mu; Process's workers take
-// it only when the last record of an acquisition is settled.
+// it only to lose a record whose lock ran out and to retire an acquisition whose last record
+// left (consumer.go lists who takes which lock).
 type ledger struct {
 	mu sync.Mutex
 

@@ -121,8 +121,9 @@ type processState struct {
 
 // pool is one Process call: its workers, the queue they take records from, and the goroutine
 // that keeps the records' locks (process_lease.go). It reaches the rest of the consumer
-// through a few calls: startProcess and endProcess, the records admission lets it acquire
-// (take), and the ledger's start, settle and release for each record.
+// through a few calls (docs/internals.md lists them): startProcess, stopIntake and endProcess,
+// the records admission lets it acquire (take), and the ledger's begin, finish, release and
+// publish for each record or batch.
 type pool struct {
 	c     *Consumer
 	cfg   processCfg
@@ -238,7 +239,7 @@ func (c *Consumer) startProcess(p *pool) error {
 	c.ledger.giveBack(&c.sessions, now)
 	c.ledger.mu.Lock()
 	l := &c.ledger.lease
-	l.fixedMargin, l.maxHold, l.fetchWait = p.cfg.renewMargin, p.cfg.maxHold, c.cfg.fetchMaxWait
+	l.fixedMargin, l.maxHold, l.fetchWait = p.cfg.renewMargin, p.cfg.maxHold, min(c.cfg.fetchMaxWait, ackFlushInterval)
 	c.ledger.mu.Unlock()
 	c.process.pool, c.taker = p, p
 	c.admit.startPool(p.cfg.workers, p.cfg.queue, now)

@@ -93,10 +93,12 @@ func OnPanic(fn func(r *Record, value any, stack []byte)) ProcessOpt {
 	return processOpt(func(c *processCfg) { c.onPanic = fn })
 }
 
-// OnRecordDone sets a function called once for every record a handler finished or whose lock
-// was lost: a hook to feed metrics or traces. It runs on the worker's goroutine, and for a
-// record lost while it waited in the queue on a goroutine of its own, so calls may overlap. It
-// must not block for long; the worker waits for it.
+// OnRecordDone sets a function called once for every record that left Process: handled,
+// lost, or released at shutdown; a hook to feed metrics or traces. It runs on the goroutine of
+// the worker that handled the record or took it out of the queue (a record whose lock was lost
+// while it waited is reported when a worker takes it), and for a record released at shutdown
+// without reaching a worker on Process's own goroutine, so calls overlap. It must not block
+// for long; the worker waits for it.
 func OnRecordDone(fn func(RecordOutcome)) ProcessOpt {
 	return processOpt(func(c *processCfg) { c.onRecordDone = fn })
 }

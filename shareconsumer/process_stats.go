@@ -47,7 +47,7 @@ type ProcessStats struct {
 	LocksLostBy   map[errors.LockLostReason]uint64
 	Redeliveries  uint64 // records delivered with DeliveryCount above 1
 	Panics        uint64
-	Held          int // acquired records Process holds now
+	Held          int // acquired records Process holds now: queued, with a handler, or settled or lost but not yet counted out by their worker's batch
 	HandlerTime   Histogram
 }
 
