@@ -49,10 +49,12 @@ const idlePause = 10 * time.Millisecond
 //     runs, and no channel send blocks while it is held.
 //  2. ledger.mu guards the ledger. Acknowledge takes it alone; Process's workers take it alone,
 //     and only to lose a record whose lock ran out (begin, loseOne) or to retire an
-//     acquisition whose last record left; Process's shutdown takes it to stop the running
-//     handlers (eachRunning).
-//  3. ackInbox.mu, one per session, guards the acknowledgements Process's workers hand over;
-//     a worker takes it alone, once per session in each batch it publishes.
+//     acquisition whose last record left; the lease loop takes it for the heap's events (due);
+//     Process's shutdown takes it to stop the running handlers (eachRunning) and to retire
+//     what it released.
+//  3. ackInbox.mu, one per session, guards the acknowledgements Process hands over: a worker
+//     takes it alone, once per session in each batch it publishes; shutdown once per record it
+//     releases from the queue.
 //
 // outcomes.cbMu is held only while the callback runs, never with another lock.
 type Consumer struct {

@@ -189,7 +189,7 @@ func (l *lease) schedule(t *timer, at time.Time) {
 // margin is how long before a lock of duration lock runs out its renew is sent: the longest
 // renew round trip measured lately, four times over, plus the longest a renew may queue at
 // its leader behind a ShareFetch waiting for records (fetchWait, which Process keeps to a
-// quarter of the lock); at least a fifth of the lock duration, at most half of it. RenewMargin
+// quarter of the lock and at most ackFlushInterval); at least a fifth of the lock duration, at most half of it. RenewMargin
 // replaces it, up to nine tenths of the lock.
 func (l *lease) margin(lock time.Duration) time.Duration {
 	if l.fixedMargin > 0 {

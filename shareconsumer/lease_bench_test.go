@@ -165,7 +165,8 @@ func BenchmarkLeaseRenewAnswered(b *testing.B) {
 
 // BenchmarkLeaseAcquireRedelivered is a ShareFetch answer that brings back one offset released
 // earlier (a handler's error), with held records held: the lease looks for an earlier delivery
-// still held in the partition's runs only, so the cost does not grow with held.
+// in the partition's runs only, never in everything held, so the cost grows with the
+// acquisitions held from that partition.
 func BenchmarkLeaseAcquireRedelivered(b *testing.B) {
 	for _, held := range lbSizes {
 		b.Run(fmt.Sprintf("held=%d", held), func(b *testing.B) {

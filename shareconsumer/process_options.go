@@ -96,9 +96,9 @@ func OnPanic(fn func(r *Record, value any, stack []byte)) ProcessOpt {
 // OnRecordDone sets a function called once for every record that left Process: handled,
 // lost, or released at shutdown; a hook to feed metrics or traces. It runs on the goroutine of
 // the worker that handled the record or took it out of the queue (a record whose lock was lost
-// while it waited is reported when a worker takes it), and for a record released at shutdown
-// without reaching a worker on Process's own goroutine, so calls overlap. It must not block
-// for long; the worker waits for it.
+// while it waited is reported when a worker takes it), and for a record shutdown took out of
+// the queue, released or lost, on Process's own goroutine; calls may overlap. It must not block
+// for long: the worker, or shutdown, waits for it.
 func OnRecordDone(fn func(RecordOutcome)) ProcessOpt {
 	return processOpt(func(c *processCfg) { c.onRecordDone = fn })
 }
