@@ -60,9 +60,9 @@ type inboxAck struct {
 	dc   int16 // the delivery count of the delivery acknowledged
 }
 
-func (b *ackInbox) add(a inboxAck) {
+func (b *ackInbox) add(acks ...inboxAck) {
 	b.mu.Lock()
-	b.acks = append(b.acks, a)
+	b.acks = append(b.acks, acks...)
 	b.mu.Unlock()
 }
 

@@ -618,15 +618,18 @@ func (e *entry) expired(now int64) bool {
 	return dl != 0 && now >= dl && !g.renewing.Load()
 }
 
-// release releases e, taken out of the queue by shutdown without reaching a handler. It reports
-// false when e's lock was lost meanwhile.
+// release releases e, taken out of the queue by shutdown without reaching a handler: the
+// Release goes to its leader's session and e counts out of its acquisition. It reports false
+// when e's lock was lost meanwhile.
 func (l *ledger) release(e *entry) bool {
 	l.lease.queued.Add(-1)
 	l.lease.held.Add(-1)
 	if !e.state.CompareAndSwap(entryQueued, entrySettled) {
 		return false
 	}
-	l.done(e, acktype.Release)
+	l.lease.settled.Add(1)
+	e.part.inbox.add(inboxAck{e.part, e.rec.Offset, acktype.Release, e.rec.DeliveryCount})
+	l.acqLeft(e.acq, 1)
 	return true
 }
 
@@ -669,9 +672,7 @@ func (l *ledger) publish(b *workerBatch) {
 		for k < len(b.acks) && b.acks[k].part.inbox == in {
 			k++
 		}
-		in.mu.Lock()
-		in.acks = append(in.acks, b.acks[i:k]...)
-		in.mu.Unlock()
+		in.add(b.acks[i:k]...)
 		i = k
 	}
 	clear(b.acks)
@@ -695,13 +696,6 @@ func (l *ledger) acqLeft(a *acquisition, n int32) {
 // unqueue counts n records out of the queue at once, for a worker that does not wait for its
 // batch (a slow handler's record).
 func (l *ledger) unqueue(n int64) { l.lease.queued.Add(-n) }
-
-// done hands e's acknowledgement to its leader's session and counts e out of its acquisition.
-func (l *ledger) done(e *entry, t acktype.Type) {
-	l.lease.settled.Add(1)
-	e.part.inbox.add(inboxAck{e.part, e.rec.Offset, t, e.rec.DeliveryCount})
-	l.acqLeft(e.acq, 1)
-}
 
 // renews returns how many renews of e the brokers confirmed.
 func (e *entry) renews() int {

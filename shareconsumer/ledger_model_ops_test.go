@@ -776,18 +776,6 @@ func (m *lmModel) opLeaseRenewBuild() {
 	}
 	r := &lmRenew{node: node, sent: m.now, lock: lock, acqs: acqs, parts: parts, renewing: true}
 	r.giveUp = minDl.Add(renewGrace(lock))
-	if *lmGiveUpAsCoded {
-		var all time.Time
-		for _, a := range acqs {
-			if !a.deadline.IsZero() && (all.IsZero() || a.deadline.Before(all)) {
-				all = a.deadline
-			}
-		}
-		r.giveUp = all.Add(renewGrace(lock))
-		for _, a := range acqs {
-			a.deadline = all
-		}
-	}
 	for _, a := range acqs {
 		a.renew = r
 	}

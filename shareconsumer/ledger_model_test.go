@@ -33,17 +33,13 @@ import (
 //	go test ./shareconsumer -run TestLedgerModel -ledgermodel.seqs=20000
 //
 // runs more sequences; -ledgermodel.seed picks the first seed (a failure prints its seed and
-// the operations before it); -ledgermodel.coded-giveup gives lease renews up the way lease.go
-// does now, to look past that bug (TestLeaseRenewGivesUpAfterTheDeadlineOfTheRecordsItRenews).
+// the operations before it).
 // FuzzLedgerModel runs the same sequences from fuzzed seeds.
 
 var (
 	lmSeqs  = flag.Int("ledgermodel.seqs", 0, "TestLedgerModel: how many random sequences to run (0: the default, quick)")
 	lmSeed  = flag.Uint64("ledgermodel.seed", 1, "TestLedgerModel: the seed of the first sequence")
 	lmSteps = flag.Int("ledgermodel.steps", 250, "TestLedgerModel: operations per sequence")
-	// lmGiveUpAsCoded gives a lease renew up as lease.go does now, from the earliest deadline
-	// of every acquisition not retired, live records or not, to look past that bug.
-	lmGiveUpAsCoded = flag.Bool("ledgermodel.coded-giveup", false, "TestLedgerModel: give renews up as lease.go does now, not by the rule")
 )
 
 const (
