@@ -19,6 +19,12 @@ func init() {
 // (55 MiB) does.
 const maxFetchBytes = 55 << 20
 
+// noRecords is the records of a partition answered without any: Kafka's response building
+// (KafkaApis turns every partition's records into FetchResponse.recordsOrFail's, null into
+// MemoryRecords.EMPTY) never sends null records, and librdkafka fails the whole response on a
+// null (-1) size. It is shared and never written.
+var noRecords = []byte{}
+
 // noAbortedTransactions is what a READ_COMMITTED fetch gets: an empty list (never null), since
 // the log holds no transactional batches. It is shared and never written.
 var noAbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
@@ -320,6 +326,7 @@ func (b *Broker) fetchParts(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) ([
 		out := &outs[i]
 		out.Default()
 		out.Partition = fp.req.Partition
+		out.RecordBatches = noRecords
 		fp.out = out
 		if fp.err != nil {
 			out.ErrorCode = fp.err.Code
@@ -434,6 +441,7 @@ func failedFetch(r *kmsg.FetchRequest, code int16) kmsg.Response {
 		for _, p := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition, rp.ErrorCode, rp.HighWatermark = p.Partition, code, -1
+			rp.RecordBatches = noRecords
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -19,7 +19,8 @@ func init() {
 }
 
 // noShareRecords is the Records of a partition without records: Kafka's ShareFetchResponse
-// turns null records into an empty record set. It is shared and never written.
+// turns null records into an empty record set (librdkafka fails a response on a null size). It
+// is shared and never written.
 var noShareRecords = []byte{}
 
 // handleShareFetch answers ShareFetch v1-2 in Kafka's order (KafkaApis.handleShareFetchRequest):
@@ -184,7 +185,6 @@ func (b *Broker) shareFetchResponse(resp *kmsg.ShareFetchResponse, f *share.Fetc
 		}
 		t := &f.Targets[i]
 		rp, ti := appendShareFetchPartition(resp, t.Topic, t.Partition)
-		rp.Records = noShareRecords
 		if t.Err != nil {
 			rp.ErrorCode = t.Err.Code
 			if t.Err == kerr.NotLeaderForPartition {
@@ -225,9 +225,9 @@ func withShareRecords(resp *kmsg.ShareFetchResponse, records []shareRecords) kms
 	return &wire.ShareFetchResponse{ShareFetchResponse: resp, Records: out}
 }
 
-// appendShareFetchPartition adds a partition to its topic in the response, adding the topic
-// after the others if it is new, and returns it and its topic's index. Topics keep the order
-// they first appear in.
+// appendShareFetchPartition adds a partition, with empty records, to its topic in the
+// response, adding the topic after the others if it is new, and returns it and its topic's
+// index. Topics keep the order they first appear in.
 func appendShareFetchPartition(resp *kmsg.ShareFetchResponse, topic [16]byte, partition int32) (*kmsg.ShareFetchResponseTopicPartition, int) {
 	i := len(resp.Topics) - 1
 	for ; i >= 0 && resp.Topics[i].TopicID != topic; i-- {
@@ -240,6 +240,7 @@ func appendShareFetchPartition(resp *kmsg.ShareFetchResponse, topic [16]byte, pa
 	rt.Partitions = append(rt.Partitions, kmsg.NewShareFetchResponseTopicPartition())
 	rp := &rt.Partitions[len(rt.Partitions)-1]
 	rp.Partition = partition
+	rp.Records = noShareRecords
 	return rp, i
 }
 
@@ -262,7 +263,6 @@ func mergeAckOutcomes(resp *kmsg.ShareFetchResponse, outcomes []share.AckOutcome
 		}
 		if rp == nil {
 			rp, _ = appendShareFetchPartition(resp, o.Topic, o.Partition)
-			rp.Records = noShareRecords
 		}
 		rp.AcknowledgeErrorCode, rp.AcknowledgeErrorMessage = o.Code, o.Message
 	}
@@ -325,6 +325,7 @@ func failedShareFetch(r *kmsg.ShareFetchRequest, code int16) kmsg.Response {
 			rp := kmsg.NewShareFetchResponseTopicPartition()
 			rp.Partition, rp.ErrorCode, rp.AcknowledgeErrorCode = p.Partition, code, code
 			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
+			rp.Records = noShareRecords
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

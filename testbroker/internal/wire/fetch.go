@@ -9,7 +9,9 @@ import (
 // log's storage) instead of being copied into the frame. It encodes exactly as kmsg encodes
 // the FetchResponse it wraps, with the records of partition i, counting partitions topic by
 // topic through the response, given by Records[i] when that is non-nil: the concatenation of
-// its slices. Partitions without such an entry have their RecordBatches field (nil: null).
+// its slices. Partitions without such an entry have their RecordBatches field (nil: null, as
+// kmsg writes it; Kafka never sends null records, so the broker gives every partition without
+// data an empty RecordBatches).
 type FetchResponse struct {
 	*kmsg.FetchResponse
 	Records [][][]byte

@@ -10,7 +10,8 @@ import (
 // encodes the ShareFetchResponse it wraps, every version of which is flexible, with the
 // records of partition i, counting partitions topic by topic through the response, given by
 // Records[i] when that is non-nil: the concatenation of its slices. Partitions without such an
-// entry have their Records field (nil: null).
+// entry have their Records field (nil: null, as kmsg writes it; Kafka never sends null
+// records, so the broker gives every partition without data an empty Records).
 type ShareFetchResponse struct {
 	*kmsg.ShareFetchResponse
 	Records [][][]byte
