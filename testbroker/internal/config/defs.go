@@ -78,6 +78,7 @@ func (d configDef) defaultsFrom(brokerKey string) configDef { d.brokerKey = brok
 const (
 	typeBool   = kmsg.ConfigTypeBoolean
 	typeString = kmsg.ConfigTypeString
+	typeShort  = kmsg.ConfigTypeShort
 	typeInt    = kmsg.ConfigTypeInt
 	typeLong   = kmsg.ConfigTypeLong
 	typeDouble = kmsg.ConfigTypeDouble
@@ -105,6 +106,13 @@ var brokerDefs = defsByName(
 	def("delete.topic.enable", typeBool, "true", nil),
 	def("offsets.topic.num.partitions", typeInt, "50", atLeast(1)),
 	def("share.coordinator.state.topic.num.partitions", typeInt, "50", atLeast(1)),
+	def("transaction.state.log.num.partitions", typeInt, "50", atLeast(1)),
+	// Kafka's default replication factor of the internal topics is 3; testbroker's is 1, as
+	// Kafka's test harness sets offsets.topic.replication.factor, so that a cluster's internal
+	// topics add no followers (and no follower fetches) unless a test asks for them.
+	def("offsets.topic.replication.factor", typeShort, "1", atLeast(1)),
+	def("share.coordinator.state.topic.replication.factor", typeShort, "1", atLeast(1)),
+	def("transaction.state.log.replication.factor", typeShort, "1", atLeast(1)),
 	def("replica.lag.time.max.ms", typeLong, "30000", nil),
 	def("replica.fetch.wait.max.ms", typeInt, "500", nil),
 	def("replica.fetch.min.bytes", typeInt, "1", nil),
@@ -380,9 +388,12 @@ func (d *configDef) parse(raw string) (any, error) {
 		default:
 			return nil, invalidValue(d.name, raw, "Expected value to be either true or false")
 		}
-	case typeInt, typeLong:
+	case typeShort, typeInt, typeLong:
 		bits, typeName := 32, "INT"
-		if d.typ == typeLong {
+		switch d.typ {
+		case typeShort:
+			bits, typeName = 16, "SHORT"
+		case typeLong:
 			bits, typeName = 64, "LONG"
 		}
 		n, err := strconv.ParseInt(s, 10, bits)

@@ -23,6 +23,11 @@ type Snapshot struct {
 	// ShareStatePartitions is share.coordinator.state.topic.num.partitions, over which share
 	// partitions' states are spread to their share coordinators.
 	ShareStatePartitions int32
+	// TxnStatePartitions is transaction.state.log.num.partitions, over which transactional
+	// ids are spread to their transaction coordinators.
+	TxnStatePartitions int32
+	// InternalReplication are the replication factors of the internal topics.
+	InternalReplication InternalReplication
 	// MaxShareSessions is group.share.max.share.sessions, the share sessions a broker holds.
 	MaxShareSessions int
 	// OffsetsRetention is offsets.retention.minutes.
@@ -43,6 +48,14 @@ type Snapshot struct {
 
 	groups   map[string]*Group // groups with configs of their own
 	defaults *Group            // every other group
+}
+
+// InternalReplication are the replication factors Kafka gives its internal topics when it
+// creates them.
+type InternalReplication struct {
+	Offsets    int16 // offsets.topic.replication.factor, for __consumer_offsets
+	ShareState int16 // share.coordinator.state.topic.replication.factor, for __share_group_state
+	TxnState   int16 // transaction.state.log.replication.factor, for __transaction_state
 }
 
 // ClassicGroup are the settings of the classic group protocol (GroupCoordinatorConfig's
@@ -127,9 +140,15 @@ func (s *Store) publishLocked() {
 		DefaultReplicationFactor: int16(s.intLocked("default.replication.factor")),
 		OffsetsTopicPartitions:   int32(s.intLocked("offsets.topic.num.partitions")),
 		ShareStatePartitions:     int32(s.intLocked("share.coordinator.state.topic.num.partitions")),
+		TxnStatePartitions:       int32(s.intLocked("transaction.state.log.num.partitions")),
 		MaxShareSessions:         s.intLocked("group.share.max.share.sessions"),
 		OffsetsRetention:         time.Duration(s.intLocked("offsets.retention.minutes")) * time.Minute,
 		ConsumerGroupAssignors:   s.parsedLocked("group.consumer.assignors").([]string),
+		InternalReplication: InternalReplication{
+			Offsets:    int16(s.intLocked("offsets.topic.replication.factor")),
+			ShareState: int16(s.intLocked("share.coordinator.state.topic.replication.factor")),
+			TxnState:   int16(s.intLocked("transaction.state.log.replication.factor")),
+		},
 		ClassicGroup: ClassicGroup{
 			MinSessionTimeout:     ms("group.min.session.timeout.ms"),
 			MaxSessionTimeout:     ms("group.max.session.timeout.ms"),

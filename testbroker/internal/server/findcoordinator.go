@@ -31,6 +31,14 @@ const (
 func (b *Broker) handleFindCoordinator(_ *conn, req *kmsg.FindCoordinatorRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	switch req.CoordinatorType {
+	case coordinatorGroup:
+		c.ensureInternalTopic(consumerOffsetsTopic)
+	case coordinatorShare:
+		if req.Version >= 6 {
+			c.ensureInternalTopic(shareGroupStateTopic)
+		}
+	}
 	find := func(key string) (node int32, err error) {
 		switch req.CoordinatorType {
 		case coordinatorGroup:
@@ -91,11 +99,18 @@ func coordinatorErrorMessage(err error) *string {
 
 // coordinatorFor returns the node that coordinates a group, the way Kafka picks it: the group
 // maps to partition abs(javaHashCode(group)) mod offsets.topic.num.partitions of
-// __consumer_offsets, and that partition's leader coordinates it. The cluster does not create
-// __consumer_offsets; the leader is the one the cluster's placement gives partition p of the
-// first topic, broker p mod N. The same group always gets the same node.
+// __consumer_offsets, and that partition's leader coordinates it: broker p mod N, where
+// ensureInternalTopic places partition p's leader. The same group always gets the same node.
 func (c *Cluster) coordinatorFor(group string) int32 {
 	return c.internalPartitionLeader(group, c.configs.Snapshot().OffsetsTopicPartitions)
+}
+
+// txnCoordinatorFor returns the node that coordinates a transactional id, picked as
+// coordinatorFor picks a group's, over transaction.state.log.num.partitions partitions of
+// __transaction_state (TransactionStateManager.partitionFor): the leader of that partition
+// once the topic exists (ensureInternalTopic places it there).
+func (c *Cluster) txnCoordinatorFor(id string) int32 {
+	return c.internalPartitionLeader(id, c.configs.Snapshot().TxnStatePartitions)
 }
 
 // shareCoordinatorFor returns the node that holds a share partition's state (key

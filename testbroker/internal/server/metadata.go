@@ -46,6 +46,10 @@ func (b *Broker) handleMetadata(_ *conn, req *kmsg.MetadataRequest) kmsg.Respons
 		switch {
 		case rt.Topic != nil && *rt.Topic != "":
 			t = c.topic(*rt.Topic)
+			if t == nil && autoCreate && isInternalTopic(*rt.Topic) {
+				c.ensureInternalTopic(*rt.Topic)
+				t = c.topic(*rt.Topic)
+			}
 			if t == nil && autoCreate {
 				created, err := c.createTopic(TopicSpec{Name: *rt.Topic, Partitions: cfg.NumPartitions, ReplicationFactor: cfg.DefaultReplicationFactor})
 				switch {
@@ -91,7 +95,7 @@ func (c *Cluster) metadataBrokers() []kmsg.MetadataResponseBroker {
 // for a partition no running ISR member can lead.
 func (c *Cluster) metadataTopic(t *Topic) kmsg.MetadataResponseTopic {
 	name := t.Name
-	mt := kmsg.MetadataResponseTopic{Topic: &name, TopicID: t.ID, AuthorizedOperations: -2147483648}
+	mt := kmsg.MetadataResponseTopic{Topic: &name, TopicID: t.ID, IsInternal: isInternalTopic(name), AuthorizedOperations: -2147483648}
 	for _, p := range c.partitions(t) {
 		st := p.State()
 		mp := kmsg.MetadataResponseTopicPartition{

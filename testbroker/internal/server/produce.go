@@ -94,6 +94,8 @@ func (b *Broker) handleProduce(cn *conn, req *kmsg.ProduceRequest) kmsg.Response
 				err = kerr.UnsupportedCompressionType
 			case !acksValid:
 				err = kerr.InvalidRequiredAcks
+			case isInternalTopic(t.Name):
+				err = errInternalTopicAppend(t.Name)
 			case b.leaderError(st, -1) != nil:
 				err = kerr.NotLeaderForPartition
 				if req.Version >= 10 {

@@ -87,6 +87,9 @@ func (b *Broker) handleShareFetch(cn *conn, req *kmsg.ShareFetchRequest) kmsg.Re
 	if err != nil {
 		return fail(err)
 	}
+	// Share partitions read and write their state in __share_group_state, which Kafka creates
+	// on first use.
+	c.ensureInternalTopic(shareGroupStateTopic)
 	var outcomes []share.AckOutcome
 	if hasAcks {
 		outcomes = c.shares.Acknowledge(b.id, group, member, acks, maxAckType(req.Version), renew)
