@@ -16,8 +16,8 @@ import (
 )
 
 // These tests drive the cluster's classic groups with franz-go's own consumer group (kgo with
-// ConsumerGroup), on the real clock with short timeouts: no initial rebalance delay, sessions
-// of a second.
+// ConsumerGroup), on the real clock with short timeouts: no initial rebalance delay (testbroker's
+// default), sessions of a second.
 
 const classicPartitions = 6
 
@@ -25,7 +25,6 @@ func classicStart(t *testing.T) *testbroker.Cluster {
 	t.Helper()
 	return testbroker.StartT(t,
 		testbroker.Topic("orders", classicPartitions),
-		testbroker.BrokerConfig("group.initial.rebalance.delay.ms", "0"),
 		testbroker.BrokerConfig("group.min.session.timeout.ms", "500"),
 	)
 }

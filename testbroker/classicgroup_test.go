@@ -117,8 +117,10 @@ func TestClassicRPCsOnShareGroup(t *testing.T) {
 // own protocol type.
 func TestListGroupsRaw(t *testing.T) {
 	t.Parallel()
-	// On a manual clock the classic group's initial rebalance delay never ends.
-	c, rc := shareGroupFixture(t, testbroker.WithManualClock(time.Unix(1000, 0)))
+	// On a manual clock the classic group's initial rebalance delay (Kafka's 3 s, set here)
+	// never ends.
+	c, rc := shareGroupFixture(t, testbroker.WithManualClock(time.Unix(1000, 0)),
+		testbroker.BrokerConfig("group.initial.rebalance.delay.ms", "3000"))
 
 	join := kmsg.NewPtrJoinGroupRequest()
 	join.Version, join.Group, join.ProtocolType, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 3, "connect-cluster", "connect", 10000, 10000

@@ -43,7 +43,7 @@ func ExampleCluster_CommittedOffsets() {
 
 // ClassicGroup shows a franz-go consumer group's members and their assignments.
 func ExampleCluster_ClassicGroup() {
-	c := testbroker.MustStart(testbroker.Topic("orders", 2), testbroker.BrokerConfig("group.initial.rebalance.delay.ms", "0"))
+	c := testbroker.MustStart(testbroker.Topic("orders", 2))
 	defer c.Close()
 	assigned := make(chan struct{})
 	joined := sync.OnceFunc(func() { close(assigned) })

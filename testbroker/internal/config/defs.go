@@ -166,7 +166,9 @@ var brokerDefs = defsByName(
 
 	// Group coordinator: the classic group protocol, then the defaults and bounds of the
 	// group configs.
-	def("group.initial.rebalance.delay.ms", typeInt, "3000", nil),
+	// Kafka's default is 3000; testbroker's is 0, as Kafka's test harness sets it
+	// (TestUtils.createBrokerConfig), so that a test's first rebalance does not wait 3 s.
+	def("group.initial.rebalance.delay.ms", typeInt, "0", nil),
 	def("group.max.session.timeout.ms", typeInt, "1800000", nil),
 	def("group.max.size", typeInt, maxInt, atLeast(1)),
 	def("group.min.session.timeout.ms", typeInt, "6000", nil),

@@ -22,7 +22,7 @@ func TestSnapshotDefaults(t *testing.T) {
 	assert.Equal(t, ClassicGroup{
 		MinSessionTimeout:     6 * time.Second,
 		MaxSessionTimeout:     30 * time.Minute,
-		InitialRebalanceDelay: 3 * time.Second,
+		InitialRebalanceDelay: 0, // testbroker's default, not Kafka's 3 s
 		MaxSize:               2147483647,
 	}, snap.ClassicGroup)
 	assert.Equal(t, 7*24*time.Hour, snap.OffsetsRetention)

@@ -42,8 +42,8 @@ func errInternalTopicAppend(topic string) error {
 // at the number of brokers, and the topic configs Kafka's coordinators give it
 // (GroupCoordinatorService.groupMetadataTopicConfigs,
 // TransactionStateManager.transactionTopicConfigs,
-// ShareCoordinatorService.shareGroupStateTopicConfigs) but min.insync.replicas, which
-// testbroker leaves at the broker's value since nothing writes these topics.
+// ShareCoordinatorService.shareGroupStateTopicConfigs) but __transaction_state's
+// min.insync.replicas, which testbroker leaves at the broker's value since nothing writes it.
 func (c *Cluster) internalTopicShape(name string) (partitions int32, rf int16, configs map[string]string) {
 	cfg := c.configs.Snapshot()
 	segment := strconv.Itoa(internalSegmentBytes)
@@ -56,7 +56,7 @@ func (c *Cluster) internalTopicShape(name string) (partitions int32, rf int16, c
 		configs = map[string]string{"cleanup.policy": "compact", "compression.type": "uncompressed", "segment.bytes": segment, "unclean.leader.election.enable": "false"}
 	default:
 		partitions, rf = cfg.ShareStatePartitions, cfg.InternalReplication.ShareState
-		configs = map[string]string{"cleanup.policy": "delete", "compression.type": "producer", "segment.bytes": segment, "retention.ms": "-1"}
+		configs = map[string]string{"cleanup.policy": "delete", "compression.type": "producer", "segment.bytes": segment}
 	}
 	return partitions, int16(min(int(rf), c.NumBrokers())), configs
 }
