@@ -49,6 +49,9 @@ type manualTimer struct {
 	seq      uint64
 	f        func()
 	pending  bool
+	// period is a periodic task's (Every): it fires every period, and Pending, NextDeadline
+	// and WaitPending do not count it.
+	period time.Duration
 }
 
 // NewManual returns a manual clock that starts at start.
@@ -66,10 +69,15 @@ func (m *Manual) Now() time.Time {
 // AfterFunc schedules f at Now()+d. A d of zero or less fires at the next Advance (even
 // Advance(0)), never inside AfterFunc itself, so a caller holding a lock cannot deadlock.
 func (m *Manual) AfterFunc(d time.Duration, f func()) Timer {
+	return m.schedule(d, f, 0)
+}
+
+// schedule adds a timer due d from now, periodic when period is positive.
+func (m *Manual) schedule(d time.Duration, f func(), period time.Duration) Timer {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.seq++
-	t := &manualTimer{m: m, deadline: m.now.Add(d), seq: m.seq, f: f, pending: true}
+	t := &manualTimer{m: m, deadline: m.now.Add(d), seq: m.seq, f: f, pending: true, period: period}
 	m.timers = append(m.timers, t)
 	m.signalLocked()
 	return t
@@ -123,19 +131,41 @@ func (m *Manual) Set(t time.Time) {
 			m.mu.Unlock()
 			return
 		}
+		if next.period > 0 {
+			m.skipTicksLocked(next, t)
+		}
 		if next.deadline.After(m.now) {
 			m.now = next.deadline
 		}
-		next.pending = false
-		for i, other := range m.timers {
-			if other == next {
-				m.timers = append(m.timers[:i], m.timers[i+1:]...)
-				break
+		if next.period > 0 {
+			next.deadline = next.deadline.Add(next.period)
+		} else {
+			next.pending = false
+			for i, other := range m.timers {
+				if other == next {
+					m.timers = append(m.timers[:i], m.timers[i+1:]...)
+					break
+				}
 			}
 		}
 		m.signalLocked()
 		m.mu.Unlock()
 		next.f()
+	}
+}
+
+// skipTicksLocked moves the due periodic timer p to its last tick at or before limit that no
+// other timer is due before, so that an Advance over many periods runs the task once for each
+// stretch without other timers rather than once per period: a periodic task (the retention
+// check) does at one tick what it would do at every tick before it.
+func (m *Manual) skipTicksLocked(p *manualTimer, limit time.Time) {
+	for _, t := range m.timers {
+		if t != p && t.deadline.Before(limit) {
+			limit = t.deadline
+		}
+	}
+	if limit.After(p.deadline) {
+		p.deadline = p.deadline.Add(limit.Sub(p.deadline) / p.period * p.period)
 	}
 }
 
@@ -152,33 +182,48 @@ func (m *Manual) nextDueLocked(limit time.Time) *manualTimer {
 	return best
 }
 
-// Pending returns how many timers are scheduled and have not fired.
+// Pending returns how many timers are scheduled and have not fired, periodic tasks (Every)
+// aside.
 func (m *Manual) Pending() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.timers)
+	return m.pendingLocked()
 }
 
-// NextDeadline returns the earliest pending timer's deadline, if any.
+func (m *Manual) pendingLocked() int {
+	n := 0
+	for _, t := range m.timers {
+		if t.period == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// NextDeadline returns the earliest pending timer's deadline, if any, periodic tasks (Every)
+// aside.
 func (m *Manual) NextDeadline() (time.Time, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	t := m.nextDueLocked(maxTime)
-	if t == nil {
+	var best *manualTimer
+	for _, t := range m.timers {
+		if t.period == 0 && (best == nil || t.deadline.Before(best.deadline)) {
+			best = t
+		}
+	}
+	if best == nil {
 		return time.Time{}, false
 	}
-	return t.deadline, true
+	return best.deadline, true
 }
 
-var maxTime = time.Unix(1<<62, 0)
-
-// WaitPending blocks until at least n timers are pending or done is closed. It reports whether
-// the count was reached. Tests use it to know that the cluster has parked a request on the
+// WaitPending blocks until at least n timers (periodic tasks aside) are pending or done is
+// closed. It reports whether the count was reached. Tests use it to know that the cluster has parked a request on the
 // clock before they advance it.
 func (m *Manual) WaitPending(done <-chan struct{}, n int) bool {
 	for {
 		m.mu.Lock()
-		if len(m.timers) >= n {
+		if m.pendingLocked() >= n {
 			m.mu.Unlock()
 			return true
 		}

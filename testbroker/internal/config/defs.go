@@ -151,6 +151,7 @@ var brokerDefs = defsByName(
 	def("log.message.timestamp.type", typeString, "CreateTime", oneOf("CreateTime", "LogAppendTime")).dyn(),
 	def("log.preallocate", typeBool, "false", nil).dyn(),
 	def("log.retention.bytes", typeLong, "-1", nil).dyn(),
+	def("log.retention.check.interval.ms", typeLong, "300000", atLeast(1)),
 	def("log.retention.hours", typeInt, "168", nil),
 	nullDef("log.retention.minutes", typeInt),
 	nullDef("log.retention.ms", typeLong).dyn(),

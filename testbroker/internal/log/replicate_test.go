@@ -110,13 +110,13 @@ func TestAppendReplicatedMirrorsTheLeader(t *testing.T) {
 			assert.Equal(t, int32(5), epoch)
 
 			limit := leader.LogEndOffset()
-			lo, lts, lok := leader.MaxTimestamp(limit)
-			fo, fts, fok := follower.MaxTimestamp(limit)
-			assert.Equal(t, []any{lo, lts, lok}, []any{fo, fts, fok}, "MaxTimestamp")
+			la, lok := leader.MaxTimestamp(limit)
+			fa, fok := follower.MaxTimestamp(limit)
+			assert.Equal(t, []any{la, lok}, []any{fa, fok}, "MaxTimestamp")
 			for _, ts := range []int64{0, 1000, 2500, 3500, 5000, 7000, now.UnixMilli()} {
-				lo, lts, lok := leader.OffsetForTimestamp(ts, limit)
-				fo, fts, fok := follower.OffsetForTimestamp(ts, limit)
-				assert.Equal(t, []any{lo, lts, lok}, []any{fo, fts, fok}, "OffsetForTimestamp(%d)", ts)
+				la, lok := leader.OffsetForTimestamp(ts, limit)
+				fa, fok := follower.OffsetForTimestamp(ts, limit)
+				assert.Equal(t, []any{la, lok}, []any{fa, fok}, "OffsetForTimestamp(%d)", ts)
 			}
 		})
 	}
@@ -373,10 +373,10 @@ func TestTruncateTo(t *testing.T) {
 			got, err := p.AppendRecords(nil, 0, 1<<30, p.LogEndOffset())
 			require.NoError(t, err)
 			assert.Equal(t, want, got)
-			at, _, found := p.MaxTimestamp(p.LogEndOffset())
+			at, found := p.MaxTimestamp(p.LogEndOffset())
 			assert.Equal(t, tt.maxAt >= 0, found)
 			if found {
-				assert.Equal(t, tt.maxAt, at, "the largest timestamp left")
+				assert.Equal(t, tt.maxAt, at.Offset, "the largest timestamp left")
 			}
 
 			p.SetLeaderEpoch(3)
@@ -445,7 +445,7 @@ func TestTruncateFullyAndStartAt(t *testing.T) {
 	assert.Equal(t, []int64{1000, 1000, 1000}, []int64{p.LogStartOffset(), p.LogEndOffset(), p.HighWatermark()})
 	leo, epoch := p.LogEndOffsetAndEpoch()
 	assert.Equal(t, []any{int64(1000), UndefinedEpoch}, []any{leo, epoch})
-	_, _, found := p.MaxTimestamp(2000)
+	_, found := p.MaxTimestamp(2000)
 	assert.False(t, found)
 	_, err = p.AppendRecords(nil, 999, 1<<20, 2000)
 	requireCode(t, kerr.OffsetOutOfRange, err)
@@ -630,7 +630,7 @@ func TestConcurrentReplication(t *testing.T) {
 				}
 				follower.EndOffsetForEpoch(follower.LatestEpoch() - 1)
 				follower.LogEndOffsetAndEpoch()
-				_, _, _ = follower.MaxTimestamp(follower.LogEndOffset())
+				_, _ = follower.MaxTimestamp(follower.LogEndOffset())
 			}
 		})
 	}

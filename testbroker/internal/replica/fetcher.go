@@ -221,6 +221,9 @@ func (f *fetcher) apply(ctx context.Context, p *Partition, epoch int32, rp *kmsg
 		f.m.cfg.Logger.Warn("replica fetcher could not append what its leader sent", "broker", f.broker, "partition", p.String(), "err", err)
 		return false, nil
 	}
+	if err := p.FollowLogStart(f.broker, epoch, rp.LogStartOffset); err != nil {
+		f.m.cfg.Logger.Warn("replica fetcher could not take its leader's log start offset", "broker", f.broker, "partition", p.String(), "err", err)
+	}
 	return true, nil
 }
 

@@ -79,6 +79,7 @@ type Cluster struct {
 	groups      *group.Coordinator
 	shares      *share.Manager
 	replicas    *replica.Manager
+	retention   clock.Timer // the periodic retention check
 
 	lifecycleMu sync.Mutex // serialises StopBroker and StartBroker
 
@@ -161,6 +162,7 @@ func Start(cfg Config) (*Cluster, error) {
 	if !cfg.NoReplicaFetchers {
 		c.replicas.Start()
 	}
+	c.retention = c.startRetention()
 	return c, nil
 }
 
@@ -168,6 +170,9 @@ func Start(cfg Config) (*Cluster, error) {
 func (c *Cluster) Close() {
 	c.closeOnce.Do(func() {
 		close(c.closed)
+		if c.retention != nil {
+			c.retention.Stop()
+		}
 		// A StartBroker under way finishes first, so that its listener is closed below.
 		c.lifecycleMu.Lock()
 		defer c.lifecycleMu.Unlock()

@@ -3,10 +3,12 @@ package server
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/log"
 )
 
 func init() {
-	register(2, 1, 10, (*Broker).handleListOffsets, failedListOffsets, listOffsetsScope)
+	register(2, 1, 11, (*Broker).handleListOffsets, failedListOffsets, listOffsetsScope)
 }
 
 // The special timestamps of ListOffsets and the first version that accepts each.
@@ -16,10 +18,12 @@ const (
 	maxTimestamp           = -3 // the record with the largest timestamp, KIP-734 (v7+)
 	earliestLocalTimestamp = -4 // the local log start offset, KIP-405 (v8+)
 	latestTieredTimestamp  = -5 // the last offset in remote storage, KIP-1005 (v9+)
+	earliestPendingUpload  = -6 // the first offset not yet in remote storage, KIP-1023 (v11+)
 )
 
 // minVersionForTimestamp returns the first ListOffsets version that accepts a special
-// timestamp, or -1 for a negative timestamp no version up to v10 knows.
+// timestamp, or -1 for a negative timestamp no version up to v11 knows (Kafka's
+// ReplicaManager.timestampMinSupportedVersion).
 func minVersionForTimestamp(ts int64) int16 {
 	switch ts {
 	case latestTimestamp, earliestTimestamp:
@@ -30,6 +34,8 @@ func minVersionForTimestamp(ts int64) int16 {
 		return 8
 	case latestTieredTimestamp:
 		return 9
+	case earliestPendingUpload:
+		return 11
 	}
 	return -1
 }
@@ -40,22 +46,27 @@ const (
 	debuggingReplicaID = -2 // a tool: may ask a follower
 )
 
-// handleListOffsets answers ListOffsets v1-10 as Kafka's ReplicaManager.fetchOffset does. Per
-// partition, by Timestamp:
+// handleListOffsets answers ListOffsets v1-11 as Kafka's ReplicaManager.fetchOffset and
+// UnifiedLog.fetchOffsetByTimestamp do. Per partition, by Timestamp:
 //
-//   - -2 (earliest) and -4 (earliest local: there is no remote storage): the log start offset;
-//   - -1 (latest): the offset reads stop at, the high watermark for a client (with
-//     READ_COMMITTED the last stable offset, which is the high watermark, as there are no
-//     transactions) and the log end offset for a follower;
-//   - -3 (max timestamp): the first batch holding the largest timestamp, with that timestamp;
-//   - -5 (latest tiered): offset -1, as on a Kafka topic without remote storage;
-//   - 0 or more: the first batch whose largest timestamp reaches Timestamp (see
-//     log.Partition.OffsetForTimestamp for how that can precede Kafka's record-exact answer).
+//   - -2 (earliest) and -4 (earliest local: there is no remote storage): the log start offset,
+//     with the epoch of the leader epoch cache's first entry when it starts there;
+//   - -1 (latest): the offset reads stop at, with the partition's leader epoch: for a client
+//     the high watermark, or with READ_COMMITTED the last stable offset (log.Partition's
+//     ReadLimit), and for a follower the log end offset;
+//   - -3 (max timestamp): the first record holding the largest timestamp, in the first batch
+//     holding it, with that timestamp and the batch's epoch;
+//   - -5 (latest tiered) and -6 (earliest pending upload): offset -1 and epoch -1, as on a
+//     Kafka topic without remote storage;
+//   - 0 or more: the first record at or after the log start offset whose timestamp is
+//     Timestamp or later, with its timestamp and its batch's epoch (log.Partition's
+//     OffsetForTimestamp).
 //
-// A timestamp search that finds nothing, or only records at or past the offset reads stop at,
-// answers offset -1 and timestamp -1 without an error, as Kafka does. Special timestamps get
-// timestamp -1. LeaderEpoch (v4+) is the partition's leader epoch, the epoch of every batch it
-// holds; -5 gets -1. A special timestamp the request's version does not know is
+// A search that finds nothing, or only a record at or past the offset reads stop at, answers
+// offset -1 and timestamp -1 without an error, as Kafka does; except that a client asking a
+// leader whose high watermark has not yet reached the start of its leader epoch gets
+// OFFSET_NOT_AVAILABLE for -1 and for such a search. Special timestamps get timestamp -1.
+// LeaderEpoch is v4+. A special timestamp the request's version does not know is
 // UNSUPPORTED_VERSION; a partition named twice is INVALID_REQUEST, answered once; an unknown
 // topic or partition is UNKNOWN_TOPIC_OR_PARTITION; a broker that does not lead the partition
 // answers NOT_LEADER_OR_FOLLOWER, except to the debugging replica id (-2) on a follower;
@@ -146,26 +157,43 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, t *Topic, rp *kmsg.Lis
 	}
 	lg := st.Log(b.id)
 	// The offset reads stop at: a follower reads the whole log, a client up to the high
-	// watermark, which is also the last stable offset.
-	limit := lg.HighWatermark()
-	if req.ReplicaID != consumerReplicaID {
-		limit = lg.LogEndOffset()
+	// watermark or, reading committed records only, the last stable offset.
+	client := req.ReplicaID == consumerReplicaID
+	limit := lg.LogEndOffset()
+	if client {
+		limit = lg.ReadLimit(req.IsolationLevel == 1)
 	}
-	epoch := st.LeaderEpoch
+	// A new leader's high watermark may lag behind the offset its epoch started at: Kafka
+	// refuses clients an answer it cannot yet stand by.
+	var notAvailable bool
+	if start, ok := lg.EpochStartOffset(st.LeaderEpoch); client && ok && start > lg.HighWatermark() {
+		notAvailable = true
+	}
+	var at log.TimestampOffset
+	found := false
 	switch rp.Timestamp {
 	case earliestTimestamp, earliestLocalTimestamp:
-		sp.Offset, sp.LeaderEpoch = lg.LogStartOffset(), epoch
+		sp.Offset, sp.LeaderEpoch = lg.LogStartOffset(), lg.LogStartEpoch()
+		return
 	case latestTimestamp:
-		sp.Offset, sp.LeaderEpoch = limit, epoch
-	case latestTieredTimestamp:
+		if notAvailable {
+			sp.ErrorCode = kerr.OffsetNotAvailable.Code
+			return
+		}
+		sp.Offset, sp.LeaderEpoch = limit, st.LeaderEpoch
+		return
+	case latestTieredTimestamp, earliestPendingUpload:
+		return
 	case maxTimestamp:
-		if off, ts, ok := lg.MaxTimestamp(limit); ok {
-			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, ts, epoch
-		}
+		at, found = lg.MaxTimestamp(limit)
 	default:
-		if off, ts, ok := lg.OffsetForTimestamp(rp.Timestamp, limit); ok {
-			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, ts, epoch
-		}
+		at, found = lg.OffsetForTimestamp(rp.Timestamp, limit)
+	}
+	switch {
+	case found:
+		sp.Offset, sp.Timestamp, sp.LeaderEpoch = at.Offset, at.Timestamp, at.LeaderEpoch
+	case notAvailable:
+		sp.ErrorCode = kerr.OffsetNotAvailable.Code
 	}
 }
 

@@ -144,8 +144,8 @@ type Partition struct {
 // returns the group's effective settings; the partition calls it without holding its own
 // mutex, at every use. The SPSO starts where share.auto.offset.reset says: the high watermark
 // for latest (and for anything unparsable), the log start offset for earliest, and for
-// by_duration the first batch holding a timestamp at or after now minus the duration, or the
-// high watermark if no batch below it qualifies.
+// by_duration the first record with a timestamp at or after now minus the duration, or the
+// high watermark if no record below it qualifies.
 func NewPartition(group string, lg *log.Partition, clk clock.Clock, settings func() Settings) *Partition {
 	hwm := lg.HighWatermark()
 	start := hwm
@@ -153,8 +153,8 @@ func NewPartition(group string, lg *log.Partition, clk clock.Clock, settings fun
 	case resetEarliest:
 		start = lg.LogStartOffset()
 	case resetByDuration:
-		if off, _, ok := lg.OffsetForTimestamp(clk.Now().Add(-back).UnixMilli(), hwm); ok {
-			start = off
+		if at, ok := lg.OffsetForTimestamp(clk.Now().Add(-back).UnixMilli(), hwm); ok {
+			start = at.Offset
 		}
 	}
 	return newPartitionAt(group, lg, clk, settings, start)

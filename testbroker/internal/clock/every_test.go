@@ -1,0 +1,54 @@
+package clock
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestEveryOnManual(t *testing.T) {
+	start := time.Unix(1000, 0)
+	m := NewManual(start)
+	var runs []time.Duration
+	task := Every(m, time.Minute, func() { runs = append(runs, m.Now().Sub(start)) })
+	m.AfterFunc(90*time.Second, func() { runs = append(runs, -m.Now().Sub(start)) })
+
+	assert.Equal(t, 1, m.Pending(), "the periodic task is not pending")
+	next, ok := m.NextDeadline()
+	assert.True(t, ok)
+	assert.Equal(t, start.Add(90*time.Second), next, "nor does it set the next deadline")
+
+	m.Advance(3 * time.Minute)
+	assert.Equal(t, []time.Duration{time.Minute, -90 * time.Second, 3 * time.Minute}, runs, "in order with the timers; the ticks at 2 and 3 minutes, with no timer between, run once")
+	assert.Zero(t, m.Pending())
+
+	runs = nil
+	m.Advance(365 * 24 * time.Hour)
+	assert.Equal(t, []time.Duration{3*time.Minute + 365*24*time.Hour}, runs, "the ticks of a long advance run once, at the last")
+
+	runs = nil
+	m.AfterFunc(150*time.Second, func() { runs = append(runs, -1) })
+	m.Advance(5 * time.Minute)
+	base := 3*time.Minute + 365*24*time.Hour
+	assert.Equal(t, []time.Duration{base + 2*time.Minute, -1, base + 5*time.Minute}, runs, "a timer between ticks sees the task run before it")
+
+	assert.True(t, task.Stop())
+	assert.False(t, task.Stop())
+	m.Advance(time.Hour)
+	assert.Len(t, runs, 3, "no run after Stop")
+}
+
+func TestEveryOnReal(t *testing.T) {
+	var n atomic.Int32
+	done := make(chan struct{})
+	task := Every(Real{}, time.Millisecond, func() {
+		if n.Add(1) == 3 {
+			close(done)
+		}
+	})
+	<-done
+	assert.True(t, task.Stop())
+	assert.False(t, task.Stop())
+}
