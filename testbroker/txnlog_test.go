@@ -60,6 +60,9 @@ func TestFetchTransactions(t *testing.T) {
 	assert.Equal(t, int64(5), committed.HighWatermark)
 	assert.Equal(t, int64(1), committed.LastStableOffset, "stuck at producer 1's first offset")
 	assert.Equal(t, []fetched{{0, "a"}}, fetchedRecords(t, committed, 0))
+	info, _ := c.Partition("t", 0)
+	assert.Equal(t, int64(1), info.LastStableOffset, "inspection shows the last stable offset")
+	assert.Equal(t, int64(5), info.HighWatermark)
 	assert.NotNil(t, committed.AbortedTransactions)
 	assert.Empty(t, committed.AbortedTransactions)
 
@@ -155,4 +158,41 @@ func TestListOffsetsLatestReadCommitted(t *testing.T) {
 		assert.Zero(t, sp.ErrorCode)
 		assert.Equal(t, tt.want, sp.Offset, "isolation %d", tt.isolation)
 	}
+}
+
+// TestShareFetchReadCommitted: a share group with share.isolation.level=read_committed acquires
+// only below the last stable offset, never the records of aborted transactions (ARCHIVED at
+// once), and the transaction markers for the client to acknowledge as gaps.
+func TestShareFetchReadCommitted(t *testing.T) {
+	t.Parallel()
+	st := startShareTest(t)
+	setGroupConfig(t, st.rc, "g", "share.isolation.level", "read_committed")
+	setGroupConfig(t, st.rc, "g", "share.auto.offset.reset", "earliest")
+	st.produce(t, "a")                                                                // 0
+	require.Zero(t, produceOne(t, st.rc, "t", 0, txnBatch(1, 0, "x", "y")).ErrorCode) // 1-2
+	require.Zero(t, produceOne(t, st.rc, "t", 0, txnBatch(2, 0, "p")).ErrorCode)      // 3
+	_, err := st.c.WriteTxnMarker("t", 0, 1, 0, false)                                // 4
+	require.NoError(t, err)
+	_, err = st.c.WriteTxnMarker("t", 0, 2, 0, true) // 5
+	require.NoError(t, err)
+	require.Zero(t, produceOne(t, st.rc, "t", 0, txnBatch(3, 0, "q")).ErrorCode) // 6
+	st.produce(t, "b")                                                           // 7
+
+	m := st.member(t, "m1", 2)
+	p := m.take(t)
+	assert.Equal(t, [][3]int64{{0, 0, 1}, {3, 5, 1}}, acquired(p))
+	states := map[int64]testbroker.ShareRecordState{}
+	for _, r := range st.c.ShareRecords("g", "t", 0) {
+		states[r.Offset] = r.State
+	}
+	assert.Equal(t, map[int64]testbroker.ShareRecordState{0: testbroker.ShareAcquired, 1: testbroker.ShareArchived,
+		2: testbroker.ShareArchived, 3: testbroker.ShareAcquired, 4: testbroker.ShareAcquired, 5: testbroker.ShareAcquired}, states)
+
+	_, err = st.c.WriteTxnMarker("t", 0, 3, 0, false) // 8
+	require.NoError(t, err)
+	p = m.take(t, fetchAck(0, 0, ackAccept), fetchAck(3, 3, ackAccept), fetchAck(4, 5, ackGap))
+	assert.Equal(t, [][3]int64{{7, 8, 1}}, acquired(p), "the aborted record 6 is skipped")
+	start, _, ok := st.c.SharePartitionOffsets("g", "t", 0)
+	require.True(t, ok)
+	assert.Equal(t, int64(7), start, "the SPSO moved past the acknowledged and archived records")
 }
