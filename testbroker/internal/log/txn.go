@@ -1,6 +1,7 @@
 package log
 
 import (
+	"cmp"
 	"encoding/binary"
 	"hash/crc32"
 	"slices"
@@ -35,7 +36,7 @@ type openTxn struct {
 	first int64
 }
 
-// doneTxn is a completed transaction whose marker, at last, is not below the high watermark
+// doneTxn is a completed transaction whose marker (at last) is not below the high watermark
 // yet: until it is, the transaction still holds the last stable offset back, as Kafka's
 // ProducerStateManager keeps it among its unreplicated transactions.
 type doneTxn struct {
@@ -127,7 +128,7 @@ func (p *Partition) AbortedTransactions(from, to int64) []AbortedTxn {
 	var out []AbortedTxn
 	// Markers are appended in offset order, so the entries are sorted by last.
 	i, _ := slices.BinarySearchFunc(p.txns.aborted, from, func(e abortedEntry, from int64) int {
-		return cmpInt64(e.last, from)
+		return cmp.Compare(e.last, from)
 	})
 	for _, e := range p.txns.aborted[i:] {
 		if e.first < to {
@@ -140,16 +141,6 @@ func (p *Partition) AbortedTransactions(from, to int64) []AbortedTxn {
 		}
 	}
 	return out
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // OngoingTxn returns the first offset of producerID's ongoing transaction on this partition, if
