@@ -1,12 +1,14 @@
 package testbroker_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/testbroker"
@@ -255,4 +257,47 @@ func TestTransactionAcrossFailover(t *testing.T) {
 	}, 10*time.Second, time.Millisecond)
 	committed = onlyPartition(t, request[*kmsg.FetchResponse](t, rc, fetchAt(4, true)))
 	assert.Equal(t, []kmsg.FetchResponseTopicPartitionAbortedTransaction{{ProducerID: 7, FirstOffset: 4}}, committed.AbortedTransactions)
+}
+
+// TestFranzGoReadCommittedConsumer: franz-go's consumer reads a log holding committed, aborted
+// and ongoing transactions: read_committed gets the committed and plain records only, up to the
+// ongoing transaction, and read_uncommitted gets every data record.
+func TestFranzGoReadCommittedConsumer(t *testing.T) {
+	t.Parallel()
+	c := testbroker.StartT(t, testbroker.Topic("t", 1))
+	rc := dialRaw(t, c.Addrs()[0])
+	require.Zero(t, produceOne(t, rc, "t", 0, plainBatch("a")).ErrorCode)                          // 0
+	require.Zero(t, produceOne(t, rc, "t", 0, txnBatch(1, 0, "aborted-1", "aborted-2")).ErrorCode) // 1-2
+	require.Zero(t, produceOne(t, rc, "t", 0, txnBatch(2, 0, "committed")).ErrorCode)              // 3
+	_, err := c.WriteTxnMarker("t", 0, 1, 0, false)                                                // 4
+	require.NoError(t, err)
+	require.Zero(t, produceOne(t, rc, "t", 0, plainBatch("b")).ErrorCode) // 5
+	_, err = c.WriteTxnMarker("t", 0, 2, 0, true)                         // 6
+	require.NoError(t, err)
+	require.Zero(t, produceOne(t, rc, "t", 0, txnBatch(3, 0, "ongoing")).ErrorCode) // 7
+	require.Zero(t, produceOne(t, rc, "t", 0, plainBatch("c")).ErrorCode)           // 8
+
+	consume := func(isolation kgo.IsolationLevel, n int) []string {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.ConsumeTopics("t"),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(isolation))
+		require.NoError(t, err)
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		var got []string
+		for len(got) < n {
+			fs := cl.PollFetches(ctx)
+			require.NoError(t, ctx.Err(), "got %v", got)
+			fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+		}
+		return got
+	}
+	assert.Equal(t, []string{"a", "aborted-1", "aborted-2", "committed", "b", "ongoing", "c"}, consume(kgo.ReadUncommitted(), 7))
+	assert.Equal(t, []string{"a", "committed", "b"}, consume(kgo.ReadCommitted(), 3))
+
+	// The transaction ends in an abort: the read_committed consumer skips it and reads on.
+	_, err = c.WriteTxnMarker("t", 0, 3, 0, false) // 9
+	require.NoError(t, err)
+	require.Zero(t, produceOne(t, rc, "t", 0, plainBatch("d")).ErrorCode) // 10
+	assert.Equal(t, []string{"a", "committed", "b", "c", "d"}, consume(kgo.ReadCommitted(), 5))
 }
