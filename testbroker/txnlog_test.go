@@ -301,3 +301,42 @@ func TestFranzGoReadCommittedConsumer(t *testing.T) {
 	require.Zero(t, produceOne(t, rc, "t", 0, plainBatch("d")).ErrorCode) // 10
 	assert.Equal(t, []string{"a", "committed", "b", "c", "d"}, consume(kgo.ReadCommitted(), 5))
 }
+
+// TestShareE2EReadCommitted: franz-go's share consumer in a read_committed share group gets the
+// committed and plain records only, in order, and never one of an aborted transaction.
+func TestShareE2EReadCommitted(t *testing.T) {
+	t.Parallel()
+	c := e2eStart(t, 1)
+	e2eSetGroupConfigs(t, c, "g", "share.isolation.level", "read_committed", "share.auto.offset.reset", "earliest")
+	rc := dialRaw(t, c.Addrs()[0])
+	require.Zero(t, produceOne(t, rc, "t", 0, plainBatch("a")).ErrorCode)                          // 0
+	require.Zero(t, produceOne(t, rc, "t", 0, txnBatch(1, 0, "aborted-1", "aborted-2")).ErrorCode) // 1-2
+	require.Zero(t, produceOne(t, rc, "t", 0, txnBatch(2, 0, "committed")).ErrorCode)              // 3
+	_, err := c.WriteTxnMarker("t", 0, 1, 0, false)                                                // 4
+	require.NoError(t, err)
+	require.Zero(t, produceOne(t, rc, "t", 0, plainBatch("b")).ErrorCode) // 5
+	_, err = c.WriteTxnMarker("t", 0, 2, 0, true)                         // 6
+	require.NoError(t, err)
+	require.Zero(t, produceOne(t, rc, "t", 0, txnBatch(3, 0, "ongoing")).ErrorCode) // 7
+	require.Zero(t, produceOne(t, rc, "t", 0, plainBatch("c")).ErrorCode)           // 8
+
+	m := e2eJoin(t, c, "g", "t", "m1")
+	values := func(rs []*kgo.Record) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, string(r.Value))
+		}
+		return out
+	}
+	assert.Equal(t, []string{"a", "committed", "b"}, values(m.pollUntilValue(t, "b", kgo.AckAccept)))
+	m.flush(t)
+	assert.Equal(t, int64(7), e2eStartOffset(t, c, "g", "t", 0),
+		"the aborted records are archived, the markers acknowledged as gaps: %v", c.ShareRecords("g", "t", 0))
+
+	_, err = c.WriteTxnMarker("t", 0, 3, 0, false) // 9
+	require.NoError(t, err)
+	require.Zero(t, produceOne(t, rc, "t", 0, plainBatch("d")).ErrorCode) // 10
+	assert.Equal(t, []string{"c", "d"}, values(m.pollUntilValue(t, "d", kgo.AckAccept)))
+	m.flush(t)
+	assert.Equal(t, int64(11), e2eStartOffset(t, c, "g", "t", 0), "%v", c.ShareRecords("g", "t", 0))
+}
