@@ -61,9 +61,10 @@ type abortedEntry struct {
 // the producer's latest fails with kerr.InvalidProducerEpoch, and a coordinator epoch older than
 // the one of the producer's previous marker with kerr.TransactionCoordinatorFenced; a refused
 // marker changes nothing. These are the checks of a marker of transaction version 0 or 1;
-// AppendTxnMarkerVersion applies those of version 2. A marker for a producer without an ongoing transaction here is
-// appended all the same, as Kafka appends it, and changes no transaction. A marker in a newer
-// epoch makes that epoch the producer's, so its next batch must start at sequence 0.
+// AppendTxnMarkerVersion applies those of version 2. A marker for a producer without an
+// ongoing transaction here is appended all the same, as Kafka appends it, and changes no
+// transaction. A marker in a newer epoch makes that epoch the producer's, so its next batch
+// must start at sequence 0.
 //
 // Ending a transaction moves the last stable offset; an aborted one enters the aborted
 // transaction index that AbortedTransactions reads. The marker wakes the Notify channel.
