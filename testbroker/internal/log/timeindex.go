@@ -99,8 +99,10 @@ func (p *Partition) LogStartEpoch() int32 {
 }
 
 // ReadLimit returns the offset a consumer's reads stop at for its isolation level: the high
-// watermark for read_uncommitted; read_committed stops at the last stable offset, which is
-// the high watermark as long as the log holds no transactions.
+// watermark for read_uncommitted; read_committed stops at the last stable offset.
 func (p *Partition) ReadLimit(readCommitted bool) int64 {
+	if readCommitted {
+		return p.LastStableOffset()
+	}
 	return p.HighWatermark()
 }
