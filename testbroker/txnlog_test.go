@@ -340,3 +340,39 @@ func TestShareE2EReadCommitted(t *testing.T) {
 	m.flush(t)
 	assert.Equal(t, int64(11), e2eStartOffset(t, c, "g", "t", 0), "%v", c.ShareRecords("g", "t", 0))
 }
+
+// TestShareFetchReadCommittedWokenByMarker: a long-polling ShareFetch of a read_committed group
+// parks while only an ongoing transaction follows its start offset; the commit marker answers it.
+// An abort marker answers it too, with the marker alone: the aborted record is archived.
+func TestShareFetchReadCommittedWokenByMarker(t *testing.T) {
+	t.Parallel()
+	st := startShareTest(t)
+	setGroupConfig(t, st.rc, "g", "share.isolation.level", "read_committed")
+	m := st.member(t, "m", 2)
+	m.open(t)
+
+	require.Zero(t, produceOne(t, st.rc, "t", 0, txnBatch(1, 0, "x")).ErrorCode) // 0
+	req := m.fetchReq()
+	req.MaxWaitMillis, req.MinBytes = 5000, 1
+	got := startShareFetch(t, m.rc, req)
+	require.True(t, st.clk.WaitPending(t.Context().Done(), 1), "the fetch parks")
+	_, err := st.c.WriteTxnMarker("t", 0, 1, 0, true) // 1
+	require.NoError(t, err)
+	resp := awaitShareFetch(t, got)
+	m.advance(req.ShareSessionEpoch, resp.ErrorCode)
+	assert.Equal(t, [][3]int64{{0, 1, 1}}, acquired(onlySharePartition(t, resp)))
+
+	require.Zero(t, produceOne(t, st.rc, "t", 0, txnBatch(2, 0, "y")).ErrorCode) // 2
+	req = m.fetchReq(fetchAck(0, 0, ackAccept), fetchAck(1, 1, ackGap))
+	req.MaxWaitMillis, req.MinBytes = 5000, 1
+	got = startShareFetch(t, m.rc, req)
+	require.True(t, st.clk.WaitPending(t.Context().Done(), 1), "the fetch parks")
+	_, err = st.c.WriteTxnMarker("t", 0, 2, 0, false) // 3
+	require.NoError(t, err)
+	resp = awaitShareFetch(t, got)
+	m.advance(req.ShareSessionEpoch, resp.ErrorCode)
+	assert.Equal(t, [][3]int64{{3, 3, 1}}, acquired(onlySharePartition(t, resp)), "only the abort marker")
+	start, _, ok := st.c.SharePartitionOffsets("g", "t", 0)
+	require.True(t, ok)
+	assert.Equal(t, int64(3), start, "past the acknowledged records and the archived one")
+}
