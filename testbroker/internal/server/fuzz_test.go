@@ -68,10 +68,13 @@ func fuzzSeeds() [][]byte {
 		Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: &id}}}}
 	describeCluster := kmsg.NewPtrDescribeClusterRequest()
 	describeCluster.Version = 1
+	deleteRecords := kmsg.NewPtrDeleteRecordsRequest()
+	deleteRecords.Version = 2
+	deleteRecords.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: topic, Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Offset: -1}}}}
 
 	var seeds [][]byte
 	for i, req := range []kmsg.Request{metadata, produce, produceAcks0, fetch, listOffsets, findCoordinator, apiVersions,
-		createTopics, deleteTopics, initProducerID, describeConfigs, createPartitions, alterConfigs, describeCluster} {
+		createTopics, deleteTopics, initProducerID, describeConfigs, createPartitions, alterConfigs, describeCluster, deleteRecords} {
 		seeds = append(seeds, wire.AppendRequest(nil, int32(i), &id, req)[4:])
 	}
 	return seeds

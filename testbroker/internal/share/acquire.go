@@ -56,7 +56,9 @@ const (
 //
 // An SPSO outside the log while nothing is tracked (AlterShareGroupOffsets set it below the log
 // start offset or past the log end offset) first moves to the log start offset, as Kafka's
-// share fetch moves it when the log answers OFFSET_OUT_OF_RANGE; Kafka answers that fetch
+// share fetch moves it when the log answers OFFSET_OUT_OF_RANGE; so does a fetch offset below
+// the log start offset (DeleteRecords or retention moved it) while records are tracked, and
+// the AVAILABLE records below it are ARCHIVED (archiveBelowLocked). Kafka answers that fetch
 // empty and acquires from the new SPSO at the next one, this acquisition goes on at once.
 // The error, which wraps kerr.OffsetOutOfRange, comes only from a log that no longer holds the
 // SPSO. Acquire holds the partition's mutex while it reads the log, whose mutex is a leaf.
@@ -75,13 +77,19 @@ func (p *Partition) Acquire(dst [][]byte, member string, maxRecords, batchSize, 
 		limit = p.log.LastStableOffset()
 	}
 	fetch := p.nextFetchOffset()
-	if !p.cached() {
-		if ls := p.log.LogStartOffset(); fetch < ls || fetch > p.log.LogEndOffset() {
+	moved := false
+	if ls := p.log.LogStartOffset(); !p.cached() {
+		if fetch < ls || fetch > p.log.LogEndOffset() {
 			p.start, p.end, fetch = ls, ls, ls
 		}
+	} else if fetch < ls {
+		moved = p.archiveBelowLocked(ls)
+		fetch = p.nextFetchOffset()
 	}
 	if fetch >= limit {
+		w := p.takeWakeLocked(moved)
 		p.mu.Unlock()
+		wakeUp(w)
 		return nil, dst, nil
 	}
 	// Nothing past the SPEO plus maxRecords can be acquired (rounded up to a batch end): the
@@ -90,7 +98,9 @@ func (p *Partition) Acquire(dst [][]byte, member string, maxRecords, batchSize, 
 	ext, err := p.log.AppendExtents(p.ext[:0], fetch, maxBytes, limit, upTo)
 	p.ext = ext[:0]
 	if err != nil || len(ext) == 0 {
+		w := p.takeWakeLocked(moved)
 		p.mu.Unlock()
+		wakeUp(w)
 		return nil, dst, err
 	}
 	a := acquisition{
@@ -107,7 +117,7 @@ func (p *Partition) Acquire(dst [][]byte, member string, maxRecords, batchSize, 
 	if s.ReadCommitted {
 		a.archiveAborted(fetch)
 	}
-	w := p.takeWakeLocked(a.freed)
+	w := p.takeWakeLocked(a.freed || moved)
 	if len(a.out) > 0 {
 		first, last := a.out[0].FirstOffset, a.out[len(a.out)-1].LastOffset
 		for _, e := range ext {

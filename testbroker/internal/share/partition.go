@@ -349,9 +349,10 @@ func settle(r *rec, target RecordState, limit int16, belowStart bool) RecordStat
 }
 
 // nextFetchOffset returns where the next acquisition starts: the first AVAILABLE record, else
-// the offset after the SPEO (the SPSO while nothing is cached), as Kafka's nextFetchOffset.
+// the offset after the SPEO (the SPSO while nothing is cached, or when the SPSO has moved past
+// every cached record), as Kafka's nextFetchOffset.
 func (p *Partition) nextFetchOffset() int64 {
-	if !p.cached() || p.start > p.end {
+	if !p.cached() || p.start > p.batches[len(p.batches)-1].last {
 		return p.end
 	}
 	if p.avail > 0 {
