@@ -111,7 +111,8 @@ func (p *Partition) AppendTxnMarkerVersion(producerID int64, producerEpoch int16
 // LastStableOffset returns the last stable offset: the first offset of the earliest transaction
 // that is ongoing or whose marker is not below the high watermark yet, or the high watermark when
 // there is none or it starts at or past the high watermark. read_committed consumers read only
-// below it.
+// below it. It is never below the log start offset: DeleteRecords or retention past an ongoing
+// transaction's first records moves it up, as Kafka's first unstable offset is.
 func (p *Partition) LastStableOffset() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -126,7 +127,7 @@ func (p *Partition) lastStableLocked() int64 {
 	for _, d := range p.txns.unreplicated {
 		lso = min(lso, d.first)
 	}
-	return lso
+	return max(lso, p.logStart)
 }
 
 // pruneUnreplicated forgets the completed transactions whose marker is below the high

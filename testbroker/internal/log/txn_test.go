@@ -339,3 +339,14 @@ func TestTxnMarkerVersion2Epochs(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), follower.LogEndOffset())
 }
+
+func TestLastStableOffsetNotBelowLogStart(t *testing.T) {
+	p := NewPartition(Config{})
+	appendAll(t, p, txn(1, 0, 0, 3), encode(spec{n: 4})) // [0, 2] ongoing, [3, 6]
+	assert.Equal(t, int64(0), p.LastStableOffset())
+	_, err := p.IncrementLogStartOffset(5)
+	require.NoError(t, err)
+	assert.Equal(t, int64(5), p.LastStableOffset(), "the ongoing transaction's deleted records no longer hold it back")
+	marker(t, p, 1, 0, true)
+	assert.Equal(t, int64(8), p.LastStableOffset())
+}
