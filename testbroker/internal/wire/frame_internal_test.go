@@ -78,3 +78,23 @@ func TestReadFrameStalledAllocatesLittle(t *testing.T) {
 	t.Logf("a stalled 100 MiB frame allocated %d bytes", allocated)
 	assert.Less(t, allocated, uint64(1<<20))
 }
+
+// The buffers a large frame grows through are reused by the next frame: reading one allocates
+// about the frame itself, not the frame and every smaller buffer before it (twice the frame).
+func TestReadFrameReusesGrowthBuffers(t *testing.T) {
+	const n = 4 << 20
+	frame := append(binary.BigEndian.AppendUint32(nil, n), bytes.Repeat([]byte{3}, n)...)
+	first, err := ReadFrame(bytes.NewReader(frame), DefaultMaxFrameBytes)
+	require.NoError(t, err)
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	second, err := ReadFrame(bytes.NewReader(frame), DefaultMaxFrameBytes)
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	assert.Less(t, allocated, uint64(n+n/8), "the second read allocated %d bytes for a frame of %d", allocated, n)
+	assert.Equal(t, frame[4:], second)
+	assert.Equal(t, frame[4:], first, "the first frame is not a buffer handed on")
+	assert.Equal(t, n, cap(second))
+}
