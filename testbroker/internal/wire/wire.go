@@ -65,12 +65,12 @@ func ReadFrame(r io.Reader, maxBytes int32) ([]byte, error) {
 // arrives; each time the buffer fills, it doubles, up to the frame's size.
 const firstFrameChunk = 16 << 10
 
-// wholeFrameBytes is the largest frame read straight into a buffer of its size. Growing costs
-// more than the copies: the log keeps produced batches in their frame, and a Fetch that sends
-// batches whose pages were filled by the growth's copy rather than by the socket read cost the
-// broker 2-2.5x the CPU in the kernel's send (measured, 1M x 16 B, before and after 8173713).
-// franz-go's produce requests are about 1 MiB per partition; 4 MiB covers a few partitions,
-// and a stalled frame of that size holds no more than a fetch answer.
+// wholeFrameBytes is the largest frame read straight into a buffer of its size. A grown frame
+// costs more than its copies: the log keeps produced batches in their frame, and a Fetch that
+// sends batches whose pages were filled by the growth's copy rather than by the socket read cost
+// the broker 2-2.5x the CPU in the kernel's send (1M x 16 B, docs/benchmarks.md). franz-go's
+// produce requests are about 1 MiB per partition; 4 MiB covers a few partitions and is all a
+// stalled frame of that size holds.
 const wholeFrameBytes = 4 << 20
 
 // readFrame is ReadFrame, returning on error what it had read, for tests of the buffer's size.
