@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 
 	"github.com/kshare/kshare/internal/benchkit"
 	"github.com/kshare/kshare/internal/brokerproc"
@@ -10,12 +11,16 @@ import (
 // brokerProgram is a broker we measure: a Go package with testbroker's command line.
 type brokerProgram struct {
 	name string // as in -brokers-to-run
-	pkg  string // Go package path, relative to the module root
+	pkg  string // Go package path, relative to the module root; empty for a prebuilt program
 	bin  string // the built program; empty until build succeeds
 }
 
-// build compiles p with progs.
+// build compiles p with progs; a prebuilt program (-broker-bin) only has to exist.
 func (p *brokerProgram) build(ctx context.Context, progs *benchkit.Programs) error {
+	if p.pkg == "" {
+		_, err := os.Stat(p.bin)
+		return err
+	}
 	bin, err := progs.BuildPackage(ctx, p.name, p.pkg)
 	if err != nil {
 		return err

@@ -306,7 +306,7 @@ func printGroupReport(out io.Writer, c *config, results []groupResult) {
 		p("\n")
 	}
 	var cmp []string
-	versusKfake(results, func(tb, kf groupResult) {
+	versusKfake(results, "testbroker", func(tb, kf groupResult) {
 		cpu := tb.m.brokerPerRecord() / kf.m.brokerPerRecord()
 		reb := tb.m.rebalance.Seconds() / kf.m.rebalance.Seconds()
 		drv := tb.m.brokerDriven().Seconds() / kf.m.brokerDriven().Seconds()

@@ -21,7 +21,7 @@
 //	go run ./internal/benchbroker                                                  # full run
 //	go run ./internal/benchbroker -brokers-to-run kfake -records16 200000 -records1k 50000
 //
-// -workloads picks what runs: plain (the above), share, lockexpiry and group (see group.go:
+// -workloads picks what runs: plain (the above), txn, share, lockexpiry and group (see group.go:
 // franz-go's classic consumer group, broker CPU per record and the time a joining member takes to
 // consume). share produces -records-share records of 16 B the same way, sets the group's share.auto.offset.reset to
 // earliest, and measures only the consume phase: one franz-go share consumer accepting every
@@ -33,12 +33,25 @@
 //	go run ./internal/benchbroker -workloads share,lockexpiry -records-share 100000 -partitions 1 -lock-samples 10 -lock-samples-kfake 2
 //	go run ./internal/benchbroker -workloads group                                 # the group issue's figures
 //
+// txn (see txn.go) is plain's 16 B workload with the records produced in committed
+// transactions of -txn-size records by a transactional producer and consumed with
+// read_committed; with plain in the same run, the report sets each broker's figure against its
+// plain one. A broker that refuses transactions fails the workload with its FindCoordinator answer:
+//
+//	go run ./internal/benchbroker -workloads plain,txn -records1k 0 -runs 3          # issue 21's figures
+//
 // replication (see replication.go) measures testbroker's replicated partitions on a cluster of
 // -repl-brokers: how long after an acks=all produce a follower serves the record to a consumer,
 // with KIP-1166 on and off, and broker CPU per record at replication factor -repl-factor next to
 // factor 1:
 //
 //	go run ./internal/benchbroker -workloads replication -runs 3                   # the replication issue's figures
+//
+// -broker-bin name=path adds a broker program built elsewhere, e.g. testbroker at an older
+// commit, so that a regression shows side by side with today's testbroker and kfake in one run:
+//
+//	git worktree add /tmp/old <commit> && (cd /tmp/old && go build -o /tmp/testbroker-old ./testbroker/cmd/testbroker)
+//	go run ./internal/benchbroker -records1k 0 -runs 3 -broker-bin old=/tmp/testbroker-old
 //
 // A broker that does not build or fails a workload is reported on stderr and under the table; the
 // other broker still runs. Linux only.
@@ -52,6 +65,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -89,7 +103,9 @@ type config struct {
 	verbose        bool
 
 	plain, share, lockExpiry, group bool // which workloads -workloads selects
-	replication                     bool
+	replication, txn                bool
+	recordsTxn                      int // txn workload: records of 16 B per partition count
+	txnSize                         int // and records per transaction
 	repl                            replConfig
 	recordsGroup                    int
 	groupHeartbeat                  time.Duration
@@ -113,7 +129,7 @@ func parseFlags(args []string) (*config, error) {
 		testbroker  = flag.String("testbroker", brokerproc.TestbrokerPkg, "package of the testbroker program, relative to the module root")
 		kfake       = flag.String("kfake", brokerproc.KfakePkg, "package of the kfake program, relative to the module root")
 		compression = flag.String("compression", "none", "producer compression: none, snappy, lz4, zstd or gzip (values are random bytes)")
-		workloads   = flag.String("workloads", "plain", "comma-separated workloads: plain (produce, then consume without a group), share (franz-go share consumer), lockexpiry (lateness of an expired lock's redelivery), group (franz-go classic consumer group: consume, then a member joining), replication (watermark propagation with KIP-1166 on and off, broker CPU per replicated record; see replication.go)")
+		workloads   = flag.String("workloads", "plain", "comma-separated workloads: plain (produce, then consume without a group), txn (the same with 16 B records produced in committed transactions and consumed read_committed; see txn.go), share (franz-go share consumer), lockexpiry (lateness of an expired lock's redelivery), group (franz-go classic consumer group: consume, then a member joining), replication (watermark propagation with KIP-1166 on and off, broker CPU per replicated record; see replication.go)")
 	)
 	flag.IntVar(&c.records16, "records16", 1_000_000, "records of 16 B per workload (0 skips them)")
 	flag.IntVar(&c.records1k, "records1k", 200_000, "records of 1 KiB per workload (0 skips them)")
@@ -130,6 +146,8 @@ func parseFlags(args []string) (*config, error) {
 		return nil
 	})
 	flag.BoolVar(&c.verbose, "v", false, "copy the brokers' output to stderr")
+	flag.IntVar(&c.recordsTxn, "records-txn", 1_000_000, "txn workload: records of 16 B per partition count")
+	flag.IntVar(&c.txnSize, "txn-size", 1000, "txn workload: records per transaction")
 	flag.IntVar(&c.recordsShare, "records-share", 1_000_000, "share workload: records of 16 B per partition count")
 	flag.IntVar(&c.shareMaxRecords, "share-max-records", 0, "share workload: kgo.ShareMaxRecords (0: kgo's default, 500)")
 	flag.BoolVar(&c.shareStrict, "share-strict", false, "share workload: kgo.ShareMaxRecordsStrict (the broker acquires at most ShareMaxRecords per fetch, splitting batches)")
@@ -139,6 +157,18 @@ func parseFlags(args []string) (*config, error) {
 	flag.IntVar(&c.lockSamplesKfake, "lock-samples-kfake", 3, "lockexpiry workload: samples against kfake (each waits for its lock sweep, 5 s by default)")
 	flag.DurationVar(&c.lockDuration, "lock-duration", time.Second, "lockexpiry workload: record lock duration (at least 1s, testbroker's lowest bound)")
 	flag.DurationVar(&c.lockWait, "lock-wait", 10*time.Second, "lockexpiry workload: fail a sample whose record is not offered again this long after its deadline")
+	var prebuilt []*brokerProgram
+	flag.Func("broker-bin", "name=path: also measure the prebuilt broker program at path (testbroker's command line, e.g. testbroker built from an older commit) under name, after the brokers of -brokers-to-run and compared with kfake as testbroker is (repeatable)", func(s string) error {
+		name, path, ok := strings.Cut(s, "=")
+		if !ok || name == "" || path == "" {
+			return fmt.Errorf("want name=path, got %q", s)
+		}
+		if _, taken := benchkit.BrokerPackages[name]; taken || slices.ContainsFunc(prebuilt, func(p *brokerProgram) bool { return p.name == name }) {
+			return fmt.Errorf("broker name %q is taken", name)
+		}
+		prebuilt = append(prebuilt, &brokerProgram{name: name, bin: path})
+		return nil
+	})
 	c.repl.register(flag)
 	if err := flag.Parse(args); err != nil {
 		return nil, err
@@ -151,6 +181,10 @@ func parseFlags(args []string) (*config, error) {
 	c.programs = map[string]*brokerProgram{
 		"testbroker": {name: "testbroker", pkg: *testbroker},
 		"kfake":      {name: "kfake", pkg: *kfake},
+	}
+	for _, p := range prebuilt {
+		c.brokers = append(c.brokers, p.name)
+		c.programs[p.name] = p
 	}
 	codecs := map[string]kgo.CompressionCodec{
 		"none": kgo.NoCompression(), "snappy": kgo.SnappyCompression(), "lz4": kgo.Lz4Compression(),
@@ -173,8 +207,10 @@ func parseFlags(args []string) (*config, error) {
 			c.group = true
 		case "replication":
 			c.replication = true
+		case "txn":
+			c.txn = true
 		default:
-			return nil, fmt.Errorf("-workloads: unknown workload %q: use plain, share, lockexpiry, group and/or replication", wl)
+			return nil, fmt.Errorf("-workloads: unknown workload %q: use plain, txn, share, lockexpiry, group and/or replication", wl)
 		}
 	}
 	switch {
@@ -184,6 +220,8 @@ func parseFlags(args []string) (*config, error) {
 		return nil, errors.New("nothing to do: -records16 and -records1k are both 0")
 	case c.group && (c.recordsGroup < 1 || c.groupHeartbeat <= 0):
 		return nil, errors.New("-records-group and -group-heartbeat must be positive")
+	case c.txn && (c.recordsTxn < 1 || c.txnSize < 1):
+		return nil, errors.New("-records-txn and -txn-size must be positive")
 	case c.share && c.recordsShare < 1:
 		return nil, errors.New("-records-share must be positive")
 	case c.shareMaxRecords < 0:
@@ -242,6 +280,7 @@ func run(ctx context.Context, c *config, out io.Writer) error {
 type report struct {
 	method      string // how the broker CPU was read
 	plain       []result
+	txn         []result
 	share       []shareResult
 	lockExpiry  []lockResult
 	group       []groupResult
@@ -250,11 +289,12 @@ type report struct {
 }
 
 func (r report) empty() bool {
-	return len(r.plain) == 0 && len(r.share) == 0 && len(r.lockExpiry) == 0 && len(r.group) == 0 && r.replication.empty()
+	return len(r.plain) == 0 && len(r.txn) == 0 && len(r.share) == 0 && len(r.lockExpiry) == 0 && len(r.group) == 0 && r.replication.empty()
 }
 
 func (r report) print(out io.Writer, c *config) {
 	printReport(out, c, r.method, r.plain)
+	printTxnReport(out, c, r.txn, r.plain)
 	printShareReport(out, c, r.share)
 	printLockReport(out, c, r.lockExpiry)
 	printGroupReport(out, c, r.group)
@@ -298,6 +338,10 @@ func measureAll(ctx context.Context, c *config) (report, error) {
 			rep.plain, fs, err = runWorkloads(ctx, c, programs, c.workloads(), "", measure, median)
 			return fs, err
 		}},
+		{c.txn, func() (fs []string, err error) {
+			rep.txn, fs, err = runWorkloads(ctx, c, programs, c.txnWorkloads(), "txn ", measureTxn, median)
+			return fs, err
+		}},
 		{c.share, func() (fs []string, err error) {
 			rep.share, fs, err = runShare(ctx, c, programs)
 			return fs, err
@@ -329,7 +373,16 @@ func measureAll(ctx context.Context, c *config) (report, error) {
 }
 
 // measure runs workload w against a fresh broker started from p.
-func measure(ctx context.Context, c *config, p *brokerProgram, w workload) (m measurement, err error) {
+func measure(ctx context.Context, c *config, p *brokerProgram, w workload) (measurement, error) {
+	return measurePhases(ctx, c, p, w, produce, consume)
+}
+
+// phase is a workload's produce or consume phase: it returns the wall time the client saw.
+type phase func(ctx context.Context, seeds []string, topic string, w workload, o clientOpts) (time.Duration, error)
+
+// measurePhases runs produce then consume against a fresh broker started from p, sampling the
+// broker's CPU time before, between and after them.
+func measurePhases(ctx context.Context, c *config, p *brokerProgram, w workload, produce, consume phase) (m measurement, err error) {
 	const topic = "bench"
 	bp, err := startBroker(ctx, p, c.clusterBrokers, topic, w.partitions, c.brokerConfigs, c.verbose)
 	if err != nil {

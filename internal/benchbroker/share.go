@@ -240,7 +240,7 @@ func printShareReport(out io.Writer, c *config, results []shareResult) {
 			benchkit.Thousands(m.rate()), m.perRecord(m.brokerConsume), m.perRecord(m.client), m.redelivered)
 	}
 	var cmp []string
-	versusKfake(results, func(tb, kf shareResult) {
+	versusKfake(results, "testbroker", func(tb, kf shareResult) {
 		cpu := tb.m.perRecord(tb.m.brokerConsume) / kf.m.perRecord(kf.m.brokerConsume)
 		rate := tb.m.rate() / kf.m.rate()
 		cmp = append(cmp, fmt.Sprintf("| %s | %d | %.2f | %.2f | %s |", sizeName(tb.w.size), tb.w.partitions, cpu, rate, benchkit.YesNo(cpu <= 0.5)))

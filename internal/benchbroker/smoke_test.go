@@ -104,3 +104,40 @@ func TestWorkloadsSmoke(t *testing.T) {
 	}
 	assert.NotContains(t, out.String(), "Not measured")
 }
+
+// TestTxnWorkloadSmoke runs the txn workload, with plain beside it, against kfake, which has
+// transactions, and against testbroker, which either measures it too or is reported as refusing
+// transactions, with its answer.
+func TestTxnWorkloadSmoke(t *testing.T) {
+	t.Parallel()
+	c, err := parseFlags([]string{
+		"-brokers-to-run", "testbroker,kfake", "-partitions", "2", "-workloads", "plain,txn",
+		"-records16", "300", "-records1k", "0", "-records-txn", "300", "-txn-size", "100", "-stall", "20s",
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := measureAll(ctx, c)
+	require.NoError(t, err)
+
+	brokers := map[string]measurement{}
+	for _, r := range rep.txn {
+		assert.Equal(t, workload{size: 16, records: 300, partitions: 2}, r.w)
+		brokers[r.broker] = r.m
+	}
+	require.Contains(t, brokers, "kfake")
+	m := brokers["kfake"]
+	assert.Equal(t, 300, m.records)
+	assert.Positive(t, m.brokerProduce)
+	assert.Positive(t, m.brokerConsume)
+	if _, ok := brokers["testbroker"]; ok {
+		assert.Empty(t, rep.failures)
+	} else if assert.Len(t, rep.failures, 1) {
+		assert.Contains(t, rep.failures[0], "testbroker, txn 16 B x 300 records, 2 partition(s): the broker refuses transactions: FindCoordinator for a transactional id answered INVALID_REQUEST")
+	}
+
+	var out bytes.Buffer
+	rep.print(&out, c)
+	assert.Contains(t, out.String(), "### Transactions: produce in transactions, consume with read_committed")
+	assert.Regexp(t, `\| kfake \| 2 \| 300 \| [0-9,]+ \| [0-9,]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| (yes|no) \| - \|`, out.String())
+}

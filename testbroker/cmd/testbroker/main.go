@@ -5,7 +5,8 @@
 //
 // Broker i listens on the port of -addr plus i (with port 0, every broker picks a free port).
 // It prints one line per broker with its node id and address, then serves until SIGINT or
-// SIGTERM, when it closes every connection and exits 0.
+// SIGTERM, when it closes every connection and exits 0. With -cpuprofile it writes a CPU
+// profile of that run, for go tool pprof.
 package main
 
 import (
@@ -17,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -49,6 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	brokers := fs.Int("brokers", 1, "number of brokers (node ids 0..N-1)")
 	addr := fs.String("addr", "127.0.0.1:9092", "host:port of broker 0; broker i listens on port+i (port 0: free ports)")
 	verbose := fs.Bool("v", false, "log connection-level events (closed connections and why) to stderr")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run, until SIGINT or SIGTERM, to this file (for go tool pprof)")
 	var topics, configs listFlag
 	fs.Var(&topics, "topic", "topic to create at start, as name or name:partitions (repeatable)")
 	fs.Var(&configs, "config", "broker config as key=value, e.g. auto.create.topics.enable=false (repeatable)")
@@ -76,6 +79,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("-config %q: want key=value", kv)
 		}
 		opts = append(opts, testbroker.BrokerConfig(k, v))
+	}
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 
 	c, err := testbroker.Start(opts...)

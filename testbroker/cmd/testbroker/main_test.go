@@ -2,8 +2,11 @@ package main
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -62,4 +65,36 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		err := run(context.Background(), args, io.Discard, io.Discard)
 		assert.Error(t, err, "%v", args)
 	}
+}
+
+// -cpuprofile writes a profile once the program stops: pprof's format, gzipped protobuf.
+func TestRunWritesCPUProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.pprof")
+	ctx, cancel := context.WithCancel(context.Background())
+	out, w := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-cpuprofile", path}, w, io.Discard)
+		w.Close()
+	}()
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && !strings.Contains(sc.Text(), "ready") {
+	}
+	cancel()
+	go io.Copy(io.Discard, out)
+	require.NoError(t, <-done)
+
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	b, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	assert.NotEmpty(t, b)
+}
+
+func TestRunFailsOnUnwritableCPUProfile(t *testing.T) {
+	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir")}, io.Discard, io.Discard)
+	assert.Error(t, err)
 }

@@ -49,6 +49,20 @@ func TestReadFrameBufferGrowsWithWhatArrived(t *testing.T) {
 	}
 }
 
+// A frame of up to wholeFrameBytes is read into one buffer of its size, allocated once its size
+// has arrived.
+func TestReadFrameWholeUpToTheBound(t *testing.T) {
+	for _, n := range []int{firstFrameChunk + 1, 1 << 20, wholeFrameBytes} {
+		buf, err := readFrame(stalledFrame(n, 10), DefaultMaxFrameBytes)
+		require.ErrorIs(t, err, errStalled)
+		assert.Len(t, buf, 10)
+		assert.Equal(t, n, cap(buf), "frame of %d bytes", n)
+	}
+	buf, err := readFrame(stalledFrame(wholeFrameBytes+1, 10), DefaultMaxFrameBytes)
+	require.ErrorIs(t, err, errStalled)
+	assert.Equal(t, firstFrameChunk, cap(buf), "a larger frame grows")
+}
+
 func TestReadFrameBufferIsExactForSmallFrames(t *testing.T) {
 	payload := bytes.Repeat([]byte{7}, 100)
 	buf, err := readFrame(bytes.NewReader(append(binary.BigEndian.AppendUint32(nil, 100), payload...)), DefaultMaxFrameBytes)
@@ -77,4 +91,24 @@ func TestReadFrameStalledAllocatesLittle(t *testing.T) {
 	allocated := after.TotalAlloc - before.TotalAlloc
 	t.Logf("a stalled 100 MiB frame allocated %d bytes", allocated)
 	assert.Less(t, allocated, uint64(1<<20))
+}
+
+// The buffers a large frame grows through are reused by the next frame: reading one allocates
+// about the frame itself, not the frame and every smaller buffer before it (twice the frame).
+func TestReadFrameReusesGrowthBuffers(t *testing.T) {
+	const n = wholeFrameBytes + 1
+	frame := append(binary.BigEndian.AppendUint32(nil, n), bytes.Repeat([]byte{3}, n)...)
+	first, err := ReadFrame(bytes.NewReader(frame), DefaultMaxFrameBytes)
+	require.NoError(t, err)
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	second, err := ReadFrame(bytes.NewReader(frame), DefaultMaxFrameBytes)
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	assert.Less(t, allocated, uint64(n+n/8), "the second read allocated %d bytes for a frame of %d", allocated, n)
+	assert.Equal(t, frame[4:], second)
+	assert.Equal(t, frame[4:], first, "the first frame is not a buffer handed on")
+	assert.Equal(t, n, cap(second))
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"net"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -47,9 +48,10 @@ type Request struct {
 }
 
 // ReadFrame reads one size-prefixed frame from r and returns its payload (without the size).
-// The payload is freshly allocated and owned by the caller: decoded bodies alias it. The
-// buffer grows as the payload arrives, so a frame that announces maxBytes and sends a few bytes
-// holds a few kilobytes, not maxBytes. Once the size has been read, an EOF is
+// The payload is freshly allocated and owned by the caller: decoded bodies alias it. A frame of
+// up to wholeFrameBytes is allocated at its size, as Kafka allocates every frame; a larger
+// one's buffer grows as the payload arrives, so a frame that announces maxBytes and sends a few
+// bytes holds a few kilobytes, not maxBytes. Once the size has been read, an EOF is
 // io.ErrUnexpectedEOF.
 func ReadFrame(r io.Reader, maxBytes int32) ([]byte, error) {
 	buf, err := readFrame(r, maxBytes)
@@ -59,9 +61,17 @@ func ReadFrame(r io.Reader, maxBytes int32) ([]byte, error) {
 	return buf, nil
 }
 
-// firstFrameChunk is how much of a frame's payload is allocated before any of it arrives;
-// each time the buffer fills, it doubles, up to the frame's size.
+// firstFrameChunk is how much of a larger frame's payload is allocated before any of it
+// arrives; each time the buffer fills, it doubles, up to the frame's size.
 const firstFrameChunk = 16 << 10
+
+// wholeFrameBytes is the largest frame read straight into a buffer of its size. A grown frame
+// costs more than its copies: the log keeps produced batches in their frame, and a Fetch that
+// sends batches whose pages were filled by the growth's copy rather than by the socket read cost
+// the broker 2-2.5x the CPU in the kernel's send (1M x 16 B, docs/benchmarks.md). franz-go's
+// produce requests are about 1 MiB per partition; 4 MiB covers a few partitions and is all a
+// stalled frame of that size holds.
+const wholeFrameBytes = 4 << 20
 
 // readFrame is ReadFrame, returning on error what it had read, for tests of the buffer's size.
 func readFrame(r io.Reader, maxBytes int32) ([]byte, error) {
@@ -76,7 +86,11 @@ func readFrame(r io.Reader, maxBytes int32) ([]byte, error) {
 	if n > int(maxBytes) {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrFrameTooLarge, n, maxBytes)
 	}
-	buf := make([]byte, 0, min(n, firstFrameChunk))
+	first := firstFrameChunk
+	if n <= wholeFrameBytes {
+		first = n
+	}
+	buf := growBuffer(nil, n, first)
 	for {
 		m, err := io.ReadFull(r, buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+m]
@@ -89,9 +103,60 @@ func readFrame(r io.Reader, maxBytes int32) ([]byte, error) {
 		if len(buf) == n {
 			return buf, nil
 		}
-		grown := make([]byte, len(buf), min(n, 2*cap(buf)))
-		copy(grown, buf)
-		buf = grown
+		buf = growBuffer(buf, n, 2*cap(buf))
+	}
+}
+
+// growBuffer returns a buffer of capacity min(n, c) holding buf's bytes. The buffer that ends
+// at the frame's size is the frame and is allocated; the smaller ones on the way are only read
+// into and copied out of, so they are taken from and given back to growBuffers. Fresh memory
+// costs its first-touch page faults (about 4-6 ms of CPU per MiB here), and growing through
+// fresh buffers touched about twice the frame's size of it.
+func growBuffer(buf []byte, n, c int) []byte {
+	var grown []byte
+	if c >= n {
+		grown = make([]byte, len(buf), n)
+	} else {
+		grown = takeGrowBuffer(c)[:len(buf)]
+	}
+	copy(grown, buf)
+	if buf != nil {
+		giveGrowBuffer(buf)
+	}
+	return grown
+}
+
+// growBuffers keeps the buffers frames grew through, firstFrameChunk<<i in growBuffers[i], a
+// few of each size up to 4 MiB (16 MiB at most in all), shared by every connection. A
+// sync.Pool would drop them at every collection and, per P, miss about half the time.
+var growBuffers [9]chan []byte
+
+func init() {
+	for i := range growBuffers {
+		growBuffers[i] = make(chan []byte, 2)
+	}
+}
+
+// growClass is the index in growBuffers of capacity c, a power of two times firstFrameChunk.
+func growClass(c int) int { return bits.Len(uint(c/firstFrameChunk)) - 1 }
+
+func takeGrowBuffer(c int) []byte {
+	if i := growClass(c); i < len(growBuffers) {
+		select {
+		case b := <-growBuffers[i]:
+			return b
+		default:
+		}
+	}
+	return make([]byte, 0, c)
+}
+
+func giveGrowBuffer(b []byte) {
+	if i := growClass(cap(b)); i < len(growBuffers) {
+		select {
+		case growBuffers[i] <- b[:0]:
+		default:
+		}
 	}
 }
 
