@@ -9,16 +9,20 @@ import "github.com/twmb/franz-go/pkg/kerr"
 // UNSUPPORTED_VERSION "OffsetCommit version 9 or above must be used by members using the
 // modern group protocol" (every member here uses the consumer protocol), and the epoch must be
 // the member's (STALE_MEMBER_EPOCH "The received member epoch <e> does not match the expected
-// member epoch <m>.").
+// member epoch <m>."). A transactional commit (TxnOffsetCommit) without member fields is
+// accepted, and any version of it may come from a member.
 func (g *consumerGroup) validateOffsetCommit(m OffsetCommitMember) error {
 	if m.GenerationIDOrMemberEpoch < 0 && len(g.members) == 0 {
+		return nil
+	}
+	if m.Transactional && m.GenerationIDOrMemberEpoch < 0 && m.MemberID == "" && m.GroupInstanceID == nil {
 		return nil
 	}
 	member, err := g.offsetMember(m.MemberID)
 	if err != nil {
 		return err
 	}
-	if m.Version < 9 {
+	if m.Version < 9 && !m.Transactional {
 		return errorf(kerr.UnsupportedVersion, "OffsetCommit version 9 or above must be used by members using the modern group protocol")
 	}
 	return checkOffsetEpoch(m.GenerationIDOrMemberEpoch, member.epoch)

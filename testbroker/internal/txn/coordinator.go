@@ -61,19 +61,19 @@ type Coordinator struct {
 
 // txnMeta is Kafka's TransactionMetadata of one transactional id.
 type txnMeta struct {
-	id                   string
-	producerID           int64
-	prevProducerID       int64 // the id before the last rotation, for retries of it
-	nextProducerID       int64 // the id a TV2 end with an exhausted epoch moves to
-	epoch, lastEpoch     int16
-	state                State
-	timeout              time.Duration
-	partitions           map[TopicPartition]struct{}
-	groups               map[string]struct{} // groups whose offsets the transaction commits
-	start, lastUpdate    time.Time           // start is zero when no transaction runs
-	version              Version
-	pending              map[TopicPartition]struct{} // markers not written yet (Prepare*)
-	markerEpoch          int16
+	id                string
+	producerID        int64
+	prevProducerID    int64 // the id before the last rotation, for retries of it
+	nextProducerID    int64 // the id a TV2 end with an exhausted epoch moves to
+	epoch, lastEpoch  int16
+	state             State
+	timeout           time.Duration
+	partitions        map[TopicPartition]struct{}
+	groups            map[string]struct{} // groups whose offsets the transaction commits
+	start, lastUpdate time.Time           // start is zero when no transaction runs
+	version           Version
+	pending           map[TopicPartition]struct{} // markers not written yet (Prepare*)
+	markerEpoch       int16
 }
 
 // NewCoordinator returns a coordinator with no transactional ids, looking for timed-out
