@@ -6,6 +6,7 @@ import (
 	"github.com/kshare/kshare/testbroker/internal/log"
 	"github.com/kshare/kshare/testbroker/internal/replica"
 	"github.com/kshare/kshare/testbroker/internal/share"
+	"github.com/kshare/kshare/testbroker/internal/txn"
 )
 
 // Snapshot is the typed view of the cluster-wide configs (per-broker dynamic configs aside) at
@@ -23,6 +24,11 @@ type Snapshot struct {
 	// ShareStatePartitions is share.coordinator.state.topic.num.partitions, over which share
 	// partitions' states are spread to their share coordinators.
 	ShareStatePartitions int32
+	// TxnStatePartitions is transaction.state.log.num.partitions, over which transactional ids
+	// are spread to their transaction coordinators.
+	TxnStatePartitions int32
+	// Txn are the transaction coordinator's settings.
+	Txn txn.Settings
 	// MaxShareSessions is group.share.max.share.sessions, the share sessions a broker holds.
 	MaxShareSessions int
 	// OffsetsRetention is offsets.retention.minutes.
@@ -127,6 +133,7 @@ func (s *Store) publishLocked() {
 		DefaultReplicationFactor: int16(s.intLocked("default.replication.factor")),
 		OffsetsTopicPartitions:   int32(s.intLocked("offsets.topic.num.partitions")),
 		ShareStatePartitions:     int32(s.intLocked("share.coordinator.state.topic.num.partitions")),
+		TxnStatePartitions:       int32(s.intLocked("transaction.state.log.num.partitions")),
 		MaxShareSessions:         s.intLocked("group.share.max.share.sessions"),
 		OffsetsRetention:         time.Duration(s.intLocked("offsets.retention.minutes")) * time.Minute,
 		ConsumerGroupAssignors:   s.parsedLocked("group.consumer.assignors").([]string),
@@ -155,6 +162,10 @@ func (s *Store) publishLocked() {
 		Log: log.Config{
 			LogAppendTime:   s.topicValueLocked(nil, -1, "message.timestamp.type") == "LogAppendTime",
 			MaxMessageBytes: s.intLocked("message.max.bytes"),
+		},
+		Txn: txn.Settings{
+			MaxTimeout:    ms("transaction.max.timeout.ms"),
+			AbortInterval: ms("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
 		},
 		groups:   make(map[string]*Group, len(s.groups)),
 		defaults: s.groupLocked(nil),

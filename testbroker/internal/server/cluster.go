@@ -16,6 +16,7 @@ import (
 	"github.com/kshare/kshare/testbroker/internal/group"
 	"github.com/kshare/kshare/testbroker/internal/replica"
 	"github.com/kshare/kshare/testbroker/internal/share"
+	"github.com/kshare/kshare/testbroker/internal/txn"
 	"github.com/kshare/kshare/testbroker/internal/wire"
 )
 
@@ -79,6 +80,7 @@ type Cluster struct {
 	groups      *group.Coordinator
 	shares      *share.Manager
 	replicas    *replica.Manager
+	txns        *txn.Coordinator
 
 	lifecycleMu sync.Mutex // serialises StopBroker and StartBroker
 
@@ -127,6 +129,7 @@ func Start(cfg Config) (*Cluster, error) {
 	c.groups = c.newGroupCoordinator()
 	c.shares = c.newShareManager()
 	c.replicas = c.newReplicaManager()
+	c.txns = c.newTxnCoordinator()
 	if c.clusterID == "" {
 		var id [16]byte
 		_, _ = rand.Read(id[:])
@@ -172,6 +175,7 @@ func (c *Cluster) Close() {
 		c.lifecycleMu.Lock()
 		defer c.lifecycleMu.Unlock()
 		c.groups.Close()
+		c.txns.Close()
 		c.replicas.Close()
 		for _, b := range c.brokers {
 			b.close()

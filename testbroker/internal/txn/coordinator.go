@@ -53,9 +53,11 @@ type Config struct {
 type Coordinator struct {
 	cfg Config
 
+	started time.Time // the timeout checks run at started + k*AbortInterval, as Kafka's scheduler
+
 	mu     sync.Mutex
 	txns   map[string]*txnMeta
-	timer  clock.Timer
+	timer  clock.Timer // the next timeout check, armed while a transaction is Ongoing
 	closed bool
 }
 
@@ -76,14 +78,12 @@ type txnMeta struct {
 	markerEpoch       int16
 }
 
-// NewCoordinator returns a coordinator with no transactional ids, looking for timed-out
-// transactions every Settings().AbortInterval on the clock.
+// NewCoordinator returns a coordinator with no transactional ids. It looks for timed-out
+// transactions every Settings().AbortInterval on the clock from now, as Kafka's scheduler does
+// from the broker's start; the timer runs only while some transaction is Ongoing, so that an
+// idle cluster has no timer pending.
 func NewCoordinator(cfg Config) *Coordinator {
-	c := &Coordinator{cfg: cfg, txns: make(map[string]*txnMeta)}
-	c.mu.Lock()
-	c.armLocked()
-	c.mu.Unlock()
-	return c
+	return &Coordinator{cfg: cfg, txns: make(map[string]*txnMeta), started: cfg.Clock.Now()}
 }
 
 // Close stops the timeout checks.
@@ -96,16 +96,31 @@ func (c *Coordinator) Close() {
 	}
 }
 
+// armLocked schedules the next timeout check, at the next multiple of the interval since
+// started, unless one is scheduled or no transaction is Ongoing.
 func (c *Coordinator) armLocked() {
-	if c.closed {
+	if c.closed || c.timer != nil || !c.anyOngoingLocked() {
 		return
 	}
-	c.timer = c.cfg.Clock.AfterFunc(c.cfg.Settings().AbortInterval, func() {
+	interval := c.cfg.Settings().AbortInterval
+	since := c.cfg.Clock.Now().Sub(c.started)
+	next := (since/interval + 1) * interval
+	c.timer = c.cfg.Clock.AfterFunc(next-since, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		c.timer = nil
 		c.abortTimedOutLocked()
 		c.armLocked()
 	})
+}
+
+func (c *Coordinator) anyOngoingLocked() bool {
+	for _, m := range c.txns {
+		if m.state == Ongoing {
+			return true
+		}
+	}
+	return false
 }
 
 // ProducerIDAndEpoch is a producer's id and epoch as a KIP-360 InitProducerId names them.
@@ -229,6 +244,7 @@ func (c *Coordinator) addLocked(id string, producerID int64, epoch int16, parts 
 		m.groups[strings.Clone(*group)] = struct{}{}
 	}
 	m.state, m.lastUpdate, m.version = Ongoing, now, v
+	c.armLocked()
 	return nil
 }
 
