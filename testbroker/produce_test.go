@@ -124,7 +124,6 @@ func TestProduceErrors(t *testing.T) {
 	addr := c.Addrs()[0]
 	var unknownID [16]byte
 	_, _ = rand.Read(unknownID[:])
-	txnID := "txn"
 
 	cases := []struct {
 		name    string
@@ -162,22 +161,11 @@ func TestProduceErrors(t *testing.T) {
 			code: kerr.InvalidRequiredAcks,
 		},
 		{
-			name: "transactional id",
+			name: "control batch",
 			req: func() *kmsg.ProduceRequest {
-				r := produceRequest("t", 0, plainBatch("a"))
-				r.TransactionID = &txnID
-				return r
+				return produceRequest("t", 0, recordBatch(batchSpec{producerID: 1, attributes: 0x30, values: []string{"a"}}))
 			},
-			code:    kerr.InvalidRecord,
-			message: "testbroker does not implement transactions",
-		},
-		{
-			name: "transactional batch",
-			req: func() *kmsg.ProduceRequest {
-				return produceRequest("t", 0, recordBatch(batchSpec{producerID: 1, attributes: 0x10, values: []string{"a"}}))
-			},
-			code:    kerr.InvalidRecord,
-			message: "testbroker does not implement transactions",
+			code: kerr.InvalidRecord,
 		},
 		{
 			name: "zstd before v7",

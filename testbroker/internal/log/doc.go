@@ -32,6 +32,19 @@
 // also keep the idempotent producers' state, so that a follower that becomes leader dedups a
 // retry and checks sequences as the old leader did.
 //
+// # Transactions
+//
+// A transactional batch (attribute bit 0x10) of a producer with no ongoing transaction here
+// starts one at its base offset; the transaction coordinator ends it with AppendTxnMarker, which
+// appends a control batch (COMMIT or ABORT) like any other batch, so that followers replicate
+// it. The log keeps Kafka's transaction state per producer (ProducerStateEntry's current
+// transaction and coordinator epoch) and per partition: the ongoing transactions, the aborted
+// transaction index (TxnIndex) that AbortedTransactions reads, and the completed transactions
+// whose marker is not below the high watermark yet. LastStableOffset is the first offset of the
+// earliest of those, capped at the high watermark: read_committed readers read below it. A
+// follower rebuilds all of it from the batches it replicates, and a truncation replays the
+// batches that remain, so after a leader move the new leader knows the ongoing transactions.
+//
 // A follower whose log diverged truncates with TruncateTo, which cuts at a batch boundary and
 // trims the epoch cache, the producer states, the timestamp index and the high watermark to
 // what is left; one below the leader's log start offset starts again with
@@ -49,13 +62,18 @@
 //     byte outside 0..2, a CRC mismatch, an unknown compression codec.
 //   - INVALID_RECORD (87): no batch at all, a magic byte of 0 or 1, more than one batch in one
 //     produce, a non-zero BaseOffset, a record count that disagrees with LastOffsetDelta, an
-//     idempotent batch with a negative sequence, and transactional or control batches
-//     (ErrTransactionalUnsupported).
+//     idempotent batch with a negative sequence, and control batches: only AppendTxnMarker
+//     writes those.
 //   - MESSAGE_TOO_LARGE (10): a batch larger than the topic's max.message.bytes.
 //   - INVALID_TIMESTAMP (32): a producer that set the LogAppendTime timestamp type itself on a
 //     LogAppendTime topic.
 //   - INVALID_PRODUCER_EPOCH (47) and OUT_OF_ORDER_SEQUENCE_NUMBER (45): idempotent producer
-//     checks (see Partition.Append).
+//     checks (see Partition.Append); INVALID_PRODUCER_EPOCH also for a marker of an older
+//     epoch (see Partition.AppendTxnMarker).
+//   - INVALID_TXN_STATE (48): a non-transactional batch of a producer whose transaction is
+//     ongoing.
+//   - TRANSACTION_COORDINATOR_FENCED (52): a marker whose coordinator epoch is older than the
+//     one of the producer's previous marker.
 //   - OFFSET_OUT_OF_RANGE (1): a read outside the log; a DivergingEpoch check whose epoch the
 //     log cannot place or whose offset is below the log start offset.
 //

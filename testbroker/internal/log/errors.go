@@ -6,15 +6,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// ErrTransactionalUnsupported refuses transactional batches (attributes bit 0x10) and control
-// batches (bit 0x20): the test broker has no transaction coordinator, so it cannot keep such
-// batches consistent. It wraps kerr.InvalidRecord, the code Kafka gives a client that writes
-// control batches, which a producer treats as final rather than retrying.
-var ErrTransactionalUnsupported error = &codeError{
-	code: kerr.InvalidRecord,
-	msg:  "the test broker does not support transactions: transactional and control batches are refused",
-}
-
 // CorruptError reports records that fail an integrity check: a batch frame that does not fit
 // the bytes, a magic byte outside 0..2, a CRC mismatch or an unknown compression codec. Unwrap
 // returns kerr.CorruptMessage (code 2).

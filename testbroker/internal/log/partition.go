@@ -23,6 +23,8 @@ type Config struct {
 	// MaxMessageBytes is the largest batch accepted, in bytes, as max.message.bytes; zero or
 	// less means DefaultMaxMessageBytes.
 	MaxMessageBytes int
+	// Now is the clock that stamps transaction markers; nil means time.Now.
+	Now func() time.Time
 }
 
 // Partition is the log of one partition. All its methods are safe for concurrent use.
@@ -40,6 +42,7 @@ type Partition struct {
 	arena       []byte   // storage the next small batches are copied into
 	arenaTail   bool     // whether the last batch stored is the last one copied into arena
 	producers   map[int64]*producerState
+	txns        txnState
 	epochs      epochCache
 	wake        chan struct{} // closed on the next change; nil until Notify asks for it
 }
@@ -81,6 +84,7 @@ func NewPartition(cfg Config) *Partition {
 		leo:             start,
 		hwm:             start,
 		producers:       make(map[int64]*producerState),
+		txns:            txnState{now: cfg.Now},
 	}
 }
 
@@ -109,8 +113,9 @@ type AppendResult struct {
 //
 // The records must hold exactly one v2 batch, as Kafka requires of a produce request, with a
 // BaseOffset of 0 and no more than max.message.bytes; the batch must pass SplitBatches' checks
-// and must be neither transactional nor a control batch (ErrTransactionalUnsupported). A
-// refused append changes nothing. See the package documentation for the error codes.
+// and must not be a control batch: markers come only from AppendTxnMarker (Kafka's "clients
+// are not allowed to write control records", INVALID_RECORD). A refused append changes
+// nothing. See the package documentation for the error codes.
 //
 // A batch with a ProducerID of 0 or more comes from an idempotent producer and is checked as
 // Kafka checks it. A retry of one of the producer's last five batches (same epoch, same first
@@ -120,6 +125,12 @@ type AppendResult struct {
 // continue at the last sequence plus one (MaxInt32 wraps to 0), or Append fails with
 // kerr.OutOfOrderSequenceNumber. A producer the partition has no state for may start at any
 // sequence, as with Kafka. Producer state never expires.
+//
+// A transactional batch starts the producer's transaction here when none is ongoing, which
+// holds the last stable offset at its base offset until AppendTxnMarker ends it; a
+// non-transactional batch of a producer whose transaction is ongoing fails with
+// kerr.InvalidTxnState, as with Kafka. Whether the coordinator knows of the transaction is the
+// caller's check.
 func (p *Partition) Append(records []byte, now time.Time) (AppendResult, error) {
 	h, err := p.validate(records)
 	if err != nil {
@@ -137,7 +148,7 @@ func (p *Partition) Append(records []byte, now time.Time) (AppendResult, error) 
 	if h.ProducerID >= 0 {
 		ps = p.producers[h.ProducerID]
 		if ps == nil {
-			ps, newProducer = &producerState{epoch: noEpoch}, true
+			ps, newProducer = newProducerState(), true
 		}
 		if dup, ok := ps.duplicate(&h); ok {
 			res := AppendResult{BaseOffset: dup.baseOffset, LogAppendTime: -1, Duplicate: true}
@@ -148,6 +159,9 @@ func (p *Partition) Append(records []byte, now time.Time) (AppendResult, error) 
 		}
 		if err := ps.check(&h); err != nil {
 			return AppendResult{}, err
+		}
+		if ps.txnFirst >= 0 && h.Attributes&attrTransactional == 0 {
+			return AppendResult{}, errorf(kerr.InvalidTxnState, "expected a transactional write from producer %d, whose transaction began at offset %d", h.ProducerID, ps.txnFirst)
 		}
 	}
 
@@ -173,6 +187,7 @@ func (p *Partition) Append(records []byte, now time.Time) (AppendResult, error) 
 		if newProducer {
 			p.producers[h.ProducerID] = ps
 		}
+		p.beginTxn(ps, h.ProducerID, h.Attributes&attrTransactional != 0, base)
 	}
 	p.notifyLocked()
 	return AppendResult{BaseOffset: base, LogAppendTime: appendTime}, nil
@@ -202,8 +217,8 @@ func (p *Partition) validate(records []byte) (BatchHeader, error) {
 		return BatchHeader{}, err
 	}
 	switch {
-	case h.Attributes&(attrTransactional|attrControl) != 0:
-		return BatchHeader{}, ErrTransactionalUnsupported
+	case h.Attributes&attrControl != 0:
+		return BatchHeader{}, errClientControl
 	case h.ProducerID >= 0 && h.BaseSequence < 0:
 		return BatchHeader{}, errorf(kerr.InvalidRecord, "producer %d sent the invalid sequence %d", h.ProducerID, h.BaseSequence)
 	case h.Attributes&attrLogAppendTime != 0 && (p.logAppendTime || h.MaxTimestamp == -1):
@@ -214,6 +229,8 @@ func (p *Partition) validate(records []byte) (BatchHeader, error) {
 	}
 	return h, nil
 }
+
+var errClientControl = errorf(kerr.InvalidRecord, "clients are not allowed to write control records")
 
 // push adds s, a batch that starts at the log end offset, to the stored batches and the
 // timestamp index.
@@ -387,6 +404,7 @@ func (p *Partition) SetHighWatermark(hwm int64) {
 	hwm = min(max(hwm, p.logStart), p.leo)
 	if hwm != p.hwm {
 		p.hwm = hwm
+		p.pruneUnreplicated()
 		p.notifyLocked()
 	}
 }

@@ -1,7 +1,6 @@
 package log
 
 import (
-	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -64,7 +63,6 @@ func TestAppendRefusals(t *testing.T) {
 		cfg     Config
 		records []byte
 		want    *kerr.Error // nil: accepted
-		txn     bool        // the error is ErrTransactionalUnsupported
 	}{
 		{name: "empty", records: nil, want: kerr.InvalidRecord},
 		{name: "bad CRC", records: corrupt, want: kerr.CorruptMessage},
@@ -78,8 +76,9 @@ func TestAppendRefusals(t *testing.T) {
 		{name: "count mismatch", records: edit(one, func(b []byte) { b[60] = 2 }), want: kerr.InvalidRecord},
 		{name: "larger than max.message.bytes", cfg: Config{MaxMessageBytes: len(one) - 1}, records: one, want: kerr.MessageTooLarge},
 		{name: "exactly max.message.bytes", cfg: Config{MaxMessageBytes: len(one)}, records: one},
-		{name: "transactional", records: encode(spec{pid: 1, attrs: attrTransactional}), want: kerr.InvalidRecord, txn: true},
-		{name: "control", records: encode(spec{pid: 1, attrs: attrControl}), want: kerr.InvalidRecord, txn: true},
+		{name: "transactional", records: encode(spec{pid: 1, attrs: attrTransactional})},
+		{name: "control", records: encode(spec{pid: 1, attrs: attrControl}), want: kerr.InvalidRecord},
+		{name: "control marker", records: encode(spec{pid: 1, attrs: attrControl | attrTransactional}), want: kerr.InvalidRecord},
 		{name: "idempotent with a negative sequence", records: encode(spec{pid: 1, seq: -3}), want: kerr.InvalidRecord},
 		{name: "LogAppendTime type from the producer on a LogAppendTime topic", cfg: Config{LogAppendTime: true}, records: encode(spec{attrs: attrLogAppendTime}), want: kerr.InvalidTimestamp},
 		{name: "LogAppendTime type without a timestamp on a CreateTime topic", records: encode(spec{attrs: attrLogAppendTime, timestamps: []int64{-1}}), want: kerr.InvalidTimestamp},
@@ -97,7 +96,6 @@ func TestAppendRefusals(t *testing.T) {
 				return
 			}
 			requireCode(t, tt.want, err)
-			assert.Equal(t, tt.txn, errors.Is(err, ErrTransactionalUnsupported))
 			assert.Equal(t, int64(0), p.LogEndOffset(), "nothing is appended")
 			assert.False(t, isClosed(ch), "a refused append wakes nobody")
 			out, err := p.AppendRecords(nil, 0, 1<<20, 1)

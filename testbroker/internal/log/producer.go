@@ -19,6 +19,15 @@ type producerState struct {
 	epoch   int16
 	batches [retainedBatches]producerBatch // a ring; the newest is at batches[(next+n-1)%len]
 	n, next int
+	// txnFirst is the first offset of the producer's ongoing transaction, -1 when none is.
+	txnFirst int64
+	// coordEpoch is the coordinator epoch of the producer's last marker, -1 before one.
+	coordEpoch int32
+}
+
+// newProducerState returns the state of a producer the partition has not seen.
+func newProducerState() *producerState {
+	return &producerState{epoch: noEpoch, txnFirst: -1, coordEpoch: -1}
 }
 
 // producerBatch is one appended batch of a producer.
@@ -66,7 +75,11 @@ func (s *producerState) check(h *BatchHeader) error {
 		}
 		return nil
 	}
-	last := s.batches[(s.next+s.n-1)%retainedBatches].lastSeq
+	// A marker in a new epoch leaves the producer with no batch in it: the epoch starts at 0.
+	last := int32(-1)
+	if s.n > 0 {
+		last = s.batches[(s.next+s.n-1)%retainedBatches].lastSeq
+	}
 	if !inSequence(last, h.BaseSequence) {
 		return errorf(kerr.OutOfOrderSequenceNumber, "producer %d sent sequence %d after %d in epoch %d", h.ProducerID, h.BaseSequence, last, h.ProducerEpoch)
 	}

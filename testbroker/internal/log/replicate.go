@@ -40,9 +40,9 @@ type ReplicatedAppendResult struct {
 //   - a frame that is wrong (a length below 14 bytes or below a v2 header, a magic byte outside
 //     0..2), a CRC mismatch or an unknown codec fail with a *CorruptError (kerr.CorruptMessage);
 //   - a batch of magic 0 or 1, inconsistent record counts, a negative PartitionLeaderEpoch or
-//     a base offset outside the offsets a log holds fail with kerr.InvalidRecord, and
-//     transactional or control batches with ErrTransactionalUnsupported, as the leader never
-//     stores them;
+//     a base offset outside the offsets a log holds fail with kerr.InvalidRecord, and so does
+//     a control batch whose first record is no end transaction marker (the leader writes only
+//     those);
 //   - offsets that do not continue the log fail with an *UnexpectedOffsetError: the first batch
 //     must start at the log end offset and each batch right after the one before it. Kafka also
 //     refuses a first batch below the log end offset; it accepts gaps, which only compaction
@@ -54,9 +54,10 @@ type ReplicatedAppendResult struct {
 //
 // Each batch updates the log as the leader's append did: its PartitionLeaderEpoch enters the
 // leader epoch cache at its base offset (contradicting entries removed), its MaxTimestamp the
-// timestamp index, and a batch with a ProducerID the producer's state (epoch and last five
-// batches), without the sequence checks the leader made, so that this log dedups a retry and
-// checks sequences as the leader did once Append is called on it.
+// timestamp index, and a batch with a ProducerID the producer's state (epoch, last five
+// batches, ongoing transaction; a marker ends the transaction as on the leader), without the
+// checks the leader made, so that this log dedups a retry, checks sequences and knows the
+// ongoing and aborted transactions as the leader did once Append is called on it.
 func (p *Partition) AppendReplicated(records []byte) (ReplicatedAppendResult, error) {
 	res := ReplicatedAppendResult{FirstOffset: -1, LastOffset: -1, LastEpoch: UndefinedEpoch}
 	batches, err := splitReplicated(records)
@@ -77,9 +78,7 @@ func (p *Partition) AppendReplicated(records []byte) (ReplicatedAppendResult, er
 		data, follows := p.store(batches[i].Bytes, false)
 		p.push(stored{base: h.BaseOffset, last: h.LastOffset(), maxTimestamp: h.MaxTimestamp, data: data, follows: follows})
 		p.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
-		if h.ProducerID >= 0 {
-			p.producer(h.ProducerID).add(h, h.BaseOffset, h.MaxTimestamp)
-		}
+		p.replay(h, data, h.MaxTimestamp)
 		res.Bytes += len(data)
 	}
 	last := &batches[len(batches)-1].Header
@@ -92,7 +91,7 @@ func (p *Partition) AppendReplicated(records []byte) (ReplicatedAppendResult, er
 func (p *Partition) producer(id int64) *producerState {
 	ps := p.producers[id]
 	if ps == nil {
-		ps = &producerState{epoch: noEpoch}
+		ps = newProducerState()
 		p.producers[id] = ps
 	}
 	return ps
@@ -113,8 +112,8 @@ func splitReplicated(records []byte) ([]Batch, error) {
 			return nil, err
 		}
 		switch {
-		case h.Attributes&(attrTransactional|attrControl) != 0:
-			return nil, ErrTransactionalUnsupported
+		case h.Attributes&attrControl != 0 && !isMarker(raw):
+			return nil, errorf(kerr.InvalidRecord, "the control batch at byte %d holds no readable end transaction marker", pos)
 		case h.PartitionLeaderEpoch < 0:
 			return nil, errorf(kerr.InvalidRecord, "the batch at byte %d carries no partition leader epoch", pos)
 		case h.BaseOffset < 0 || h.BaseOffset > math.MaxInt64-int64(h.LastOffsetDelta)-1:
@@ -216,6 +215,7 @@ func (p *Partition) truncateFully(offset int64) {
 	p.maxIdx, p.arenaTail = 0, false
 	p.epochs.clear()
 	clear(p.producers)
+	p.txns.reset()
 }
 
 // cut removes the batches from index i on, at least one.
@@ -242,14 +242,15 @@ func (p *Partition) cut(i int) {
 	}
 }
 
-// rebuildProducers replays the stored batches into new producer states, as Kafka rebuilds
-// them after a truncation.
+// rebuildProducers replays the stored batches into new producer and transaction states, as
+// Kafka rebuilds them after a truncation: ongoing transactions, the aborted transaction index
+// and the last stable offset are those of the batches that remain.
 func (p *Partition) rebuildProducers() {
 	clear(p.producers)
+	p.txns.reset()
 	for _, b := range p.batches {
-		if h := parseHeader(b.data); h.ProducerID >= 0 {
-			p.producer(h.ProducerID).add(&h, b.base, b.maxTimestamp)
-		}
+		h := parseHeader(b.data)
+		p.replay(&h, b.data, b.maxTimestamp)
 	}
 }
 

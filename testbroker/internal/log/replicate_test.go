@@ -215,7 +215,7 @@ func TestAppendReplicatedRefusals(t *testing.T) {
 		{name: "count mismatch", records: edit(at(one, 2, 0), func(b []byte) { b[60] = 2 }), want: kerr.InvalidRecord},
 		{name: "no leader epoch", records: at(one, 2, -1), want: kerr.InvalidRecord},
 		{name: "negative base offset", records: at(one, -1, 0), want: kerr.InvalidRecord},
-		{name: "transactional", records: at(encode(spec{pid: 1, attrs: attrTransactional}), 2, 0), want: kerr.InvalidRecord},
+		{name: "control batch without a marker", records: at(encode(spec{pid: 1, attrs: attrControl | attrTransactional}), 2, 0), want: kerr.InvalidRecord},
 		{name: "starts below the log end offset", records: at(three, 1, 0), want: kerr.UnknownServerError,
 			offsets: &UnexpectedOffsetError{FirstOffset: 1, LastOffset: 3, NextOffset: 2}},
 		{name: "starts past the log end offset", records: at(one, 3, 0), want: kerr.UnknownServerError,
@@ -246,10 +246,6 @@ func TestAppendReplicatedRefusals(t *testing.T) {
 			assert.Equal(t, int64(2), follower.LogEndOffset())
 		})
 	}
-	assert.ErrorIs(t, func() error {
-		_, err := NewPartition(Config{}).AppendReplicated(at(encode(spec{pid: 1, attrs: attrControl}), 0, 0))
-		return err
-	}(), ErrTransactionalUnsupported)
 }
 
 func TestAppendReplicatedRestartsAnEmptyLog(t *testing.T) {

@@ -75,6 +75,9 @@ func newPartition(m *Manager, topicID [16]byte, topic string, index int32, repli
 	if len(isr) > 0 {
 		st.Leader = isr[0]
 	}
+	if cfg.Now == nil {
+		cfg.Now = m.cfg.Clock.Now // transaction markers carry the cluster's time
+	}
 	for _, r := range replicas {
 		st.logs[r] = log.NewPartition(cfg)
 	}

@@ -15,12 +15,6 @@ func init() {
 	register(0, 3, 13, (*Broker).handleProduce, failedProduce, produceScope)
 }
 
-// errTransactionalProduce refuses a produce request that carries a transactional id or a
-// transactional or control batch. It has the code the log package refuses transactional batches
-// with (INVALID_RECORD: the code Kafka gives clients that write control batches, final for every
-// client) and, unlike InitProducerId's refusal, a message the response can carry (v8+).
-var errTransactionalProduce = errorf(kerr.InvalidRecord, "testbroker does not implement transactions")
-
 // codecZstd is the compression codec of zstd in a batch's attributes.
 const codecZstd = 4
 
@@ -29,18 +23,17 @@ const codecZstd = 4
 // Kafka's KafkaApis, ReplicaManager and log, in that order:
 //
 //   - UNKNOWN_TOPIC_OR_PARTITION for a topic or partition the cluster does not have;
-//   - INVALID_RECORD with "testbroker does not implement transactions" when the request has a
-//     transactional id (a transactional batch gets the same from the log), and
-//     UNSUPPORTED_COMPRESSION_TYPE for zstd before v7;
+//   - UNSUPPORTED_COMPRESSION_TYPE for zstd before v7;
 //   - INVALID_REQUIRED_ACKS for every remaining partition when acks is not 0, 1 or -1;
 //   - NOT_LEADER_OR_FOLLOWER on a broker that does not lead the partition, with the leader in
 //     CurrentLeader and its address in Brokers from v10, so that clients move at once;
 //   - the log's own refusals (see package log): CORRUPT_MESSAGE, INVALID_RECORD,
 //     MESSAGE_TOO_LARGE, INVALID_TIMESTAMP and the idempotent producer's
-//     INVALID_PRODUCER_EPOCH and OUT_OF_ORDER_SEQUENCE_NUMBER. A refused batch appends nothing.
+//     INVALID_PRODUCER_EPOCH and OUT_OF_ORDER_SEQUENCE_NUMBER, and INVALID_TXN_STATE for a
+//     non-transactional batch of a producer whose transaction is ongoing. A refused batch
+//     appends nothing.
 //
-// A partition that fails gets BaseOffset -1; ErrorMessage (v8+) is set where Kafka sets one
-// and for the refusal of transactions.
+// A partition that fails gets BaseOffset -1; ErrorMessage (v8+) is set where Kafka sets one.
 // LogStartOffset (v5+) is the partition's log start offset, except where Kafka sends -1: for
 // unknown partitions, request-level refusals, corrupt and too large batches. A retried batch of
 // an idempotent producer succeeds with the offset it was first appended at.
@@ -88,8 +81,6 @@ func (b *Broker) handleProduce(cn *conn, req *kmsg.ProduceRequest) kmsg.Response
 				err = unknownTopic
 			case p == nil:
 				err = kerr.UnknownTopicOrPartition
-			case req.TransactionID != nil:
-				err = errTransactionalProduce
 			case req.Version < 7 && isZstd(rp.Records):
 				err = kerr.UnsupportedCompressionType
 			case !acksValid:
@@ -141,9 +132,6 @@ func (b *Broker) handleProduce(cn *conn, req *kmsg.ProduceRequest) kmsg.Response
 func (b *Broker) appendProduced(p *replica.Partition, st *replica.State, records []byte, now time.Time, acks int16, minISR int, sp *kmsg.ProduceResponseTopicPartition) (int64, error) {
 	res, err := p.AppendAsLeader(st, records, now, acks, minISR)
 	if err != nil {
-		if errors.Is(err, log.ErrTransactionalUnsupported) {
-			return 0, errTransactionalProduce
-		}
 		return 0, err
 	}
 	sp.BaseOffset = res.BaseOffset
@@ -192,7 +180,7 @@ func (b *Broker) awaitReplication(cn *conn, pending []pendingAck, timeoutMs int3
 // sends -1 for corrupt and too large batches and for refusals before the log.
 func keepsLogStartOffset(err error) bool {
 	var ce *log.CorruptError
-	return !errors.As(err, &ce) && err != errTransactionalProduce &&
+	return !errors.As(err, &ce) &&
 		!errors.Is(err, kerr.MessageTooLarge) && !errors.Is(err, kerr.UnsupportedCompressionType) &&
 		!errors.Is(err, kerr.InvalidRequiredAcks) && !errors.Is(err, kerr.NotLeaderForPartition)
 }
