@@ -496,4 +496,3 @@ func TestFindCoordinator(t *testing.T) {
 	rs = roundTrip[*kmsg.FindCoordinatorResponse](t, c.Addrs()[0], share)
 	assert.Equal(t, kerr.InvalidRequest.Code, rs.Coordinators[0].ErrorCode, "share keys need v6")
 }
-

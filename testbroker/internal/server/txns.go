@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kshare/kshare/testbroker/internal/log"
 	"github.com/kshare/kshare/testbroker/internal/txn"
 )
 
@@ -37,9 +38,11 @@ var errNoMarkerLeader = errors.New("server: the partition has no running leader 
 
 // writeTxnMarker writes a transaction's end marker to the partition's leader. In Kafka the
 // coordinator sends WriteTxnMarkers to the leaders; here it appends to the leader's log
-// directly. A partition whose leader is stopped keeps the marker pending until the coordinator
-// retries (after a broker starts or a leader moves, and at each timeout check). A partition
-// that no longer exists takes no marker, as Kafka drops markers for deleted partitions.
+// directly, with WriteTxnMarkers' checks (replica.Partition.AppendTxnMarkerAsLeader: the ISR
+// must hold min.insync.replicas). A marker that cannot be written (no running leader, too
+// small an ISR) stays pending until the coordinator retries: after every change of leader and
+// at each timeout check. A partition that no longer exists takes no marker, as Kafka drops
+// markers for deleted partitions.
 func (c *Cluster) writeTxnMarker(tp txn.TopicPartition, producerID int64, producerEpoch int16, commit bool) error {
 	p := c.partition(c.topic(tp.Topic), tp.Partition)
 	if p == nil {
@@ -49,7 +52,9 @@ func (c *Cluster) writeTxnMarker(tp txn.TopicPartition, producerID int64, produc
 	if st.Leader < 0 || !c.alive(st.Leader) {
 		return errNoMarkerLeader
 	}
-	_ = p; return nil // PLACEHOLDER
+	minISR := c.configs.MinInSyncReplicas(c.topicConfigs(c.topic(tp.Topic)))
+	_, err := p.AppendTxnMarkerAsLeader(st, producerID, producerEpoch, commit, txnCoordinatorEpoch, minISR)
+	return err
 }
 
 // txnCoordinatorEpoch is the coordinator epoch of every marker: the coordinator is one for the
@@ -71,4 +76,30 @@ func txnVerifyError(err error, abortableSupported bool) error {
 		return kerr.NotEnoughReplicas
 	}
 	return err
+}
+
+// attrTransactional is the transactional bit of a batch's attributes.
+const attrTransactional = 0x10
+
+// txnProduceError checks a transactional batch against its producer's transaction before the
+// append, as Kafka 4.x does: from Produce v12 (a TV2 client) the partition joins the
+// transaction (txn.Coordinator.AddPartitions); before, it must have been added with
+// AddPartitionsToTxn (KIP-890 part 1's verification: INVALID_TXN_STATE, or
+// TRANSACTION_ABORTABLE from v11, when it was not). Errors are converted for clients by
+// txnVerifyError; an unknown producer is INVALID_PRODUCER_ID_MAPPING. Batches that are not
+// transactional, or too short to tell, are left to the log.
+func (c *Cluster) txnProduceError(txnID string, version int16, topic string, partition int32, records []byte) error {
+	h, err := log.ParseHeader(records)
+	if err != nil || h.Magic != 2 || h.Attributes&attrTransactional == 0 {
+		return nil
+	}
+	tp := []txn.TopicPartition{{Topic: topic, Partition: partition}}
+	if version >= 12 {
+		return txnVerifyError(c.txns.AddPartitions(txnID, h.ProducerID, h.ProducerEpoch, tp, txn.V2), true)
+	}
+	errs, err := c.txns.VerifyPartitions(txnID, h.ProducerID, h.ProducerEpoch, tp)
+	if err == nil {
+		err = errs[0]
+	}
+	return txnVerifyError(err, version >= 11)
 }

@@ -96,8 +96,9 @@ func (c *Coordinator) Close() {
 	}
 }
 
-// armLocked schedules the next timeout check, at the next multiple of the interval since
-// started, unless one is scheduled or no transaction is Ongoing.
+// armLocked schedules the next timeout check (which also retries pending markers), at the next
+// multiple of the interval since started, unless one is scheduled or no transaction is Ongoing
+// or waiting for markers.
 func (c *Coordinator) armLocked() {
 	if c.closed || c.timer != nil || !c.anyOngoingLocked() {
 		return
@@ -114,9 +115,10 @@ func (c *Coordinator) armLocked() {
 	})
 }
 
+// anyOngoingLocked reports whether a transaction runs or waits for markers.
 func (c *Coordinator) anyOngoingLocked() bool {
 	for _, m := range c.txns {
-		if m.state == Ongoing {
+		if m.state == Ongoing || len(m.pending) > 0 {
 			return true
 		}
 	}
@@ -404,6 +406,7 @@ func (c *Coordinator) writeMarkersLocked(m *txnMeta) {
 		delete(m.pending, tp)
 	}
 	if len(m.pending) > 0 {
+		c.armLocked()
 		return
 	}
 	m.state, m.lastUpdate = CompleteAbort, c.cfg.Clock.Now()

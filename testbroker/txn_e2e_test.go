@@ -1,0 +1,210 @@
+package testbroker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/kshare/kshare/testbroker"
+)
+
+// These tests run transactions end to end with franz-go's transactional producer, in both
+// generations: TV2 (KIP-890 part 2, what franz-go picks when ApiVersions finalizes
+// transaction.version 2) and classic (the client capped at Kafka 3.9's versions, as sarama,
+// librdkafka and older Java clients speak).
+
+// txnGenerations are the two protocols a transactional client speaks.
+var txnGenerations = []struct {
+	name string
+	opts []kgo.Opt
+}{
+	{"tv2", nil},
+	{"classic", []kgo.Opt{kgo.MaxVersions(kversion.V3_9_0())}},
+}
+
+func txnClient(t *testing.T, c *testbroker.Cluster, id string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(c.Addrs()...),
+		kgo.TransactionalID(id),
+		kgo.DefaultProduceTopic("t"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequestRetries(3),
+	}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// txnProduce runs one transaction of values, each to partition i mod 3, ended as commit says.
+func txnProduce(t *testing.T, cl *kgo.Client, commit bool, values ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, cl.BeginTransaction())
+	for i, v := range values {
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Partition: int32(i % 3), Value: []byte(v)}).FirstErr())
+	}
+	require.NoError(t, cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)))
+}
+
+// consumeAll reads topic t from the start with isolation until it has want records or the
+// deadline passes, and returns the values sorted.
+func consumeAll(t *testing.T, c *testbroker.Cluster, isolation kgo.IsolationLevel, want int) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.ConsumeTopics("t"),
+		kgo.FetchIsolationLevel(isolation), kgo.FetchMaxWait(100*time.Millisecond))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var got []string
+	for len(got) < want && ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	slices.Sort(got)
+	return got
+}
+
+// describeTxn describes a transactional id at its coordinator.
+func describeTxn(t *testing.T, c *testbroker.Cluster, id string) kmsg.DescribeTransactionsResponseTransactionState {
+	t.Helper()
+	req := kmsg.NewPtrDescribeTransactionsRequest()
+	req.TransactionalIDs = []string{id}
+	resp := roundTrip[*kmsg.DescribeTransactionsResponse](t, txnCoordinatorAddr(t, c, id), req)
+	require.Len(t, resp.TransactionStates, 1)
+	require.Zero(t, resp.TransactionStates[0].ErrorCode)
+	return resp.TransactionStates[0]
+}
+
+// txnCoordinatorAddr finds a transactional id's coordinator with FindCoordinator.
+func txnCoordinatorAddr(t *testing.T, c *testbroker.Cluster, id string) string {
+	t.Helper()
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.Version, req.CoordinatorType, req.CoordinatorKeys = 4, 1, []string{id}
+	resp := roundTrip[*kmsg.FindCoordinatorResponse](t, c.Addrs()[0], req)
+	require.Zero(t, resp.Coordinators[0].ErrorCode)
+	return c.Addrs()[resp.Coordinators[0].NodeID]
+}
+
+// TestTxnCommitAndAbort: committed transactions are read by read_committed consumers, aborted
+// ones only by read_uncommitted consumers, in both protocol generations.
+func TestTxnCommitAndAbort(t *testing.T) {
+	t.Parallel()
+	for _, gen := range txnGenerations {
+		t.Run(gen.name, func(t *testing.T) {
+			t.Parallel()
+			c := testbroker.StartT(t, testbroker.NumBrokers(3), testbroker.ReplicatedTopic("t", 3, 3))
+			cl := txnClient(t, c, "tx-"+gen.name, gen.opts...)
+			txnProduce(t, cl, true, "c1", "c2", "c3")
+			txnProduce(t, cl, false, "a1", "a2")
+			txnProduce(t, cl, true, "c4")
+
+			d := describeTxn(t, c, "tx-"+gen.name)
+			assert.Equal(t, "CompleteCommit", d.State)
+			if gen.name == "tv2" {
+				assert.Equal(t, int16(3), d.ProducerEpoch, "TV2 bumps the epoch at each end")
+			} else {
+				assert.Equal(t, int16(0), d.ProducerEpoch, "classic keeps the epoch")
+			}
+			assert.Equal(t, []string{"c1", "c2", "c3", "c4"}, consumeAll(t, c, kgo.ReadCommitted(), 4))
+			assert.Equal(t, []string{"a1", "a2", "c1", "c2", "c3", "c4"}, consumeAll(t, c, kgo.ReadUncommitted(), 6))
+		})
+	}
+}
+
+// TestTxnZombieFenced: a second producer with the same transactional id aborts the first's
+// ongoing transaction and fences it: the zombie can neither produce nor commit, and its records
+// are never read by read_committed consumers.
+func TestTxnZombieFenced(t *testing.T) {
+	t.Parallel()
+	for _, gen := range txnGenerations {
+		t.Run(gen.name, func(t *testing.T) {
+			t.Parallel()
+			c := testbroker.StartT(t, testbroker.NumBrokers(3), testbroker.ReplicatedTopic("t", 3, 3))
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			zombie := txnClient(t, c, "tx", gen.opts...)
+			require.NoError(t, zombie.BeginTransaction())
+			require.NoError(t, zombie.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("zombie")}).FirstErr())
+
+			fresh := txnClient(t, c, "tx", gen.opts...)
+			txnProduce(t, fresh, true, "fresh")
+
+			err := zombie.ProduceSync(ctx, &kgo.Record{Partition: 1, Value: []byte("late")}).FirstErr()
+			if err == nil {
+				err = zombie.EndTransaction(ctx, kgo.TryCommit)
+			}
+			require.Error(t, err)
+			assert.True(t, errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch), "got %v", err)
+			assert.Equal(t, []string{"fresh"}, consumeAll(t, c, kgo.ReadCommitted(), 1))
+		})
+	}
+}
+
+// TestTxnTimeout: a transaction left open longer than its transaction.timeout.ms is aborted at
+// the coordinator's next check on the cluster clock, its producer's epoch bumped.
+func TestTxnTimeout(t *testing.T) {
+	t.Parallel()
+	for _, gen := range txnGenerations {
+		t.Run(gen.name, func(t *testing.T) {
+			t.Parallel()
+			c := testbroker.StartT(t, testbroker.NumBrokers(3), testbroker.ReplicatedTopic("t", 3, 3),
+				testbroker.WithManualClock(time.Unix(1_700_000_000, 0)))
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			cl := txnClient(t, c, "tx", append([]kgo.Opt{kgo.TransactionTimeout(15 * time.Second)}, gen.opts...)...)
+			require.NoError(t, cl.BeginTransaction())
+			require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("slow")}).FirstErr())
+			before := describeTxn(t, c, "tx")
+			require.Equal(t, "Ongoing", before.State)
+
+			c.ManualClock().Advance(10 * time.Second)
+			assert.Equal(t, "Ongoing", describeTxn(t, c, "tx").State, "not timed out yet")
+			c.ManualClock().Advance(10 * time.Second)
+			after := describeTxn(t, c, "tx")
+			assert.Equal(t, "CompleteAbort", after.State, "aborted at the first check past 15s")
+			assert.Equal(t, before.ProducerEpoch+1, after.ProducerEpoch, "the producer is fenced")
+
+			require.Error(t, cl.EndTransaction(ctx, kgo.TryCommit), "the commit of an aborted transaction fails")
+			assert.Equal(t, []string{"slow"}, consumeAll(t, c, kgo.ReadUncommitted(), 1))
+		})
+	}
+}
+
+// TestTxnLeaderMove: a partition's leader moves, and another is stopped, in the middle of a
+// transaction; the producer follows, and the commit's markers reach the new leaders.
+func TestTxnLeaderMove(t *testing.T) {
+	t.Parallel()
+	c := testbroker.StartT(t, testbroker.NumBrokers(3), testbroker.ReplicatedTopic("t", 3, 3))
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cl := txnClient(t, c, "tx")
+	require.NoError(t, cl.BeginTransaction())
+	for i := range 3 {
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Partition: int32(i), Value: []byte(fmt.Sprint("before-", i))}).FirstErr())
+	}
+	p0, _ := c.Partition("t", 0)
+	require.NoError(t, c.MoveLeader("t", 0, (p0.Leader+1)%3))
+	p1, _ := c.Partition("t", 1)
+	if coord := txnCoordinatorAddr(t, c, "tx"); c.Addrs()[p1.Leader] != coord {
+		require.NoError(t, c.StopBroker(p1.Leader))
+	}
+	for i := range 3 {
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Partition: int32(i), Value: []byte(fmt.Sprint("after-", i))}).FirstErr())
+	}
+	require.NoError(t, cl.EndTransaction(ctx, kgo.TryCommit))
+	assert.Equal(t, "CompleteCommit", describeTxn(t, c, "tx").State)
+	assert.Equal(t, []string{"after-0", "after-1", "after-2", "before-0", "before-1", "before-2"}, consumeAll(t, c, kgo.ReadCommitted(), 6))
+}
