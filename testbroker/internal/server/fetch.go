@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/log"
 	"github.com/kshare/kshare/testbroker/internal/replica"
 	"github.com/kshare/kshare/testbroker/internal/wire"
 )
@@ -19,8 +20,8 @@ func init() {
 // (55 MiB) does.
 const maxFetchBytes = 55 << 20
 
-// noAbortedTransactions is what a READ_COMMITTED fetch gets: an empty list (never null), since
-// the log holds no transactional batches. It is shared and never written.
+// noAbortedTransactions is what a READ_COMMITTED fetch that must skip no aborted transaction
+// gets: an empty list, never null, as Kafka sends it. It is shared and never written.
 var noAbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 
 // fetchPart is one partition of a fetch: what was asked, where its answer goes, and the
@@ -49,19 +50,23 @@ type fetchPart struct {
 // created, which fails as a whole with FETCH_SESSION_ID_NOT_FOUND. ForgottenTopics therefore
 // has nothing to forget.
 //
-// Each partition gets its high watermark, last stable offset (the high watermark: there are no
-// transactions), log start offset, and the stored batches from the one holding FetchOffset up
-// to the high watermark, within PartitionMaxBytes and what is left of the request's MaxBytes
+// Each partition gets its high watermark, last stable offset, log start offset, and the stored
+// batches from the one holding FetchOffset up to the high watermark (READ_UNCOMMITTED,
+// IsolationLevel 0) or the last stable offset (READ_COMMITTED, 1), within PartitionMaxBytes and what is left of the request's MaxBytes
 // (capped at 55 MiB, Kafka's fetch.max.bytes). The first partition with data gets at least one
-// whole batch whatever the limits, as with Kafka (KIP-74). A FetchOffset outside the log is
+// whole batch whatever the limits, as with Kafka (KIP-74). A READ_COMMITTED fetch also gets
+// the aborted transactions its records overlap (log.Partition.AbortedTransactions, from
+// FetchOffset to the end of the records), an empty list when there are none; a
+// READ_UNCOMMITTED one gets null, as with Kafka. A FetchOffset outside the log is
 // OFFSET_OUT_OF_RANGE. A partition this broker does not lead is NOT_LEADER_OR_FOLLOWER, with
 // the leader in CurrentLeader and its address in Brokers from v16, as Kafka sends them; a
 // CurrentLeaderEpoch older or newer than the partition's is FENCED_LEADER_EPOCH or
 // UNKNOWN_LEADER_EPOCH. Failed partitions report -1 for every offset.
 //
 // When the records found add up to less than MinBytes, MaxWaitMillis is positive and no
-// partition failed, the fetch waits (Kafka's DelayedFetch): every append or high watermark
-// move on one of its partitions makes it read again, and it answers as soon as it has
+// partition failed, the fetch waits (Kafka's DelayedFetch): every append (a transaction marker
+// included) or high watermark move on one of its partitions makes it read again, so a
+// READ_COMMITTED fetch sees the last stable offset move, and it answers as soon as it has
 // MinBytes, or with whatever it has once MaxWaitMillis has passed on the cluster clock. A
 // leader move of one of its partitions (Cluster.MoveLeader) makes it read again too, so that a
 // fetch waiting at the old leader answers NOT_LEADER_OR_FOLLOWER at once. The
@@ -361,10 +366,13 @@ func (b *Broker) readFetch(parts []fetchPart, maxBytes int, committed bool, vers
 			continue
 		}
 		lg := st.Log(b.id)
-		hwm := lg.HighWatermark()
+		hwm, lso := lg.HighWatermark(), lg.LastStableOffset()
 		limit := hwm
-		if from.follower() {
+		switch {
+		case from.follower():
 			limit = lg.LogEndOffset()
+		case committed:
+			limit = lso
 		}
 		partMax := min(max(int(fp.req.PartitionMaxBytes), 0), left)
 		n := 0
@@ -395,11 +403,11 @@ func (b *Broker) readFetch(parts []fetchPart, maxBytes int, committed bool, vers
 		}
 		out.ErrorCode = 0
 		out.HighWatermark = hwm
-		out.LastStableOffset = hwm
+		out.LastStableOffset = lso
 		out.LogStartOffset = lg.LogStartOffset()
 		out.CurrentLeader.LeaderID, out.CurrentLeader.LeaderEpoch = -1, -1
 		if committed {
-			out.AbortedTransactions = noAbortedTransactions
+			out.AbortedTransactions = abortedTransactions(lg, fp.req.FetchOffset, fp.records)
 		}
 	}
 	return total, failed
@@ -450,4 +458,32 @@ func fetchScope(c *Cluster, r *kmsg.FetchRequest) (topics, groups []string) {
 		s.nameOrID(t.Topic, t.TopicID)
 	}
 	return s.result()
+}
+
+// abortedTransactions lists the aborted transactions a READ_COMMITTED fetch at offset must skip
+// in records, the batches it read, as Kafka bounds them: from the fetch offset to the end of
+// the last batch read. No records, no list: an empty one.
+func abortedTransactions(lg *log.Partition, offset int64, records [][]byte) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	if len(records) == 0 {
+		return noAbortedTransactions
+	}
+	aborted := lg.AbortedTransactions(offset, endOffset(records[len(records)-1]))
+	if len(aborted) == 0 {
+		return noAbortedTransactions
+	}
+	out := make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(aborted))
+	for i, a := range aborted {
+		out[i].ProducerID, out[i].FirstOffset = a.ProducerID, a.FirstOffset
+	}
+	return out
+}
+
+// endOffset returns the offset after the last batch of span, whole batches the log stored.
+func endOffset(span []byte) int64 {
+	var h log.BatchHeader
+	for pos := 0; pos+log.HeaderSize <= len(span); {
+		h, _ = log.ParseHeader(span[pos:])
+		pos += 12 + int(h.BatchLength) // BaseOffset and BatchLength come before what it counts
+	}
+	return h.LastOffset() + 1
 }

@@ -146,7 +146,7 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, t *Topic, rp *kmsg.Lis
 	}
 	lg := st.Log(b.id)
 	// The offset reads stop at: a follower reads the whole log, a client up to the high
-	// watermark, which is also the last stable offset.
+	// watermark (the latest offset with read_committed: the last stable offset).
 	limit := lg.HighWatermark()
 	if req.ReplicaID != consumerReplicaID {
 		limit = lg.LogEndOffset()
@@ -157,6 +157,9 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, t *Topic, rp *kmsg.Lis
 		sp.Offset, sp.LeaderEpoch = lg.LogStartOffset(), epoch
 	case latestTimestamp:
 		sp.Offset, sp.LeaderEpoch = limit, epoch
+		if req.ReplicaID == consumerReplicaID && req.IsolationLevel == 1 {
+			sp.Offset = lg.LastStableOffset()
+		}
 	case latestTieredTimestamp:
 	case maxTimestamp:
 		if off, ts, ok := lg.MaxTimestamp(limit); ok {

@@ -34,7 +34,7 @@ func (b *Broker) readPreferring(req *kmsg.FetchRequest, parts []fetchPart, from 
 		lg := fp.p.State().LeaderLog()
 		fp.out.PreferredReadReplica = id
 		fp.out.HighWatermark = lg.HighWatermark()
-		fp.out.LastStableOffset = fp.out.HighWatermark
+		fp.out.LastStableOffset = lg.LastStableOffset()
 		fp.out.LogStartOffset = lg.LogStartOffset()
 	}
 	if len(rest) == len(parts) {

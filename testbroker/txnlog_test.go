@@ -1,0 +1,158 @@
+package testbroker_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker"
+)
+
+// txnBatch is a batch of producer pid's transaction (attributes 0x10) at sequence seq.
+func txnBatch(pid int64, seq int32, values ...string) []byte {
+	return recordBatch(batchSpec{producerID: pid, sequence: seq, attributes: 0x10, values: values})
+}
+
+// fetchAt is a sessionless fetch of partition t-0 at offset with an isolation level.
+func fetchAt(offset int64, committed bool) *kmsg.FetchRequest {
+	req := fetchRequest("t", 0, offset)
+	if committed {
+		req.IsolationLevel = 1
+	}
+	return req
+}
+
+// controlBatches returns the offsets of the control batches among p's records.
+func controlBatches(t *testing.T, p kmsg.FetchResponseTopicPartition) []int64 {
+	t.Helper()
+	var out []int64
+	for b := p.RecordBatches; len(b) > 0; {
+		var batch kmsg.RecordBatch
+		require.NoError(t, batch.ReadFrom(b))
+		b = b[12+int(batch.Length):]
+		if batch.Attributes&0x20 != 0 {
+			out = append(out, batch.FirstOffset)
+		}
+	}
+	return out
+}
+
+// TestFetchTransactions produces a committed and an aborted transaction around an ongoing one
+// and checks what READ_COMMITTED and READ_UNCOMMITTED fetches see at each step.
+func TestFetchTransactions(t *testing.T) {
+	t.Parallel()
+	c := testbroker.StartT(t, testbroker.Topic("t", 1))
+	rc := dialRaw(t, c.Addrs()[0])
+	for _, b := range [][]byte{
+		plainBatch("a"),          // 0
+		txnBatch(1, 0, "x", "y"), // 1-2: producer 1, to abort
+		txnBatch(2, 0, "p"),      // 3: producer 2, to commit
+		plainBatch("b"),          // 4
+	} {
+		require.Zero(t, produceOne(t, rc, "t", 0, b).ErrorCode)
+	}
+
+	committed := onlyPartition(t, request[*kmsg.FetchResponse](t, rc, fetchAt(0, true)))
+	assert.Zero(t, committed.ErrorCode)
+	assert.Equal(t, int64(5), committed.HighWatermark)
+	assert.Equal(t, int64(1), committed.LastStableOffset, "stuck at producer 1's first offset")
+	assert.Equal(t, []fetched{{0, "a"}}, fetchedRecords(t, committed, 0))
+	assert.NotNil(t, committed.AbortedTransactions)
+	assert.Empty(t, committed.AbortedTransactions)
+
+	uncommitted := onlyPartition(t, request[*kmsg.FetchResponse](t, rc, fetchAt(0, false)))
+	assert.Equal(t, int64(1), uncommitted.LastStableOffset)
+	assert.Equal(t, []fetched{{0, "a"}, {1, "x"}, {2, "y"}, {3, "p"}, {4, "b"}}, fetchedRecords(t, uncommitted, 0))
+	assert.Nil(t, uncommitted.AbortedTransactions)
+
+	off, err := c.WriteTxnMarker("t", 0, 1, 0, false) // 5
+	require.NoError(t, err)
+	assert.Equal(t, int64(5), off)
+	committed = onlyPartition(t, request[*kmsg.FetchResponse](t, rc, fetchAt(0, true)))
+	assert.Equal(t, int64(3), committed.LastStableOffset, "on to producer 2's transaction")
+	assert.Equal(t, []fetched{{0, "a"}, {1, "x"}, {2, "y"}}, fetchedRecords(t, committed, 0),
+		"the aborted records come with the list that makes the consumer drop them")
+	assert.Equal(t, []kmsg.FetchResponseTopicPartitionAbortedTransaction{{ProducerID: 1, FirstOffset: 1}}, committed.AbortedTransactions)
+
+	_, err = c.WriteTxnMarker("t", 0, 2, 0, true) // 6
+	require.NoError(t, err)
+	committed = onlyPartition(t, request[*kmsg.FetchResponse](t, rc, fetchAt(0, true)))
+	assert.Equal(t, int64(7), committed.HighWatermark)
+	assert.Equal(t, int64(7), committed.LastStableOffset)
+	assert.Len(t, fetchedRecords(t, committed, 0), 7, "5 data records and 2 markers")
+	assert.Equal(t, []int64{5, 6}, controlBatches(t, committed))
+	assert.Equal(t, []kmsg.FetchResponseTopicPartitionAbortedTransaction{{ProducerID: 1, FirstOffset: 1}}, committed.AbortedTransactions,
+		"the committed transaction is not listed")
+
+	past := onlyPartition(t, request[*kmsg.FetchResponse](t, rc, fetchAt(6, true)))
+	assert.Empty(t, past.AbortedTransactions, "a fetch past the abort marker needs no list")
+	assert.NotNil(t, past.AbortedTransactions)
+	uncommitted = onlyPartition(t, request[*kmsg.FetchResponse](t, rc, fetchAt(0, false)))
+	assert.Nil(t, uncommitted.AbortedTransactions)
+	assert.Equal(t, int64(7), uncommitted.LastStableOffset)
+}
+
+// TestProduceTransactionalChecks: a control batch from a client is INVALID_RECORD, and a
+// non-transactional batch of a producer with an ongoing transaction INVALID_TXN_STATE.
+func TestProduceTransactionalChecks(t *testing.T) {
+	t.Parallel()
+	c := testbroker.StartT(t, testbroker.Topic("t", 1))
+	rc := dialRaw(t, c.Addrs()[0])
+	require.Zero(t, produceOne(t, rc, "t", 0, txnBatch(1, 0, "x")).ErrorCode)
+	p := produceOne(t, rc, "t", 0, recordBatch(batchSpec{producerID: 1, sequence: 1, values: []string{"y"}}))
+	assert.Equal(t, kerr.InvalidTxnState.Code, p.ErrorCode)
+	p = produceOne(t, rc, "t", 0, recordBatch(batchSpec{producerID: 1, sequence: 1, attributes: 0x30, values: []string{"y"}}))
+	assert.Equal(t, kerr.InvalidRecord.Code, p.ErrorCode)
+	_, err := c.WriteTxnMarker("t", 0, 1, -1, true)
+	assert.ErrorIs(t, err, kerr.InvalidProducerEpoch)
+	info, _ := c.Partition("t", 0)
+	assert.Equal(t, int64(1), info.LogEndOffset)
+}
+
+// TestFetchReadCommittedWokenByMarker: a READ_COMMITTED fetch at the last stable offset waits
+// while the transaction is open, and the marker that ends it answers the fetch at once.
+func TestFetchReadCommittedWokenByMarker(t *testing.T) {
+	t.Parallel()
+	c := testbroker.StartT(t, testbroker.WithManualClock(clockStart), testbroker.Topic("t", 1))
+	clk := c.ManualClock()
+	rc := dialRaw(t, c.Addrs()[0])
+	require.Zero(t, produceOne(t, rc, "t", 0, txnBatch(1, 0, "x")).ErrorCode)
+
+	req := longPollRequest()
+	req.IsolationLevel = 1
+	got := startFetch(t, dialRaw(t, c.Addrs()[0]), req)
+	require.True(t, clk.WaitPending(t.Context().Done(), 1), "the fetch parks: nothing below the last stable offset")
+
+	_, err := c.WriteTxnMarker("t", 0, 1, 0, true)
+	require.NoError(t, err)
+	p := onlyPartition(t, awaitFetch(t, got))
+	assert.Zero(t, p.ErrorCode)
+	assert.Equal(t, int64(2), p.LastStableOffset)
+	assert.Equal(t, []fetched{{0, "x"}}, fetchedRecords(t, p, 0)[:1])
+	assert.Empty(t, p.AbortedTransactions)
+	assert.Zero(t, clk.Pending(), "the deadline timer is stopped")
+}
+
+// TestListOffsetsLatestReadCommitted: ListOffsets -1 answers the last stable offset to a
+// READ_COMMITTED client and the high watermark to a READ_UNCOMMITTED one.
+func TestListOffsetsLatestReadCommitted(t *testing.T) {
+	t.Parallel()
+	c := testbroker.StartT(t, testbroker.Topic("t", 1))
+	rc := dialRaw(t, c.Addrs()[0])
+	require.Zero(t, produceOne(t, rc, "t", 0, plainBatch("a", "b")).ErrorCode)
+	require.Zero(t, produceOne(t, rc, "t", 0, txnBatch(1, 0, "x")).ErrorCode)
+	for _, tt := range []struct {
+		isolation int8
+		want      int64
+	}{{0, 3}, {1, 2}} {
+		req := listOffsetsAt(5, "t", -1, 0)
+		req.IsolationLevel = tt.isolation
+		resp := request[*kmsg.ListOffsetsResponse](t, rc, req)
+		sp := resp.Topics[0].Partitions[0]
+		assert.Zero(t, sp.ErrorCode)
+		assert.Equal(t, tt.want, sp.Offset, "isolation %d", tt.isolation)
+	}
+}
