@@ -33,27 +33,18 @@ func (c *Cluster) txnCoordinatorFor(id string) int32 {
 	return c.internalPartitionLeader(id, c.configs.Snapshot().TxnStatePartitions)
 }
 
-// errNoMarkerLeader leaves a marker pending: its partition has no running leader.
-var errNoMarkerLeader = errors.New("server: the partition has no running leader for the marker")
-
 // writeTxnMarker writes a transaction's end marker to the partition's leader. In Kafka the
 // coordinator sends WriteTxnMarkers to the leaders; here it appends to the leader's log
-// directly, with WriteTxnMarkers' checks (replica.Partition.AppendTxnMarkerAsLeader: the ISR
-// must hold min.insync.replicas). A marker that cannot be written (no running leader, too
-// small an ISR) stays pending until the coordinator retries: after every change of leader and
-// at each timeout check. A partition that no longer exists takes no marker, as Kafka drops
-// markers for deleted partitions.
+// directly (WriteTxnMarker, with WriteTxnMarkers' checks: the ISR must hold
+// min.insync.replicas). A marker that cannot be written (no leader, too small an ISR) stays
+// pending until the coordinator retries: after every change of leader and at each timeout
+// check. A partition that no longer exists takes no marker, as Kafka drops markers for deleted
+// partitions.
 func (c *Cluster) writeTxnMarker(tp txn.TopicPartition, producerID int64, producerEpoch int16, commit bool) error {
-	p := c.partition(c.topic(tp.Topic), tp.Partition)
-	if p == nil {
+	_, err := c.WriteTxnMarker(tp.Topic, tp.Partition, producerID, producerEpoch, commit, txnCoordinatorEpoch)
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
 		return nil
 	}
-	st := p.State()
-	if st.Leader < 0 || !c.alive(st.Leader) {
-		return errNoMarkerLeader
-	}
-	minISR := c.configs.MinInSyncReplicas(c.topicConfigs(c.topic(tp.Topic)))
-	_, err := p.AppendTxnMarkerAsLeader(st, producerID, producerEpoch, commit, txnCoordinatorEpoch, minISR)
 	return err
 }
 
