@@ -208,3 +208,167 @@ func TestTxnLeaderMove(t *testing.T) {
 	assert.Equal(t, "CompleteCommit", describeTxn(t, c, "tx").State)
 	assert.Equal(t, []string{"after-0", "after-1", "after-2", "before-0", "before-1", "before-2"}, consumeAll(t, c, kgo.ReadCommitted(), 6))
 }
+
+// groupCoordinatorAddr finds a group's coordinator with FindCoordinator.
+func groupCoordinatorAddr(t *testing.T, c *testbroker.Cluster, group string) string {
+	t.Helper()
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.Version, req.CoordinatorKeys = 4, []string{group}
+	resp := roundTrip[*kmsg.FindCoordinatorResponse](t, c.Addrs()[0], req)
+	require.Zero(t, resp.Coordinators[0].ErrorCode)
+	return c.Addrs()[resp.Coordinators[0].NodeID]
+}
+
+// rawTxn drives one transactional id with raw requests to its coordinator and to group g's.
+type rawTxn struct {
+	t          *testing.T
+	id         string
+	txnc, grpc *rawConn
+	pid        int64
+	epoch      int16
+	commitVer  int16 // TxnOffsetCommit's version: 5+ is TV2
+	endTxnVer  int16
+}
+
+func newRawTxn(t *testing.T, c *testbroker.Cluster, id string, tv2 bool) *rawTxn {
+	t.Helper()
+	r := &rawTxn{t: t, id: id, txnc: dialRaw(t, txnCoordinatorAddr(t, c, id)), grpc: dialRaw(t, groupCoordinatorAddr(t, c, "g")),
+		commitVer: 3, endTxnVer: 3}
+	if tv2 {
+		r.commitVer, r.endTxnVer = 5, 5
+	}
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.Version, init.TransactionalID, init.TransactionTimeoutMillis = 4, &id, 60000
+	resp := request[*kmsg.InitProducerIDResponse](t, r.txnc, init)
+	require.Zero(t, resp.ErrorCode)
+	r.pid, r.epoch = resp.ProducerID, resp.ProducerEpoch
+	return r
+}
+
+func (r *rawTxn) addOffsets() int16 {
+	req := kmsg.NewPtrAddOffsetsToTxnRequest()
+	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = 3, r.id, r.pid, r.epoch, "g"
+	return request[*kmsg.AddOffsetsToTxnResponse](r.t, r.txnc, req).ErrorCode
+}
+
+func (r *rawTxn) commitOffset(partition int32, offset int64) int16 {
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.Version, req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = r.commitVer, r.id, "g", r.pid, r.epoch
+	tp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	tp.Partition, tp.Offset = partition, offset
+	req.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{tp}}}
+	resp := request[*kmsg.TxnOffsetCommitResponse](r.t, r.grpc, req)
+	return resp.Topics[0].Partitions[0].ErrorCode
+}
+
+func (r *rawTxn) end(commit bool) {
+	req := kmsg.NewPtrEndTxnRequest()
+	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = r.endTxnVer, r.id, r.pid, r.epoch, commit
+	resp := request[*kmsg.EndTxnResponse](r.t, r.txnc, req)
+	require.Zero(r.t, resp.ErrorCode)
+	if r.endTxnVer >= 5 {
+		r.pid, r.epoch = resp.ProducerID, resp.ProducerEpoch
+	}
+}
+
+// fetchOffset fetches group g's offset of t/partition, with or without RequireStable.
+func (r *rawTxn) fetchOffset(partition int32, stable bool) (int64, int16) {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Version, req.Group, req.RequireStable = 7, "g", stable
+	req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{partition}}}
+	resp := request[*kmsg.OffsetFetchResponse](r.t, r.grpc, req)
+	require.Zero(r.t, resp.ErrorCode)
+	p := resp.Topics[0].Partitions[0]
+	return p.Offset, p.ErrorCode
+}
+
+// TestTxnOffsetCommitVisibleAfterCommit: offsets committed in a transaction are pending until
+// it commits: OffsetFetch shows the previous offset (RequireStable: UNSTABLE_OFFSET_COMMIT),
+// the commit makes them visible, an abort drops them. A classic client must add the group with
+// AddOffsetsToTxn first; a TV2 client's TxnOffsetCommit v5 adds it.
+func TestTxnOffsetCommitVisibleAfterCommit(t *testing.T) {
+	t.Parallel()
+	for _, tv2 := range []bool{false, true} {
+		t.Run(fmt.Sprint("tv2=", tv2), func(t *testing.T) {
+			t.Parallel()
+			c := testbroker.StartT(t, testbroker.NumBrokers(3), testbroker.Topic("t", 3))
+			r := newRawTxn(t, c, "tx", tv2)
+			if !tv2 {
+				assert.Equal(t, kerr.InvalidTxnState.Code, r.commitOffset(0, 5), "the group was not added")
+				require.Zero(t, r.addOffsets())
+			}
+			require.Zero(t, r.commitOffset(0, 5))
+			off, code := r.fetchOffset(0, false)
+			assert.Equal(t, int64(-1), off, "pending offsets are not visible")
+			assert.Zero(t, code)
+			off, code = r.fetchOffset(0, true)
+			assert.Equal(t, int64(-1), off)
+			assert.Equal(t, kerr.UnstableOffsetCommit.Code, code)
+
+			r.end(true)
+			off, code = r.fetchOffset(0, true)
+			assert.Equal(t, int64(5), off, "visible once committed")
+			assert.Zero(t, code)
+
+			if !tv2 {
+				require.Zero(t, r.addOffsets())
+			}
+			require.Zero(t, r.commitOffset(0, 9))
+			r.end(false)
+			off, code = r.fetchOffset(0, true)
+			assert.Equal(t, int64(5), off, "an abort drops the offset")
+			assert.Zero(t, code)
+		})
+	}
+}
+
+// TestTxnGroupTransactSession: franz-go's GroupTransactSession consumes, produces and commits
+// its offsets in one transaction, with a classic group and with a KIP-848 group.
+func TestTxnGroupTransactSession(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{"classic", "848"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			c := testbroker.StartT(t, testbroker.NumBrokers(3), testbroker.ReplicatedTopic("in", 2, 3), testbroker.ReplicatedTopic("t", 3, 3))
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			plain, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.DefaultProduceTopic("in"))
+			require.NoError(t, err)
+			defer plain.Close()
+			for i := range 10 {
+				require.NoError(t, plain.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprint("v", i))}).FirstErr())
+			}
+
+			opts := []kgo.Opt{
+				kgo.SeedBrokers(c.Addrs()...), kgo.TransactionalID("etl"), kgo.DefaultProduceTopic("t"),
+				kgo.ConsumerGroup("g-" + kind), kgo.ConsumeTopics("in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+				kgo.FetchMaxWait(100 * time.Millisecond),
+			}
+			if kind == "848" {
+				opts = append(opts, kgo.ServerSideBalancer())
+			}
+			s, err := kgo.NewGroupTransactSession(opts...)
+			require.NoError(t, err)
+			defer s.Close()
+			copied := 0
+			for copied < 10 && ctx.Err() == nil {
+				fs := s.PollFetches(ctx)
+				require.NoError(t, s.Begin())
+				fs.EachRecord(func(r *kgo.Record) {
+					s.Produce(ctx, &kgo.Record{Partition: int32(copied % 3), Value: r.Value}, nil)
+					copied++
+				})
+				committed, err := s.End(ctx, kgo.TryCommit)
+				require.NoError(t, err)
+				require.True(t, committed)
+			}
+			require.Equal(t, 10, copied)
+			var total int64
+			for _, o := range c.CommittedOffsets("g-" + kind)["in"] {
+				total += o.Offset
+			}
+			assert.Equal(t, int64(10), total, "the group's offsets are committed with the transaction")
+			assert.Len(t, consumeAll(t, c, kgo.ReadCommitted(), 10), 10)
+		})
+	}
+}
