@@ -30,6 +30,10 @@ type PartitionInfo struct {
 	LogEndOffset int64
 	// HighWatermark is the offset up to which consumers can read.
 	HighWatermark int64
+	// LastStableOffset is the offset up to which read_committed consumers can read: the first
+	// offset of the earliest transaction not yet ended (and its marker replicated), else the
+	// high watermark.
+	LastStableOffset int64
 	// ReplicaStates has each replica's own log offsets, in Replicas order.
 	ReplicaStates []ReplicaInfo
 }
@@ -81,6 +85,7 @@ func topicInfo(t server.TopicState) TopicInfo {
 		pi := PartitionInfo{Topic: p.Topic, Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 			Replicas: p.Replicas, ISR: p.ISR, OfflineReplicas: p.OfflineReplicas,
 			LogStartOffset: p.LogStartOffset, LogEndOffset: p.LogEndOffset, HighWatermark: p.HighWatermark}
+		pi.LastStableOffset = p.LastStableOffset
 		for _, r := range p.ReplicaStates {
 			pi.ReplicaStates = append(pi.ReplicaStates, ReplicaInfo(r))
 		}

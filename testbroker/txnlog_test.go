@@ -2,6 +2,7 @@ package testbroker_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -60,6 +61,9 @@ func TestFetchTransactions(t *testing.T) {
 	assert.Equal(t, int64(5), committed.HighWatermark)
 	assert.Equal(t, int64(1), committed.LastStableOffset, "stuck at producer 1's first offset")
 	assert.Equal(t, []fetched{{0, "a"}}, fetchedRecords(t, committed, 0))
+	info, _ := c.Partition("t", 0)
+	assert.Equal(t, int64(1), info.LastStableOffset, "inspection shows the last stable offset")
+	assert.Equal(t, int64(5), info.HighWatermark)
 	assert.NotNil(t, committed.AbortedTransactions)
 	assert.Empty(t, committed.AbortedTransactions)
 
@@ -155,4 +159,100 @@ func TestListOffsetsLatestReadCommitted(t *testing.T) {
 		assert.Zero(t, sp.ErrorCode)
 		assert.Equal(t, tt.want, sp.Offset, "isolation %d", tt.isolation)
 	}
+}
+
+// TestShareFetchReadCommitted: a share group with share.isolation.level=read_committed acquires
+// only below the last stable offset, never the records of aborted transactions (ARCHIVED at
+// once), and the transaction markers for the client to acknowledge as gaps.
+func TestShareFetchReadCommitted(t *testing.T) {
+	t.Parallel()
+	st := startShareTest(t)
+	setGroupConfig(t, st.rc, "g", "share.isolation.level", "read_committed")
+	setGroupConfig(t, st.rc, "g", "share.auto.offset.reset", "earliest")
+	st.produce(t, "a")                                                                // 0
+	require.Zero(t, produceOne(t, st.rc, "t", 0, txnBatch(1, 0, "x", "y")).ErrorCode) // 1-2
+	require.Zero(t, produceOne(t, st.rc, "t", 0, txnBatch(2, 0, "p")).ErrorCode)      // 3
+	_, err := st.c.WriteTxnMarker("t", 0, 1, 0, false)                                // 4
+	require.NoError(t, err)
+	_, err = st.c.WriteTxnMarker("t", 0, 2, 0, true) // 5
+	require.NoError(t, err)
+	require.Zero(t, produceOne(t, st.rc, "t", 0, txnBatch(3, 0, "q")).ErrorCode) // 6
+	st.produce(t, "b")                                                           // 7
+
+	m := st.member(t, "m1", 2)
+	p := m.take(t)
+	assert.Equal(t, [][3]int64{{0, 0, 1}, {3, 5, 1}}, acquired(p))
+	states := map[int64]testbroker.ShareRecordState{}
+	for _, r := range st.c.ShareRecords("g", "t", 0) {
+		states[r.Offset] = r.State
+	}
+	assert.Equal(t, map[int64]testbroker.ShareRecordState{0: testbroker.ShareAcquired, 1: testbroker.ShareArchived,
+		2: testbroker.ShareArchived, 3: testbroker.ShareAcquired, 4: testbroker.ShareAcquired, 5: testbroker.ShareAcquired}, states)
+
+	_, err = st.c.WriteTxnMarker("t", 0, 3, 0, false) // 8
+	require.NoError(t, err)
+	p = m.take(t, fetchAck(0, 0, ackAccept), fetchAck(3, 3, ackAccept), fetchAck(4, 5, ackGap))
+	assert.Equal(t, [][3]int64{{7, 8, 1}}, acquired(p), "the aborted record 6 is skipped")
+	start, _, ok := st.c.SharePartitionOffsets("g", "t", 0)
+	require.True(t, ok)
+	assert.Equal(t, int64(7), start, "the SPSO moved past the acknowledged and archived records")
+}
+
+// TestTransactionAcrossFailover: a transaction's leader crashes mid-transaction; the new leader
+// dedups the producer's retry, takes its next sequence and the coordinator's marker, and the
+// old leader, restarted and leading again, knows the transactions from what it replicated.
+func TestTransactionAcrossFailover(t *testing.T) {
+	t.Parallel()
+	c := testbroker.StartT(t, testbroker.NumBrokers(3), testbroker.ReplicatedTopic("t", 1, 3))
+	leaderConn := func() (*rawConn, int32) {
+		p, ok := c.Partition("t", 0)
+		require.True(t, ok)
+		return dialRaw(t, c.Addrs()[p.Leader]), p.Leader
+	}
+	rc, first := leaderConn()
+	require.Zero(t, produceOne(t, rc, "t", 0, txnBatch(7, 0, "x", "y")).ErrorCode) // 0-1, acks=all
+
+	require.NoError(t, c.StopBroker(first))
+	rc, second := leaderConn()
+	require.NotEqual(t, first, second)
+	retry := produceOne(t, rc, "t", 0, txnBatch(7, 0, "x", "y"))
+	assert.Zero(t, retry.ErrorCode)
+	assert.Equal(t, int64(0), retry.BaseOffset, "the new leader dedups the retry")
+	next := produceOne(t, rc, "t", 0, txnBatch(7, 2, "z"))
+	require.Zero(t, next.ErrorCode, "the new leader takes the producer's next sequence")
+	assert.Equal(t, int64(2), next.BaseOffset)
+	committed := onlyPartition(t, request[*kmsg.FetchResponse](t, rc, fetchAt(0, true)))
+	assert.Equal(t, int64(0), committed.LastStableOffset, "the new leader knows the transaction")
+	assert.Empty(t, fetchedRecords(t, committed, 0))
+
+	off, err := c.WriteTxnMarker("t", 0, 7, 0, true)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), off)
+	// The marker counts once the ISR has it: the followers' fetchers bring it over.
+	require.Eventually(t, func() bool {
+		info, _ := c.Partition("t", 0)
+		return info.LastStableOffset == 4
+	}, 10*time.Second, time.Millisecond)
+	committed = onlyPartition(t, request[*kmsg.FetchResponse](t, rc, fetchAt(0, true)))
+	assert.Equal(t, []fetched{{0, "x"}, {1, "y"}, {2, "z"}}, fetchedRecords(t, committed, 0)[:3])
+	assert.Empty(t, committed.AbortedTransactions)
+
+	require.NoError(t, c.StartBroker(first))
+	require.Eventually(t, func() bool {
+		info, _ := c.Partition("t", 0)
+		return len(info.ISR) == 3
+	}, 10*time.Second, time.Millisecond)
+	require.NoError(t, c.MoveLeader("t", 0, first))
+	rc = dialRaw(t, c.Addrs()[first])
+	require.Zero(t, produceOne(t, rc, "t", 0, txnBatch(7, 3, "w")).ErrorCode) // 4
+	committed = onlyPartition(t, request[*kmsg.FetchResponse](t, rc, fetchAt(0, true)))
+	assert.Equal(t, int64(4), committed.LastStableOffset, "the restarted broker ended the first transaction with the replicated marker")
+	_, err = c.WriteTxnMarker("t", 0, 7, 0, false) // 5
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		info, _ := c.Partition("t", 0)
+		return info.LastStableOffset == 6
+	}, 10*time.Second, time.Millisecond)
+	committed = onlyPartition(t, request[*kmsg.FetchResponse](t, rc, fetchAt(4, true)))
+	assert.Equal(t, []kmsg.FetchResponseTopicPartitionAbortedTransaction{{ProducerID: 7, FirstOffset: 4}}, committed.AbortedTransactions)
 }

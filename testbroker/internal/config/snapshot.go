@@ -230,6 +230,7 @@ func (s *Store) groupLocked(m map[string]string) *Group {
 				MaxRecordLocks:     int(value("share.partition.max.record.locks").(int64)),
 				RenewEnabled:       value("share.renew.acknowledge.enable").(bool),
 				AutoOffsetReset:    value("share.auto.offset.reset").(string),
+				ReadCommitted:      value("share.isolation.level") == "read_committed",
 			},
 		},
 	}

@@ -72,3 +72,13 @@ func TestNewRejectsClassicGroupValues(t *testing.T) {
 	_, err = New(map[string]string{"offsets.retention.minutes": "0"})
 	assert.EqualError(t, err, "broker config: Invalid value 0 for configuration offsets.retention.minutes: Value must be at least 1")
 }
+
+func TestSnapshotShareIsolationLevel(t *testing.T) {
+	t.Parallel()
+	s, err := New(nil)
+	require.NoError(t, err)
+	assert.False(t, s.Snapshot().Group("g").Share.Partition.ReadCommitted, "read_uncommitted by default")
+	require.NoError(t, s.AlterGroup("g", []Op{set("share.isolation.level", "read_committed")}, false))
+	assert.True(t, s.Snapshot().Group("g").Share.Partition.ReadCommitted)
+	assert.False(t, s.Snapshot().Group("h").Share.Partition.ReadCommitted)
+}

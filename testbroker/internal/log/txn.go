@@ -304,3 +304,20 @@ func isMarker(b []byte) bool {
 func (t *txnState) reset() {
 	t.open, t.aborted, t.unreplicated = t.open[:0], t.aborted[:0], t.unreplicated[:0]
 }
+
+// IsTransactional reports whether the batch belongs to a transaction (attribute bit 0x10), as
+// control batches do.
+func (h BatchHeader) IsTransactional() bool { return h.Attributes&attrTransactional != 0 }
+
+// IsControl reports whether the batch is a control batch (attribute bit 0x20).
+func (h BatchHeader) IsControl() bool { return h.Attributes&attrControl != 0 }
+
+// IsAbortMarker reports whether b, a whole stored batch, is a control batch whose first record
+// is an ABORT marker.
+func IsAbortMarker(b []byte) bool {
+	if len(b) < HeaderSize || !parseHeader(b).IsControl() {
+		return false
+	}
+	commit, _, ok := readMarker(b)
+	return ok && !commit
+}

@@ -30,6 +30,9 @@ type PartitionState struct {
 	LogStartOffset  int64
 	LogEndOffset    int64
 	HighWatermark   int64
+	// LastStableOffset is the last stable offset of the same replica: read_committed consumers
+	// read below it.
+	LastStableOffset int64
 	// ReplicaStates has one entry per replica, in Replicas order.
 	ReplicaStates []ReplicaState
 }
@@ -95,6 +98,7 @@ func (c *Cluster) partitionState(p *replica.Partition) PartitionState {
 		main = ps.ReplicaStates[i]
 	}
 	ps.LogStartOffset, ps.LogEndOffset, ps.HighWatermark = main.LogStartOffset, main.LogEndOffset, main.HighWatermark
+	ps.LastStableOffset = st.Log(main.Broker).LastStableOffset()
 	return ps
 }
 

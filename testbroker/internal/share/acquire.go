@@ -31,7 +31,8 @@ const (
 //
 //   - It starts at the first AVAILABLE record (released, or whose lock expired), else after
 //     the SPEO, and reads the log from there as a fetch would: whole batches below the high
-//     watermark, at least one, within maxBytes. Records are acquired only among those.
+//     watermark, or below the last stable offset for a read_committed group (ReadCommitted),
+//     at least one, within maxBytes. Records are acquired only among those.
 //   - The cached batches met are re-acquired first, then new records are added up to the end
 //     of what was read.
 //   - At most min(maxRecords, MaxRecordLocks - in-flight records) records are acquired, where
@@ -47,7 +48,10 @@ const (
 //     log batch boundary once it holds batchSize records or more; zero or less means no cut.
 //
 // Each acquired record gets delivery count + 1, state ACQUIRED and owner member; each range
-// gets one lock timer of LockDuration. maxRecords or maxBytes of zero or less acquire nothing.
+// gets one lock timer of LockDuration. A read_committed group then archives the acquired
+// records of aborted transactions and leaves them out of the ranges (archiveAborted). Control
+// records (transaction markers) are acquired as any record, as Kafka acquires them: the
+// client delivers none of them and acknowledges their offsets as gaps. maxRecords or maxBytes of zero or less acquire nothing.
 //
 // An SPSO outside the log while nothing is tracked (AlterShareGroupOffsets set it below the log
 // start offset or past the log end offset) first moves to the log start offset, as Kafka's
@@ -65,21 +69,24 @@ func (p *Partition) Acquire(dst [][]byte, member string, maxRecords, batchSize, 
 		p.mu.Unlock()
 		return nil, dst, nil
 	}
-	hwm := p.log.HighWatermark()
+	limit := p.log.HighWatermark()
+	if s.ReadCommitted {
+		limit = p.log.LastStableOffset()
+	}
 	fetch := p.nextFetchOffset()
 	if !p.cached() {
 		if ls := p.log.LogStartOffset(); fetch < ls || fetch > p.log.LogEndOffset() {
 			p.start, p.end, fetch = ls, ls, ls
 		}
 	}
-	if fetch >= hwm {
+	if fetch >= limit {
 		p.mu.Unlock()
 		return nil, dst, nil
 	}
 	// Nothing past the SPEO plus maxRecords can be acquired (rounded up to a batch end): the
 	// batches after it are not listed, which changes nothing but the cost of a deep backlog.
 	upTo := max(p.end, fetch-1) + int64(maxRecords)
-	ext, err := p.log.AppendExtents(p.ext[:0], fetch, maxBytes, hwm, upTo)
+	ext, err := p.log.AppendExtents(p.ext[:0], fetch, maxBytes, limit, upTo)
 	p.ext = ext[:0]
 	if err != nil || len(ext) == 0 {
 		p.mu.Unlock()
@@ -96,6 +103,9 @@ func (p *Partition) Acquire(dst [][]byte, member string, maxRecords, batchSize, 
 		throttleAt: max(2, (s.DeliveryCountLimit+1)/2),
 	}
 	a.run(fetch, int64(maxRecords), int64(batchSize), int64(s.MaxRecordLocks))
+	if s.ReadCommitted {
+		a.archiveAborted(fetch)
+	}
 	w := p.takeWakeLocked(a.freed)
 	if len(a.out) > 0 {
 		first, last := a.out[0].FirstOffset, a.out[len(a.out)-1].LastOffset

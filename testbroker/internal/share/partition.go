@@ -53,6 +53,9 @@ type Settings struct {
 	// AutoOffsetReset is share.auto.offset.reset: "latest", "earliest" or
 	// "by_duration:<ISO-8601 duration>". It is read once, when the partition is created.
 	AutoOffsetReset string
+	// ReadCommitted is share.isolation.level read_committed: acquisitions stop at the last
+	// stable offset and archive the records of aborted transactions.
+	ReadCommitted bool
 }
 
 // AcquiredRange is a run of offsets acquired by one Acquire, all with the same delivery count:
