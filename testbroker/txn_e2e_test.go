@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/kshare/kshare/shareconsumer"
 	"github.com/kshare/kshare/testbroker"
 )
 
@@ -371,4 +372,71 @@ func TestTxnGroupTransactSession(t *testing.T) {
 			assert.Len(t, consumeAll(t, c, kgo.ReadCommitted(), 10), 10)
 		})
 	}
+}
+
+// TestTxnReadCommittedShareGroups: share groups with share.isolation.level=read_committed never
+// deliver the records of aborted transactions, nor those of a transaction still open, to kshare's
+// share consumer or to franz-go's; a read_uncommitted group gets them all.
+func TestTxnReadCommittedShareGroups(t *testing.T) {
+	t.Parallel()
+	c := e2eStart(t, 1)
+	for _, g := range []string{"kshare", "franz", "uncommitted"} {
+		level := "read_committed"
+		if g == "uncommitted" {
+			level = "read_uncommitted"
+		}
+		e2eSetGroupConfigs(t, c, g, "share.auto.offset.reset", "earliest", "share.isolation.level", level)
+	}
+	cl := txnClient(t, c, "tx")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	txnTo0 := func(commit bool, values ...string) {
+		require.NoError(t, cl.BeginTransaction())
+		for _, v := range values {
+			require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte(v)}).FirstErr())
+		}
+		require.NoError(t, cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)))
+	}
+	txnTo0(true, "c1", "c2")
+	txnTo0(false, "a1", "a2")
+	txnTo0(true, "c3")
+	require.NoError(t, cl.BeginTransaction())
+	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("open")}).FirstErr())
+
+	values := func(rs []*kgo.Record) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, string(r.Value))
+		}
+		return out
+	}
+	franz := e2eJoin(t, c, "franz", "t", "franz")
+	got := values(franz.pollUntilValue(t, "c3", kgo.AckAccept))
+	got = append(got, values(franz.poll(t, 500*time.Millisecond))...)
+	assert.Equal(t, []string{"c1", "c2", "c3"}, got, "franz-go's share consumer")
+
+	kc, err := shareconsumer.New(shareconsumer.ClientOpts(kgo.SeedBrokers(c.Addrs()...), kgo.FetchMaxWait(100*time.Millisecond)),
+		shareconsumer.Group("kshare"), shareconsumer.Topics("t"))
+	require.NoError(t, err)
+	defer kc.Close(context.Background())
+	got = nil
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && !slices.Contains(got, "c3") {
+		pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		rs, _ := kc.Poll(pctx)
+		pcancel()
+		for _, r := range rs {
+			got = append(got, string(r.Value))
+		}
+	}
+	pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	rs, _ := kc.Poll(pctx)
+	pcancel()
+	for _, r := range rs {
+		got = append(got, string(r.Value))
+	}
+	assert.Equal(t, []string{"c1", "c2", "c3"}, got, "kshare's share consumer")
+
+	all := values(e2eJoin(t, c, "uncommitted", "t", "uncommitted").pollUntilValue(t, "open", kgo.AckAccept))
+	assert.Equal(t, []string{"c1", "c2", "a1", "a2", "c3", "open"}, all, "read_uncommitted gets every record")
 }
