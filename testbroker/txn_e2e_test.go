@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"testing"
 	"time"
@@ -94,9 +95,22 @@ func txnCoordinatorAddr(t *testing.T, c *testbroker.Cluster, id string) string {
 	t.Helper()
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.Version, req.CoordinatorType, req.CoordinatorKeys = 4, 1, []string{id}
-	resp := roundTrip[*kmsg.FindCoordinatorResponse](t, c.Addrs()[0], req)
+	resp := roundTrip[*kmsg.FindCoordinatorResponse](t, runningAddr(t, c), req)
 	require.Zero(t, resp.Coordinators[0].ErrorCode)
 	return c.Addrs()[resp.Coordinators[0].NodeID]
+}
+
+// runningAddr returns the address of a broker that accepts connections.
+func runningAddr(t *testing.T, c *testbroker.Cluster) string {
+	t.Helper()
+	for _, a := range c.Addrs() {
+		if nc, err := net.Dial("tcp", a); err == nil {
+			nc.Close()
+			return a
+		}
+	}
+	t.Fatal("no broker runs")
+	return ""
 }
 
 // TestTxnCommitAndAbort: committed transactions are read by read_committed consumers, aborted

@@ -1,6 +1,7 @@
 package testbroker_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -111,12 +112,16 @@ func TestTxnProduceVerification(t *testing.T) {
 	batch := func(pid int64) []byte {
 		return recordBatch(batchSpec{producerID: pid, producerEpoch: r.epoch, attributes: 0x10, values: []string{"v"}})
 	}
-	produce := func(version int16, pid int64) int16 {
+	produceResp := func(version int16, pid int64) kmsg.ProduceResponseTopicPartition {
 		req := produceRequest("t", 0, batch(pid))
 		req.Version, req.TransactionID = version, &r.id
-		return request[*kmsg.ProduceResponse](t, dialRaw(t, c.Addrs()[0]), req).Topics[0].Partitions[0].ErrorCode
+		return request[*kmsg.ProduceResponse](t, dialRaw(t, c.Addrs()[0]), req).Topics[0].Partitions[0]
 	}
-	assert.Equal(t, kerr.InvalidTxnState.Code, produce(10, r.pid))
+	produce := func(version int16, pid int64) int16 { return produceResp(version, pid).ErrorCode }
+	old := produceResp(10, r.pid)
+	assert.Equal(t, kerr.InvalidTxnState.Code, old.ErrorCode)
+	require.NotNil(t, old.ErrorMessage)
+	assert.Equal(t, "Partition was not added to the transaction", *old.ErrorMessage)
 	assert.Equal(t, kerr.TransactionAbortable.Code, produce(11, r.pid))
 	assert.Equal(t, kerr.InvalidProducerIDMapping.Code, produce(11, r.pid+100))
 	assert.Equal(t, "Empty", describeTxn(t, c, "tx").State)
@@ -215,4 +220,46 @@ func TestTxnVersionFeature(t *testing.T) {
 		}
 		assert.True(t, found, "%s advertised", k.Name())
 	}
+}
+
+// TestTxnMarkerWaitsForLeader: a commit whose partition has no running leader is answered at
+// once and stays PrepareCommit, the records unstable; the marker is written when the leader's
+// broker starts again. The coordinator's state survives the restart of its own broker: another
+// broker coordinates the id and has it.
+func TestTxnMarkerWaitsForLeader(t *testing.T) {
+	t.Parallel()
+	c := testbroker.StartT(t, testbroker.NumBrokers(3), testbroker.Topic("t", 1))
+	p, _ := c.Partition("t", 0)
+	id := ""
+	for i := 0; id == ""; i++ {
+		if cand := fmt.Sprint("tx", i); txnCoordinatorAddr(t, c, cand) != c.Addrs()[p.Leader] {
+			id = cand
+		}
+	}
+	r := newRawTxn(t, c, id, false)
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch = 3, id, r.pid, r.epoch
+	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+	require.Zero(t, request[*kmsg.AddPartitionsToTxnResponse](t, r.txnc, add).Topics[0].Partitions[0].ErrorCode)
+	require.Zero(t, produceOne(t, dialRaw(t, c.Addrs()[p.Leader]), "t", 0, txnBatch(r.pid, 0, "v")).ErrorCode)
+
+	require.NoError(t, c.StopBroker(p.Leader))
+	r.end(true)
+	assert.Equal(t, "PrepareCommit", describeTxn(t, c, id).State, "the marker waits for a leader")
+
+	require.NoError(t, c.StartBroker(p.Leader))
+	assert.Equal(t, "CompleteCommit", describeTxn(t, c, id).State)
+	after, _ := c.Partition("t", 0)
+	assert.Equal(t, int64(2), after.LastStableOffset, "the record and its marker are stable")
+
+	coord := txnCoordinatorAddr(t, c, id)
+	for i, a := range c.Addrs() {
+		if a == coord {
+			require.NoError(t, c.StopBroker(int32(i)))
+		}
+	}
+	require.NotEqual(t, coord, txnCoordinatorAddr(t, c, id), "another broker coordinates the id")
+	d := describeTxn(t, c, id)
+	assert.Equal(t, "CompleteCommit", d.State)
+	assert.Equal(t, r.pid, d.ProducerID)
 }

@@ -53,18 +53,23 @@ func (c *Cluster) writeTxnMarker(tp txn.TopicPartition, producerID int64, produc
 const txnCoordinatorEpoch = 0
 
 // txnVerifyError is the error a produce or TxnOffsetCommit gets when the transaction check
-// fails, as Kafka's AddPartitionsToTxnManager converts them for clients: PRODUCER_FENCED is
-// INVALID_PRODUCER_EPOCH, a partition not in the transaction INVALID_TXN_STATE for versions
-// that predate TRANSACTION_ABORTABLE, and a coordinator busy ending the transaction
-// NOT_ENOUGH_REPLICAS, a code every client retries.
+// fails, converted for clients as Kafka's AddPartitionsToTxnManager and ReplicaManager do:
+// PRODUCER_FENCED is INVALID_PRODUCER_EPOCH; a partition not in the transaction is
+// TRANSACTION_ABORTABLE for versions that know it and INVALID_TXN_STATE ("Partition was not
+// added to the transaction") before; a coordinator busy ending the transaction is
+// NOT_ENOUGH_REPLICAS, which every client retries without refreshing its metadata.
 func txnVerifyError(err error, abortableSupported bool) error {
 	switch {
+	case err == nil:
+		return nil
 	case errors.Is(err, kerr.ProducerFenced):
 		return kerr.InvalidProducerEpoch
-	case errors.Is(err, kerr.TransactionAbortable) && !abortableSupported:
-		return kerr.InvalidTxnState
+	case errors.Is(err, kerr.TransactionAbortable) && abortableSupported:
+		return err
+	case errors.Is(err, kerr.TransactionAbortable), errors.Is(err, kerr.InvalidTxnState):
+		return errorf(kerr.InvalidTxnState, "Partition was not added to the transaction")
 	case errors.Is(err, kerr.ConcurrentTransactions):
-		return kerr.NotEnoughReplicas
+		return errorf(kerr.NotEnoughReplicas, "Unable to verify the partition has been added to the transaction. Underlying error: CONCURRENT_TRANSACTIONS")
 	}
 	return err
 }
