@@ -263,3 +263,36 @@ func TestTxnMarkerWaitsForLeader(t *testing.T) {
 	assert.Equal(t, "CompleteCommit", d.State)
 	assert.Equal(t, r.pid, d.ProducerID)
 }
+
+// TestTxnDescribeProducers: the partition leader lists its producers with the start of their
+// ongoing transaction; other brokers answer NOT_LEADER_OR_FOLLOWER.
+func TestTxnDescribeProducers(t *testing.T) {
+	t.Parallel()
+	c := testbroker.StartT(t, testbroker.NumBrokers(2), testbroker.Topic("t", 1))
+	p, _ := c.Partition("t", 0)
+	r := newRawTxn(t, c, "tx", true)
+	leader := dialRaw(t, c.Addrs()[p.Leader])
+	req := produceRequest("t", 0, txnBatch(r.pid, 0, "a", "b"))
+	req.Version, req.TransactionID = 12, &r.id
+	require.Zero(t, request[*kmsg.ProduceResponse](t, leader, req).Topics[0].Partitions[0].ErrorCode)
+
+	describe := func(addr string) kmsg.DescribeProducersResponseTopicPartition {
+		req := kmsg.NewPtrDescribeProducersRequest()
+		req.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+		return roundTrip[*kmsg.DescribeProducersResponse](t, addr, req).Topics[0].Partitions[0]
+	}
+	got := describe(c.Addrs()[p.Leader])
+	require.Zero(t, got.ErrorCode)
+	require.Len(t, got.ActiveProducers, 1)
+	ap := got.ActiveProducers[0]
+	assert.Equal(t, r.pid, ap.ProducerID)
+	assert.Equal(t, int32(1), ap.LastSequence)
+	assert.Equal(t, int64(0), ap.CurrentTxnStartOffset)
+	assert.Equal(t, int32(-1), ap.CoordinatorEpoch)
+
+	r.end(true)
+	ap = describe(c.Addrs()[p.Leader]).ActiveProducers[0]
+	assert.Equal(t, int64(-1), ap.CurrentTxnStartOffset, "the commit marker ended it")
+	assert.Equal(t, int32(1), ap.ProducerEpoch, "TV2: the marker carries the bumped epoch")
+	assert.Equal(t, kerr.NotLeaderForPartition.Code, describe(c.Addrs()[1-p.Leader]).ErrorCode)
+}
