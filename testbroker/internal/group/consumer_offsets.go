@@ -9,13 +9,10 @@ import "github.com/twmb/franz-go/pkg/kerr"
 // UNSUPPORTED_VERSION "OffsetCommit version 9 or above must be used by members using the
 // modern group protocol" (every member here uses the consumer protocol), and the epoch must be
 // the member's (STALE_MEMBER_EPOCH "The received member epoch <e> does not match the expected
-// member epoch <m>."). A transactional commit (TxnOffsetCommit) without member fields is
-// accepted, and any version of it may come from a member.
+// member epoch <m>."). A transactional commit (TxnOffsetCommit) may come from a member at any
+// version.
 func (g *consumerGroup) validateOffsetCommit(m OffsetCommitMember) error {
 	if m.GenerationIDOrMemberEpoch < 0 && len(g.members) == 0 {
-		return nil
-	}
-	if m.Transactional && m.GenerationIDOrMemberEpoch < 0 && m.MemberID == "" && m.GroupInstanceID == nil {
 		return nil
 	}
 	member, err := g.offsetMember(m.MemberID)

@@ -55,9 +55,9 @@ func TestTxnOffsetCommitMemberChecks(t *testing.T) {
 	f.topics.set("t", 1, 1)
 	_, err := f.c.ConsumerHeartbeat(join("m1", "t"))
 	require.NoError(t, err)
-	assert.NoError(t, txnCommit(f.c, 1, "g", OffsetCommitMember{GenerationIDOrMemberEpoch: -1}, 0, 1), "no member fields")
+	assert.ErrorIs(t, txnCommit(f.c, 1, "g", OffsetCommitMember{GenerationIDOrMemberEpoch: -1}, 0, 1), kerr.UnknownMemberID, "no member fields in a group with members")
 	assert.NoError(t, txnCommit(f.c, 1, "g", OffsetCommitMember{MemberID: "m1", GenerationIDOrMemberEpoch: 1, Version: 3}, 0, 1), "any version")
-	assert.ErrorIs(t, txnCommit(f.c, 1, "g", OffsetCommitMember{MemberID: "m1", GenerationIDOrMemberEpoch: 2, Version: 4}, 0, 1), kerr.StaleMemberEpoch)
+	assert.ErrorIs(t, txnCommit(f.c, 1, "g", OffsetCommitMember{MemberID: "m1", GenerationIDOrMemberEpoch: 2, Version: 4}, 0, 1), kerr.IllegalGeneration, "a stale epoch")
 	assert.ErrorIs(t, txnCommit(f.c, 1, "g", OffsetCommitMember{MemberID: "x", GenerationIDOrMemberEpoch: 1, Version: 4}, 0, 1), kerr.UnknownMemberID)
 	assert.ErrorIs(t, txnCommit(f.c, 1, "missing", OffsetCommitMember{MemberID: "x", GenerationIDOrMemberEpoch: 1, Version: 4}, 0, 1), kerr.IllegalGeneration)
 }
