@@ -42,6 +42,9 @@ func (b *Broker) handleInitProducerID(_ *conn, req *kmsg.InitProducerIDRequest) 
 		resp.ErrorCode = kerr.InvalidRequest.Code
 	case req.TransactionalID != nil && *req.TransactionalID == "":
 		resp.ErrorCode = kerr.InvalidRequest.Code
+	case req.TransactionalID != nil && !c.txns.ValidTimeout(req.TransactionTimeoutMillis):
+		// Checked before the coordinator, as Kafka's TransactionCoordinator does.
+		resp.ErrorCode = kerr.InvalidTransactionTimeout.Code
 	case req.TransactionalID != nil && c.txnCoordinatorFor(*req.TransactionalID) != b.id:
 		resp.ErrorCode = kerr.NotCoordinator.Code
 	case req.TransactionalID != nil:

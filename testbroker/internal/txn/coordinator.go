@@ -142,10 +142,10 @@ type ProducerIDAndEpoch struct {
 // the same epoch again. A timeout not in 1..transaction.max.timeout.ms is
 // INVALID_TRANSACTION_TIMEOUT.
 func (c *Coordinator) InitProducerID(id string, timeoutMs int32, expected *ProducerIDAndEpoch) (int64, int16, error) {
-	timeout := time.Duration(timeoutMs) * time.Millisecond
-	if timeoutMs <= 0 || timeout > c.cfg.Settings().MaxTimeout {
+	if !c.ValidTimeout(timeoutMs) {
 		return noProducerID, noEpoch, kerr.InvalidTransactionTimeout
 	}
+	timeout := time.Duration(timeoutMs) * time.Millisecond
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.cfg.Clock.Now()
@@ -187,6 +187,11 @@ func (c *Coordinator) InitProducerID(id string, timeoutMs int32, expected *Produ
 	m.state, m.timeout, m.start, m.lastUpdate = Empty, timeout, time.Time{}, now
 	m.partitions, m.groups = nil, nil
 	return m.producerID, m.epoch, nil
+}
+
+// ValidTimeout reports whether a transaction.timeout.ms is in 1..transaction.max.timeout.ms.
+func (c *Coordinator) ValidTimeout(timeoutMs int32) bool {
+	return timeoutMs > 0 && time.Duration(timeoutMs)*time.Millisecond <= c.cfg.Settings().MaxTimeout
 }
 
 // fenceAndAbortLocked aborts m's ongoing transaction with the producer epoch bumped, so that the
