@@ -110,6 +110,9 @@ func (c *Coordinator) armLocked() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.timer = nil
+		if c.closed {
+			return
+		}
 		c.abortTimedOutLocked()
 		c.armLocked()
 	})

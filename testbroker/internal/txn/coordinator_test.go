@@ -298,3 +298,25 @@ func TestList(t *testing.T) {
 	_, _, err = c.List(ListFilter{MinDurationMs: -1, IDPattern: &bad})
 	assert.ErrorIs(t, err, kerr.InvalidRequest)
 }
+
+// TestTimeoutCheckTimer: no timer runs while no transaction is Ongoing, checks fall at
+// multiples of the interval from the coordinator's start, and Close stops them.
+func TestTimeoutCheckTimer(t *testing.T) {
+	c, f := newTestCoordinator(t)
+	assert.Zero(t, f.clk.Pending(), "an idle coordinator has no timer")
+	pid, epoch, _ := c.InitProducerID("a", 1000, nil)
+	f.clk.Advance(3 * time.Second)
+	require.NoError(t, c.AddPartitions("a", pid, epoch, []TopicPartition{tp0}, V0))
+	next, ok := f.clk.NextDeadline()
+	require.True(t, ok)
+	assert.Equal(t, time.Unix(1010, 0), next, "the check at start+10s, not 10s after the add")
+	_, _, err := c.EndTxn("a", pid, epoch, true, V0)
+	require.NoError(t, err)
+	f.clk.Advance(10 * time.Second)
+	assert.Zero(t, f.clk.Pending(), "not re-armed once nothing is Ongoing")
+
+	require.NoError(t, c.AddPartitions("a", pid, epoch, []TopicPartition{tp0}, V0))
+	c.Close()
+	f.clk.Advance(time.Minute)
+	assert.Equal(t, Ongoing, state(t, c, "a").State, "no check after Close")
+}
