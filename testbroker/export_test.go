@@ -7,5 +7,5 @@ func WithoutReplicaFetchers() Opt { return opt(func(c *cfg) { c.noReplicaFetcher
 // WriteTxnMarker writes a transaction marker into a partition's leader log, as the transaction
 // coordinator does when a transaction ends, for tests of the log side of transactions.
 func (c *Cluster) WriteTxnMarker(topic string, partition int32, producerID int64, producerEpoch int16, commit bool) (int64, error) {
-	return c.s.WriteTxnMarker(topic, partition, producerID, producerEpoch, commit, 0)
+	return c.s.WriteTxnMarker(topic, partition, producerID, producerEpoch, commit, 0, 1)
 }

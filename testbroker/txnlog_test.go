@@ -1,12 +1,14 @@
 package testbroker_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/testbroker"
@@ -255,4 +257,122 @@ func TestTransactionAcrossFailover(t *testing.T) {
 	}, 10*time.Second, time.Millisecond)
 	committed = onlyPartition(t, request[*kmsg.FetchResponse](t, rc, fetchAt(4, true)))
 	assert.Equal(t, []kmsg.FetchResponseTopicPartitionAbortedTransaction{{ProducerID: 7, FirstOffset: 4}}, committed.AbortedTransactions)
+}
+
+// TestFranzGoReadCommittedConsumer: franz-go's consumer reads a log holding committed, aborted
+// and ongoing transactions: read_committed gets the committed and plain records only, up to the
+// ongoing transaction, and read_uncommitted gets every data record.
+func TestFranzGoReadCommittedConsumer(t *testing.T) {
+	t.Parallel()
+	c := testbroker.StartT(t, testbroker.Topic("t", 1))
+	rc := dialRaw(t, c.Addrs()[0])
+	require.Zero(t, produceOne(t, rc, "t", 0, plainBatch("a")).ErrorCode)                          // 0
+	require.Zero(t, produceOne(t, rc, "t", 0, txnBatch(1, 0, "aborted-1", "aborted-2")).ErrorCode) // 1-2
+	require.Zero(t, produceOne(t, rc, "t", 0, txnBatch(2, 0, "committed")).ErrorCode)              // 3
+	_, err := c.WriteTxnMarker("t", 0, 1, 0, false)                                                // 4
+	require.NoError(t, err)
+	require.Zero(t, produceOne(t, rc, "t", 0, plainBatch("b")).ErrorCode) // 5
+	_, err = c.WriteTxnMarker("t", 0, 2, 0, true)                         // 6
+	require.NoError(t, err)
+	require.Zero(t, produceOne(t, rc, "t", 0, txnBatch(3, 0, "ongoing")).ErrorCode) // 7
+	require.Zero(t, produceOne(t, rc, "t", 0, plainBatch("c")).ErrorCode)           // 8
+
+	consume := func(isolation kgo.IsolationLevel, n int) []string {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.ConsumeTopics("t"),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(isolation))
+		require.NoError(t, err)
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		var got []string
+		for len(got) < n {
+			fs := cl.PollFetches(ctx)
+			require.NoError(t, ctx.Err(), "got %v", got)
+			fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+		}
+		return got
+	}
+	assert.Equal(t, []string{"a", "aborted-1", "aborted-2", "committed", "b", "ongoing", "c"}, consume(kgo.ReadUncommitted(), 7))
+	assert.Equal(t, []string{"a", "committed", "b"}, consume(kgo.ReadCommitted(), 3))
+
+	// The transaction ends in an abort: the read_committed consumer skips it and reads on.
+	_, err = c.WriteTxnMarker("t", 0, 3, 0, false) // 9
+	require.NoError(t, err)
+	require.Zero(t, produceOne(t, rc, "t", 0, plainBatch("d")).ErrorCode) // 10
+	assert.Equal(t, []string{"a", "committed", "b", "c", "d"}, consume(kgo.ReadCommitted(), 5))
+}
+
+// TestShareE2EReadCommitted: franz-go's share consumer in a read_committed share group gets the
+// committed and plain records only, in order, and never one of an aborted transaction.
+func TestShareE2EReadCommitted(t *testing.T) {
+	t.Parallel()
+	c := e2eStart(t, 1)
+	e2eSetGroupConfigs(t, c, "g", "share.isolation.level", "read_committed", "share.auto.offset.reset", "earliest")
+	rc := dialRaw(t, c.Addrs()[0])
+	require.Zero(t, produceOne(t, rc, "t", 0, plainBatch("a")).ErrorCode)                          // 0
+	require.Zero(t, produceOne(t, rc, "t", 0, txnBatch(1, 0, "aborted-1", "aborted-2")).ErrorCode) // 1-2
+	require.Zero(t, produceOne(t, rc, "t", 0, txnBatch(2, 0, "committed")).ErrorCode)              // 3
+	_, err := c.WriteTxnMarker("t", 0, 1, 0, false)                                                // 4
+	require.NoError(t, err)
+	require.Zero(t, produceOne(t, rc, "t", 0, plainBatch("b")).ErrorCode) // 5
+	_, err = c.WriteTxnMarker("t", 0, 2, 0, true)                         // 6
+	require.NoError(t, err)
+	require.Zero(t, produceOne(t, rc, "t", 0, txnBatch(3, 0, "ongoing")).ErrorCode) // 7
+	require.Zero(t, produceOne(t, rc, "t", 0, plainBatch("c")).ErrorCode)           // 8
+
+	m := e2eJoin(t, c, "g", "t", "m1")
+	values := func(rs []*kgo.Record) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, string(r.Value))
+		}
+		return out
+	}
+	assert.Equal(t, []string{"a", "committed", "b"}, values(m.pollUntilValue(t, "b", kgo.AckAccept)))
+	m.flush(t)
+	assert.Equal(t, int64(7), e2eStartOffset(t, c, "g", "t", 0),
+		"the aborted records are archived, the markers acknowledged as gaps: %v", c.ShareRecords("g", "t", 0))
+
+	_, err = c.WriteTxnMarker("t", 0, 3, 0, false) // 9
+	require.NoError(t, err)
+	require.Zero(t, produceOne(t, rc, "t", 0, plainBatch("d")).ErrorCode) // 10
+	assert.Equal(t, []string{"c", "d"}, values(m.pollUntilValue(t, "d", kgo.AckAccept)))
+	m.flush(t)
+	assert.Equal(t, int64(11), e2eStartOffset(t, c, "g", "t", 0), "%v", c.ShareRecords("g", "t", 0))
+}
+
+// TestShareFetchReadCommittedWokenByMarker: a long-polling ShareFetch of a read_committed group
+// parks while only an ongoing transaction follows its start offset; the commit marker answers it.
+// An abort marker answers it too, with the marker alone: the aborted record is archived.
+func TestShareFetchReadCommittedWokenByMarker(t *testing.T) {
+	t.Parallel()
+	st := startShareTest(t)
+	setGroupConfig(t, st.rc, "g", "share.isolation.level", "read_committed")
+	m := st.member(t, "m", 2)
+	m.open(t)
+
+	require.Zero(t, produceOne(t, st.rc, "t", 0, txnBatch(1, 0, "x")).ErrorCode) // 0
+	req := m.fetchReq()
+	req.MaxWaitMillis, req.MinBytes = 5000, 1
+	got := startShareFetch(t, m.rc, req)
+	require.True(t, st.clk.WaitPending(t.Context().Done(), 1), "the fetch parks")
+	_, err := st.c.WriteTxnMarker("t", 0, 1, 0, true) // 1
+	require.NoError(t, err)
+	resp := awaitShareFetch(t, got)
+	m.advance(req.ShareSessionEpoch, resp.ErrorCode)
+	assert.Equal(t, [][3]int64{{0, 1, 1}}, acquired(onlySharePartition(t, resp)))
+
+	require.Zero(t, produceOne(t, st.rc, "t", 0, txnBatch(2, 0, "y")).ErrorCode) // 2
+	req = m.fetchReq(fetchAck(0, 0, ackAccept), fetchAck(1, 1, ackGap))
+	req.MaxWaitMillis, req.MinBytes = 5000, 1
+	got = startShareFetch(t, m.rc, req)
+	require.True(t, st.clk.WaitPending(t.Context().Done(), 1), "the fetch parks")
+	_, err = st.c.WriteTxnMarker("t", 0, 2, 0, false) // 3
+	require.NoError(t, err)
+	resp = awaitShareFetch(t, got)
+	m.advance(req.ShareSessionEpoch, resp.ErrorCode)
+	assert.Equal(t, [][3]int64{{3, 3, 1}}, acquired(onlySharePartition(t, resp)), "only the abort marker")
+	start, _, ok := st.c.SharePartitionOffsets("g", "t", 0)
+	require.True(t, ok)
+	assert.Equal(t, int64(3), start, "past the acknowledged records and the archived one")
 }

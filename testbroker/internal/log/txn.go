@@ -1,6 +1,7 @@
 package log
 
 import (
+	"cmp"
 	"encoding/binary"
 	"hash/crc32"
 	"slices"
@@ -35,7 +36,7 @@ type openTxn struct {
 	first int64
 }
 
-// doneTxn is a completed transaction whose marker, at last, is not below the high watermark
+// doneTxn is a completed transaction whose marker (at last) is not below the high watermark
 // yet: until it is, the transaction still holds the last stable offset back, as Kafka's
 // ProducerStateManager keeps it among its unreplicated transactions.
 type doneTxn struct {
@@ -59,13 +60,25 @@ type abortedEntry struct {
 // Kafka's checks for markers (ProducerAppendInfo.appendEndTxnMarker) apply: an epoch older than
 // the producer's latest fails with kerr.InvalidProducerEpoch, and a coordinator epoch older than
 // the one of the producer's previous marker with kerr.TransactionCoordinatorFenced; a refused
-// marker changes nothing. A marker for a producer without an ongoing transaction here is
-// appended all the same, as Kafka appends it, and changes no transaction. A marker in a newer
-// epoch makes that epoch the producer's, so its next batch must start at sequence 0.
+// marker changes nothing. These are the checks of a marker of transaction version 0 or 1;
+// AppendTxnMarkerVersion applies those of version 2. A marker for a producer without an
+// ongoing transaction here is appended all the same, as Kafka appends it, and changes no
+// transaction. A marker in a newer epoch makes that epoch the producer's, so its next batch
+// must start at sequence 0.
 //
 // Ending a transaction moves the last stable offset; an aborted one enters the aborted
 // transaction index that AbortedTransactions reads. The marker wakes the Notify channel.
 func (p *Partition) AppendTxnMarker(producerID int64, producerEpoch int16, commit bool, coordinatorEpoch int32) (int64, error) {
+	return p.AppendTxnMarkerVersion(producerID, producerEpoch, commit, coordinatorEpoch, 1)
+}
+
+// AppendTxnMarkerVersion is AppendTxnMarker for a transaction of transactionVersion, the
+// TransactionVersion of a WriteTxnMarkers request. From version 2 (KIP-890) the coordinator
+// bumps the producer's epoch before it writes the markers, so a marker whose epoch is not
+// above the producer's latest is a late or repeated one and fails with
+// kerr.InvalidProducerEpoch, as Kafka's check of KIP-1228; before version 2 only an older
+// epoch does. Followers replicate markers without the check.
+func (p *Partition) AppendTxnMarkerVersion(producerID int64, producerEpoch int16, commit bool, coordinatorEpoch int32, transactionVersion int16) (int64, error) {
 	clk := p.txns.now
 	if clk == nil {
 		clk = time.Now
@@ -75,8 +88,12 @@ func (p *Partition) AppendTxnMarker(producerID int64, producerEpoch int16, commi
 	defer p.mu.Unlock()
 	ps := p.producers[producerID]
 	if ps != nil {
-		if producerEpoch < ps.epoch {
-			return -1, errorf(kerr.InvalidProducerEpoch, "the marker of producer %d has epoch %d, older than the partition's epoch %d for it", producerID, producerEpoch, ps.epoch)
+		if producerEpoch < ps.epoch || transactionVersion >= 2 && producerEpoch == ps.epoch {
+			rel := "<"
+			if transactionVersion >= 2 {
+				rel = "<="
+			}
+			return -1, errorf(kerr.InvalidProducerEpoch, "epoch of producer %d at offset %d is %d, which is %s the last seen epoch %d (TV%d)", producerID, p.leo, producerEpoch, rel, ps.epoch, transactionVersion)
 		}
 		if coordinatorEpoch < ps.coordEpoch {
 			return -1, errorf(kerr.TransactionCoordinatorFenced, "invalid coordinator epoch for producer %d: %d (zombie), %d (current)", producerID, coordinatorEpoch, ps.coordEpoch)
@@ -127,7 +144,7 @@ func (p *Partition) AbortedTransactions(from, to int64) []AbortedTxn {
 	var out []AbortedTxn
 	// Markers are appended in offset order, so the entries are sorted by last.
 	i, _ := slices.BinarySearchFunc(p.txns.aborted, from, func(e abortedEntry, from int64) int {
-		return cmpInt64(e.last, from)
+		return cmp.Compare(e.last, from)
 	})
 	for _, e := range p.txns.aborted[i:] {
 		if e.first < to {
@@ -140,16 +157,6 @@ func (p *Partition) AbortedTransactions(from, to int64) []AbortedTxn {
 		}
 	}
 	return out
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // OngoingTxn returns the first offset of producerID's ongoing transaction on this partition, if

@@ -311,3 +311,31 @@ func TestLastStableOffsetWaitsForMarkerReplication(t *testing.T) {
 	follower.SetHighWatermark(4)
 	assert.Equal(t, int64(4), follower.LastStableOffset())
 }
+
+func TestTxnMarkerVersion2Epochs(t *testing.T) {
+	// Transactions v2 bump the producer's epoch before the markers: a marker not above the
+	// producer's epoch is a late one (KIP-1228). Version 1 accepts the same epoch.
+	p := NewPartition(Config{})
+	appendAll(t, p, txn(1, 3, 0, 1))
+	_, err := p.AppendTxnMarkerVersion(1, 3, true, 0, 2)
+	requireCode(t, kerr.InvalidProducerEpoch, err)
+	assert.Equal(t, "epoch of producer 1 at offset 1 is 3, which is <= the last seen epoch 3 (TV2)", err.Error())
+	_, ok := p.OngoingTxn(1)
+	assert.True(t, ok)
+	off, err := p.AppendTxnMarkerVersion(1, 4, true, 0, 2)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), off)
+	_, err = p.AppendTxnMarkerVersion(1, 4, true, 0, 2)
+	requireCode(t, kerr.InvalidProducerEpoch, err) // a repeated marker
+	_, err = p.AppendTxnMarkerVersion(1, 4, true, 0, 1)
+	require.NoError(t, err, "version 1 accepts the producer's epoch")
+
+	// A follower takes the leader's markers without the check.
+	p.SetHighWatermark(p.LogEndOffset())
+	records, err := p.AppendRecords(nil, 0, 1<<20, p.LogEndOffset())
+	require.NoError(t, err)
+	follower := NewPartition(Config{})
+	_, err = follower.AppendReplicated(records)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), follower.LogEndOffset())
+}

@@ -8,9 +8,10 @@ import (
 // as of State st, as Kafka's WriteTxnMarkers does with acks=all: it refuses with
 // NOT_LEADER_OR_FOLLOWER when the leader changed since st and with NOT_ENOUGH_REPLICAS when the
 // ISR is smaller than minISR, appending nothing; otherwise it returns the marker's offset, or the
-// log's refusal (log.Partition.AppendTxnMarker). The high watermark moves as after a produce;
-// a caller that must know the marker replicated waits with WaitReplicated for offset+1.
-func (p *Partition) AppendTxnMarkerAsLeader(st *State, producerID int64, producerEpoch int16, commit bool, coordinatorEpoch int32, minISR int) (int64, error) {
+// log's refusal (log.Partition.AppendTxnMarkerVersion, for transactionVersion). The high
+// watermark moves as after a produce; a caller that must know the marker replicated waits with
+// WaitReplicated for offset+1.
+func (p *Partition) AppendTxnMarkerAsLeader(st *State, producerID int64, producerEpoch int16, commit bool, coordinatorEpoch int32, transactionVersion int16, minISR int) (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	cur := p.state.Load()
@@ -20,7 +21,7 @@ func (p *Partition) AppendTxnMarkerAsLeader(st *State, producerID int64, produce
 	if len(cur.ISR) < effectiveMinISR(cur, minISR) {
 		return -1, kerr.NotEnoughReplicas
 	}
-	off, err := cur.LeaderLog().AppendTxnMarker(producerID, producerEpoch, commit, coordinatorEpoch)
+	off, err := cur.LeaderLog().AppendTxnMarkerVersion(producerID, producerEpoch, commit, coordinatorEpoch, transactionVersion)
 	if err != nil {
 		return -1, err
 	}

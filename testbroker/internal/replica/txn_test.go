@@ -59,7 +59,7 @@ func TestLeaderMoveInTransaction(t *testing.T) {
 
 	old, next, err := p.MoveLeader(1)
 	require.NoError(t, err)
-	_, err = p.AppendTxnMarkerAsLeader(old, 7, 0, true, 0, 1)
+	_, err = p.AppendTxnMarkerAsLeader(old, 7, 0, true, 0, 1, 1)
 	assert.ErrorIs(t, err, kerr.NotLeaderForPartition, "the old leader's marker")
 
 	res, err := p.AppendAsLeader(next, txnBatch(7, 0, 0, 2), clk.Now(), -1, 1)
@@ -69,7 +69,7 @@ func TestLeaderMoveInTransaction(t *testing.T) {
 	require.NoError(t, err, "the new leader accepts the producer's next sequence")
 	assert.Equal(t, int64(2), res.BaseOffset)
 
-	off, err := p.AppendTxnMarkerAsLeader(next, 7, 0, false, 0, 1)
+	off, err := p.AppendTxnMarkerAsLeader(next, 7, 0, false, 0, 1, 1)
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), off)
 	lg := next.LeaderLog()
@@ -89,7 +89,7 @@ func TestTxnMarkerNeedsMinISR(t *testing.T) {
 	p := m.NewPartition([16]byte{1}, "t", 0, []int32{0, 1}, log.Config{})
 	m.StopBroker(1)
 	require.Equal(t, []int32{0}, p.State().ISR)
-	_, err := p.AppendTxnMarkerAsLeader(p.State(), 7, 0, true, 0, 2)
+	_, err := p.AppendTxnMarkerAsLeader(p.State(), 7, 0, true, 0, 2, 2)
 	assert.ErrorIs(t, err, kerr.NotEnoughReplicas)
 	assert.Equal(t, int64(0), p.State().LeaderLog().LogEndOffset())
 }

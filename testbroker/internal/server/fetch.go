@@ -52,16 +52,16 @@ type fetchPart struct {
 //
 // Each partition gets its high watermark, last stable offset, log start offset, and the stored
 // batches from the one holding FetchOffset up to the high watermark (READ_UNCOMMITTED,
-// IsolationLevel 0) or the last stable offset (READ_COMMITTED, 1), within PartitionMaxBytes and what is left of the request's MaxBytes
-// (capped at 55 MiB, Kafka's fetch.max.bytes). The first partition with data gets at least one
-// whole batch whatever the limits, as with Kafka (KIP-74). A READ_COMMITTED fetch also gets
-// the aborted transactions its records overlap (log.Partition.AbortedTransactions, from
-// FetchOffset to the end of the records), an empty list when there are none; a
-// READ_UNCOMMITTED one gets null, as with Kafka. A FetchOffset outside the log is
-// OFFSET_OUT_OF_RANGE. A partition this broker does not lead is NOT_LEADER_OR_FOLLOWER, with
-// the leader in CurrentLeader and its address in Brokers from v16, as Kafka sends them; a
-// CurrentLeaderEpoch older or newer than the partition's is FENCED_LEADER_EPOCH or
-// UNKNOWN_LEADER_EPOCH. Failed partitions report -1 for every offset.
+// IsolationLevel 0) or the last stable offset (READ_COMMITTED, 1), within PartitionMaxBytes
+// and what is left of the request's MaxBytes (capped at 55 MiB, Kafka's fetch.max.bytes). The
+// first partition with data gets at least one whole batch whatever the limits, as with Kafka
+// (KIP-74). A READ_COMMITTED fetch also gets the aborted transactions its records overlap
+// (log.Partition.AbortedTransactions, from FetchOffset to the end of the records), an empty
+// list when there are none; a READ_UNCOMMITTED one gets null, as with Kafka. A FetchOffset
+// outside the log is OFFSET_OUT_OF_RANGE. A partition this broker does not lead is
+// NOT_LEADER_OR_FOLLOWER, with the leader in CurrentLeader and its address in Brokers from
+// v16, as Kafka sends them; a CurrentLeaderEpoch older or newer than the partition's is
+// FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH. Failed partitions report -1 for every offset.
 //
 // When the records found add up to less than MinBytes, MaxWaitMillis is positive and no
 // partition failed, the fetch waits (Kafka's DelayedFetch): every append (a transaction marker

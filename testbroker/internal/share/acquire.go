@@ -51,7 +51,8 @@ const (
 // gets one lock timer of LockDuration. A read_committed group then archives the acquired
 // records of aborted transactions and leaves them out of the ranges (archiveAborted). Control
 // records (transaction markers) are acquired as any record, as Kafka acquires them: the
-// client delivers none of them and acknowledges their offsets as gaps. maxRecords or maxBytes of zero or less acquire nothing.
+// client delivers none of them and acknowledges their offsets as gaps. maxRecords or maxBytes
+// of zero or less acquire nothing.
 //
 // An SPSO outside the log while nothing is tracked (AlterShareGroupOffsets set it below the log
 // start offset or past the log end offset) first moves to the log start offset, as Kafka's

@@ -1,6 +1,7 @@
 package share
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/kshare/kshare/testbroker/internal/log"
@@ -53,7 +54,7 @@ func (a *acquisition) archiveAborted(fetch int64) {
 // its ABORT marker, and its transactional batches meanwhile are aborted.
 func abortedBatches(ext []log.Extent, aborted []log.AbortedTxn) []span {
 	pending := slices.SortedFunc(slices.Values(aborted), func(x, y log.AbortedTxn) int {
-		return cmpOffset(x.FirstOffset, y.FirstOffset)
+		return cmp.Compare(x.FirstOffset, y.FirstOffset)
 	})
 	producers := make(map[int64]bool)
 	var out []span
@@ -74,16 +75,6 @@ func abortedBatches(ext []log.Extent, aborted []log.AbortedTxn) []span {
 		}
 	}
 	return out
-}
-
-func cmpOffset(x, y int64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
 }
 
 // archive makes the records [first, last], which this acquisition acquired, ARCHIVED, and
