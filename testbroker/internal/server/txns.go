@@ -36,12 +36,12 @@ func (c *Cluster) txnCoordinatorFor(id string) int32 {
 // writeTxnMarker writes a transaction's end marker to the partition's leader. In Kafka the
 // coordinator sends WriteTxnMarkers to the leaders; here it appends to the leader's log
 // directly (WriteTxnMarker, with WriteTxnMarkers' checks: the ISR must hold
-// min.insync.replicas). A marker that cannot be written (no leader, too small an ISR) stays
+// min.insync.replicas, and a TV2 marker must carry an epoch above the producer's, KIP-1228). A marker that cannot be written (no leader, too small an ISR) stays
 // pending until the coordinator retries: after every change of leader and at each timeout
 // check. A partition that no longer exists takes no marker, as Kafka drops markers for deleted
 // partitions.
-func (c *Cluster) writeTxnMarker(tp txn.TopicPartition, producerID int64, producerEpoch int16, commit bool) error {
-	_, err := c.WriteTxnMarker(tp.Topic, tp.Partition, producerID, producerEpoch, commit, txnCoordinatorEpoch)
+func (c *Cluster) writeTxnMarker(tp txn.TopicPartition, producerID int64, producerEpoch int16, commit bool, v txn.Version) error {
+	_, err := c.WriteTxnMarker(tp.Topic, tp.Partition, producerID, producerEpoch, commit, txnCoordinatorEpoch, int16(v))
 	if errors.Is(err, kerr.UnknownTopicOrPartition) {
 		return nil
 	}

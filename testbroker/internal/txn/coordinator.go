@@ -39,9 +39,9 @@ type Config struct {
 	Settings func() Settings
 	// NewProducerID returns a producer id no producer of the cluster has had.
 	NewProducerID func() int64
-	// WriteMarker appends the end marker of producerID's transaction to tp's leader. An error
-	// (no leader runs) leaves the marker pending until RetryMarkers.
-	WriteMarker func(tp TopicPartition, producerID int64, producerEpoch int16, commit bool) error
+	// WriteMarker appends the end marker of producerID's transaction, of transaction version v,
+	// to tp's leader. An error (no leader runs) leaves the marker pending until RetryMarkers.
+	WriteMarker func(tp TopicPartition, producerID int64, producerEpoch int16, commit bool, v Version) error
 	// EndGroupOffsets makes group's pending offsets of producerID's transaction committed
 	// (commit) or drops them.
 	EndGroupOffsets func(group string, producerID int64, commit bool)
@@ -408,7 +408,7 @@ func (c *Coordinator) writeMarkersLocked(m *txnMeta) {
 					c.cfg.EndGroupOffsets(g, m.producerID, commit)
 				}
 			}
-		} else if c.cfg.WriteMarker(tp, m.producerID, m.markerEpoch, commit) != nil {
+		} else if c.cfg.WriteMarker(tp, m.producerID, m.markerEpoch, commit, m.version) != nil {
 			continue
 		}
 		delete(m.pending, tp)

@@ -38,7 +38,7 @@ func newTestCoordinator(t *testing.T) (*Coordinator, *fakeCluster) {
 			f.nextPID++
 			return f.nextPID - 1
 		},
-		WriteMarker: func(tp TopicPartition, pid int64, epoch int16, commit bool) error {
+		WriteMarker: func(tp TopicPartition, pid int64, epoch int16, commit bool, _ Version) error {
 			if f.down[tp] {
 				return errors.New("no leader")
 			}
