@@ -2,7 +2,6 @@ package testbroker_test
 
 import (
 	"context"
-	"errors"
 	"net"
 	"strconv"
 	"testing"
@@ -442,7 +441,8 @@ func javaHash(s string) int32 {
 
 // TestFindCoordinator checks that a group's coordinator is the leader of the group's
 // __consumer_offsets partition (abs(hashCode) mod 50, led by broker p mod N), the same from
-// every broker and every version, and that transactions and malformed share keys are refused.
+// every broker and every version, that a transactional id's is placed the same way over
+// __transaction_state, and that malformed share keys are refused.
 func TestFindCoordinator(t *testing.T) {
 	t.Parallel()
 	c := testbroker.StartT(t, testbroker.NumBrokers(3))
@@ -475,10 +475,12 @@ func TestFindCoordinator(t *testing.T) {
 	}
 
 	txn := kmsg.NewPtrFindCoordinatorRequest()
-	txn.Version, txn.CoordinatorType, txn.CoordinatorKeys = 4, 1, []string{"txn-id"}
+	txn.Version, txn.CoordinatorType, txn.CoordinatorKeys = 4, 1, []string{"txn-id", "orders"}
 	rt := roundTrip[*kmsg.FindCoordinatorResponse](t, c.Addrs()[0], txn)
-	assert.Equal(t, kerr.InvalidRequest.Code, rt.Coordinators[0].ErrorCode)
-	assert.Equal(t, int32(-1), rt.Coordinators[0].NodeID)
+	for i, rc := range rt.Coordinators {
+		assert.Zero(t, rc.ErrorCode)
+		assert.Equal(t, want(txn.CoordinatorKeys[i]), rc.NodeID, "a transactional id's coordinator leads its __transaction_state partition")
+	}
 
 	share := kmsg.NewPtrFindCoordinatorRequest()
 	share.Version, share.CoordinatorType = 6, 2
@@ -493,25 +495,4 @@ func TestFindCoordinator(t *testing.T) {
 	share.Version = 5
 	rs = roundTrip[*kmsg.FindCoordinatorResponse](t, c.Addrs()[0], share)
 	assert.Equal(t, kerr.InvalidRequest.Code, rs.Coordinators[0].ErrorCode, "share keys need v6")
-}
-
-// TestTransactionalProducerFailsFast: the cluster has no transaction coordinator, and a
-// franz-go transactional producer learns it at once rather than retrying until its timeout.
-func TestTransactionalProducerFailsFast(t *testing.T) {
-	t.Parallel()
-	c := testbroker.StartT(t, testbroker.Topic("txn", 1))
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.TransactionalID("tx"))
-	require.NoError(t, err)
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	// franz-go initializes the producer id, which needs the transaction coordinator, when
-	// the transaction begins.
-	err = cl.BeginTransaction()
-	if err == nil {
-		err = cl.ProduceSync(ctx, &kgo.Record{Topic: "txn", Value: []byte("v")}).FirstErr()
-	}
-	require.Error(t, err)
-	assert.True(t, errors.Is(err, kerr.InvalidRequest), "got %v", err)
-	assert.NoError(t, ctx.Err(), "the producer gave up before the deadline")
 }

@@ -357,12 +357,12 @@ func TestInitProducerID(t *testing.T) {
 			r.TransactionalID = &empty
 			return r
 		}, kerr.InvalidRequest},
-		{"transactional id", func() *kmsg.InitProducerIDRequest {
+		{"transaction timeout above transaction.max.timeout.ms", func() *kmsg.InitProducerIDRequest {
 			r := newReq(4)
 			r.TransactionalID = &txn
-			r.TransactionTimeoutMillis = 60000
+			r.TransactionTimeoutMillis = 900001
 			return r
-		}, kerr.UnsupportedForMessageFormat},
+		}, kerr.InvalidTransactionTimeout},
 	}
 	for _, tc := range refusals {
 		t.Run(tc.name, func(t *testing.T) {

@@ -113,6 +113,8 @@ var brokerDefs = defsByName(
 	def("offsets.topic.replication.factor", typeShort, "1", atLeast(1)),
 	def("share.coordinator.state.topic.replication.factor", typeShort, "1", atLeast(1)),
 	def("transaction.state.log.replication.factor", typeShort, "1", atLeast(1)),
+	def("transaction.max.timeout.ms", typeInt, "900000", atLeast(1)),
+	def("transaction.abort.timed.out.transaction.cleanup.interval.ms", typeInt, "10000", atLeast(1)),
 	def("replica.lag.time.max.ms", typeLong, "30000", nil),
 	def("replica.fetch.wait.max.ms", typeInt, "500", nil),
 	def("replica.fetch.min.bytes", typeInt, "1", nil),

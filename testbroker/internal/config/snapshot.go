@@ -6,6 +6,7 @@ import (
 	"github.com/kshare/kshare/testbroker/internal/log"
 	"github.com/kshare/kshare/testbroker/internal/replica"
 	"github.com/kshare/kshare/testbroker/internal/share"
+	"github.com/kshare/kshare/testbroker/internal/txn"
 )
 
 // Snapshot is the typed view of the cluster-wide configs (per-broker dynamic configs aside) at
@@ -28,6 +29,8 @@ type Snapshot struct {
 	TxnStatePartitions int32
 	// InternalReplication are the replication factors of the internal topics.
 	InternalReplication InternalReplication
+	// Txn are the transaction coordinator's settings.
+	Txn txn.Settings
 	// MaxShareSessions is group.share.max.share.sessions, the share sessions a broker holds.
 	MaxShareSessions int
 	// OffsetsRetention is offsets.retention.minutes.
@@ -174,6 +177,10 @@ func (s *Store) publishLocked() {
 		Log: log.Config{
 			LogAppendTime:   s.topicValueLocked(nil, -1, "message.timestamp.type") == "LogAppendTime",
 			MaxMessageBytes: s.intLocked("message.max.bytes"),
+		},
+		Txn: txn.Settings{
+			MaxTimeout:    ms("transaction.max.timeout.ms"),
+			AbortInterval: ms("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
 		},
 		groups:   make(map[string]*Group, len(s.groups)),
 		defaults: s.groupLocked(nil),

@@ -9,7 +9,8 @@ import "github.com/twmb/franz-go/pkg/kerr"
 // UNSUPPORTED_VERSION "OffsetCommit version 9 or above must be used by members using the
 // modern group protocol" (every member here uses the consumer protocol), and the epoch must be
 // the member's (STALE_MEMBER_EPOCH "The received member epoch <e> does not match the expected
-// member epoch <m>.").
+// member epoch <m>."). A transactional commit (TxnOffsetCommit) may come from a member at any
+// version.
 func (g *consumerGroup) validateOffsetCommit(m OffsetCommitMember) error {
 	if m.GenerationIDOrMemberEpoch < 0 && len(g.members) == 0 {
 		return nil
@@ -18,7 +19,7 @@ func (g *consumerGroup) validateOffsetCommit(m OffsetCommitMember) error {
 	if err != nil {
 		return err
 	}
-	if m.Version < 9 {
+	if m.Version < 9 && !m.Transactional {
 		return errorf(kerr.UnsupportedVersion, "OffsetCommit version 9 or above must be used by members using the modern group protocol")
 	}
 	return checkOffsetEpoch(m.GenerationIDOrMemberEpoch, member.epoch)

@@ -59,6 +59,8 @@ type Group struct {
 	share *shareGroup
 	// offsets are the group's committed offsets; they outlive its members and a change of kind.
 	offsets offsetStore
+	// pendingTxn are offsets committed by transactions that have not ended, by producer id.
+	pendingTxn map[int64]*offsetStore
 	// consumer is kind as a consumer group, set for TypeConsumer.
 	consumer *consumerGroup
 }

@@ -18,6 +18,9 @@ type OffsetCommitMember struct {
 	GenerationIDOrMemberEpoch int32
 	// Version is the request's version (OffsetCommit v9+/OffsetFetch v9+ carry member epochs, KIP-848).
 	Version int16
+	// Transactional marks a TxnOffsetCommit, which Kafka checks more leniently: its member
+	// fields are optional (before v3 it has none) and it is not refused during a rebalance.
+	Transactional bool
 }
 
 // offsetMemberValidator is implemented by group kinds whose members commit or fetch offsets.
@@ -122,6 +125,12 @@ type TopicResults struct {
 func (c *Coordinator) CommitOffsets(req OffsetCommit) []TopicResults {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.commitOffsetsLocked(req, func(g *Group) *offsetStore { return &g.offsets })
+}
+
+// commitOffsetsLocked runs an OffsetCommit or TxnOffsetCommit, writing the offsets to the
+// store into of the group.
+func (c *Coordinator) commitOffsetsLocked(req OffsetCommit, into func(*Group) *offsetStore) []TopicResults {
 	out := make([]TopicResults, len(req.Topics))
 	known := false
 	for i, t := range req.Topics {
@@ -163,6 +172,7 @@ func (c *Coordinator) CommitOffsets(req OffsetCommit) []TopicResults {
 		}
 	}
 	now := c.cfg.Clock.Now()
+	store := into(grp)
 	for i, t := range req.Topics {
 		for j, p := range t.Partitions {
 			pr := &out[i].Partitions[j]
@@ -177,7 +187,7 @@ func (c *Coordinator) CommitOffsets(req OffsetCommit) []TopicResults {
 				pr.Err = kerr.OffsetMetadataTooLarge
 				continue
 			}
-			grp.offsets.set(t.Name, p.Partition, CommittedOffset{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: metadata, CommitTime: now})
+			store.set(t.Name, p.Partition, CommittedOffset{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: metadata, CommitTime: now})
 		}
 	}
 	return out
@@ -202,7 +212,7 @@ func (c *Coordinator) offsetCommitGroupLocked(req *OffsetCommit) (*Group, error)
 			grp = &Group{id: strings.Clone(req.GroupID), typ: TypeClassic}
 			grp.kind = newClassicGroup(grp.id)
 			c.groups[grp.id] = grp
-		case req.Member.Version >= 9:
+		case req.Member.Version >= 9 && !req.Member.Transactional:
 			return nil, errorf(kerr.GroupIDNotFound, "Group %s not found.", req.GroupID)
 		default:
 			return nil, kerr.IllegalGeneration
@@ -221,7 +231,8 @@ func (c *Coordinator) offsetCommitGroupLocked(req *OffsetCommit) (*Group, error)
 // validateOffsetCommit is ClassicGroup's check of a commit's member: a commit without
 // generation is accepted by an Empty group; one with a generation, member id or instance id
 // must name a member of this generation; one without is UNKNOWN_MEMBER_ID in a group with
-// members; and no member commits while the group awaits its assignment.
+// members; and no member commits while the group awaits its assignment. A transactional commit
+// without member fields is accepted, and one during the assignment too.
 func (g *classicGroup) validateOffsetCommit(m OffsetCommitMember) error {
 	if m.GenerationIDOrMemberEpoch < 0 && g.phase == classicEmpty {
 		return nil
@@ -233,10 +244,10 @@ func (g *classicGroup) validateOffsetCommit(m OffsetCommitMember) error {
 		if m.GenerationIDOrMemberEpoch != g.generation {
 			return kerr.IllegalGeneration
 		}
-	} else if g.phase != classicEmpty {
+	} else if g.phase != classicEmpty && !m.Transactional {
 		return kerr.UnknownMemberID
 	}
-	if g.phase == classicCompletingRebalance {
+	if g.phase == classicCompletingRebalance && !m.Transactional {
 		return kerr.RebalanceInProgress
 	}
 	return nil
@@ -254,8 +265,8 @@ type OffsetFetch struct {
 	Member OffsetCommitMember
 	// Topics are the partitions to fetch; nil fetches every committed offset.
 	Topics []OffsetFetchTopic
-	// RequireStable asks for offsets no transaction is about to change; testbroker has no
-	// transactions, so every offset is stable.
+	// RequireStable asks for offsets no transaction is about to change: a partition with a
+	// pending transactional offset is UNSTABLE_OFFSET_COMMIT.
 	RequireStable bool
 }
 
@@ -276,6 +287,9 @@ type FetchedTopic struct {
 type FetchedOffset struct {
 	Partition int32
 	CommittedOffset
+	// Err is UNSTABLE_OFFSET_COMMIT (with Offset -1) when RequireStable asked and a transaction
+	// has an offset of the partition pending.
+	Err error
 }
 
 // FetchOffsets runs one group of an OffsetFetch as OffsetMetadataManager does. After Close it
@@ -306,12 +320,18 @@ func (c *Coordinator) FetchOffsets(req OffsetFetch) ([]FetchedTopic, error) {
 	if grp != nil {
 		store = grp.offsets
 	}
+	stable := func(topic string, fo FetchedOffset) FetchedOffset {
+		if req.RequireStable && grp != nil && grp.hasPendingTxnOffset(topic, fo.Partition) {
+			fo.CommittedOffset, fo.Err = CommittedOffset{Offset: -1, LeaderEpoch: -1}, kerr.UnstableOffsetCommit
+		}
+		return fo
+	}
 	if req.Topics == nil {
 		out := []FetchedTopic{}
 		for _, topic := range slices.Sorted(maps.Keys(store.byTopic)) {
 			ft := FetchedTopic{Name: topic}
 			for _, p := range slices.Sorted(maps.Keys(store.byTopic[topic])) {
-				ft.Partitions = append(ft.Partitions, FetchedOffset{Partition: p, CommittedOffset: store.byTopic[topic][p]})
+				ft.Partitions = append(ft.Partitions, stable(topic, FetchedOffset{Partition: p, CommittedOffset: store.byTopic[topic][p]}))
 			}
 			out = append(out, ft)
 		}
@@ -325,7 +345,7 @@ func (c *Coordinator) FetchOffsets(req OffsetFetch) ([]FetchedTopic, error) {
 			if !ok {
 				o = CommittedOffset{Offset: -1, LeaderEpoch: -1}
 			}
-			out[i].Partitions = append(out[i].Partitions, FetchedOffset{Partition: p, CommittedOffset: o})
+			out[i].Partitions = append(out[i].Partitions, stable(t.Name, FetchedOffset{Partition: p, CommittedOffset: o}))
 		}
 	}
 	return out, nil

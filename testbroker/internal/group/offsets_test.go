@@ -37,12 +37,12 @@ func TestOffsetsSimpleGroup(t *testing.T) {
 	require.NoError(t, err)
 	now := f.clock.Now()
 	assert.Equal(t, []FetchedTopic{
-		{Name: "t", Partitions: []FetchedOffset{{2, CommittedOffset{Offset: 42, LeaderEpoch: 3, Metadata: "m", CommitTime: now}}, {0, CommittedOffset{Offset: -1, LeaderEpoch: -1}}}},
-		{Name: "nope", Partitions: []FetchedOffset{{0, CommittedOffset{Offset: -1, LeaderEpoch: -1}}}},
+		{Name: "t", Partitions: []FetchedOffset{{Partition: 2, CommittedOffset: CommittedOffset{Offset: 42, LeaderEpoch: 3, Metadata: "m", CommitTime: now}}, {Partition: 0, CommittedOffset: CommittedOffset{Offset: -1, LeaderEpoch: -1}}}},
+		{Name: "nope", Partitions: []FetchedOffset{{Partition: 0, CommittedOffset: CommittedOffset{Offset: -1, LeaderEpoch: -1}}}},
 	}, got)
 	all, err := f.c.FetchOffsets(OffsetFetch{GroupID: "g", RequireStable: true})
 	require.NoError(t, err)
-	assert.Equal(t, []FetchedTopic{{Name: "t", Partitions: []FetchedOffset{{2, CommittedOffset{Offset: 42, LeaderEpoch: 3, Metadata: "m", CommitTime: now}}}}}, all)
+	assert.Equal(t, []FetchedTopic{{Name: "t", Partitions: []FetchedOffset{{Partition: 2, CommittedOffset: CommittedOffset{Offset: 42, LeaderEpoch: 3, Metadata: "m", CommitTime: now}}}}}, all)
 
 	missing, err := f.c.FetchOffsets(OffsetFetch{GroupID: "missing", Topics: []OffsetFetchTopic{{Name: "t", Partitions: []int32{0}}}})
 	require.NoError(t, err)

@@ -27,6 +27,13 @@ func (b *Broker) handleApiVersions(_ *conn, req *kmsg.ApiVersionsRequest) kmsg.R
 		}
 		resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: min, MaxVersion: max})
 	}
+	if req.Version >= 3 {
+		// transaction.version 2 (KIP-890), finalized as a Kafka 4.x cluster does by default:
+		// clients that see it run transactions with TV2.
+		resp.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{{Name: "transaction.version", MinVersion: 0, MaxVersion: 2}}
+		resp.FinalizedFeaturesEpoch = 1
+		resp.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{{Name: "transaction.version", MinVersionLevel: 2, MaxVersionLevel: 2}}
+	}
 	return resp
 }
 

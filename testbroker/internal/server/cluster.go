@@ -16,6 +16,7 @@ import (
 	"github.com/kshare/kshare/testbroker/internal/group"
 	"github.com/kshare/kshare/testbroker/internal/replica"
 	"github.com/kshare/kshare/testbroker/internal/share"
+	"github.com/kshare/kshare/testbroker/internal/txn"
 	"github.com/kshare/kshare/testbroker/internal/wire"
 )
 
@@ -80,6 +81,7 @@ type Cluster struct {
 	shares      *share.Manager
 	replicas    *replica.Manager
 	retention   clock.Timer // the periodic retention check
+	txns        *txn.Coordinator
 
 	lifecycleMu sync.Mutex // serialises StopBroker and StartBroker
 
@@ -128,6 +130,7 @@ func Start(cfg Config) (*Cluster, error) {
 	c.groups = c.newGroupCoordinator()
 	c.shares = c.newShareManager()
 	c.replicas = c.newReplicaManager()
+	c.txns = c.newTxnCoordinator()
 	if c.clusterID == "" {
 		var id [16]byte
 		_, _ = rand.Read(id[:])
@@ -177,6 +180,7 @@ func (c *Cluster) Close() {
 		c.lifecycleMu.Lock()
 		defer c.lifecycleMu.Unlock()
 		c.groups.Close()
+		c.txns.Close()
 		c.replicas.Close()
 		for _, b := range c.brokers {
 			b.close()

@@ -22,18 +22,18 @@ const (
 )
 
 // handleFindCoordinator answers where a group's coordinator is (key type 0, used for classic,
-// consumer and share groups alike) and where a share partition's state lives (key type 2,
+// consumer and share groups alike), where a transactional id's is (key type 1,
+// txnCoordinatorFor) and where a share partition's state lives (key type 2,
 // "groupId:topicId:partition", v6+, used by brokers), one key before v4 and a batch from v4.
-// The cluster has no transaction coordinator: key type 1 is answered with INVALID_REQUEST and
-// a message saying so, an error franz-go and the Java client treat as final, so that a
-// transactional producer fails at once instead of retrying. A malformed share key, or one sent
-// below v6, is INVALID_REQUEST as in Kafka.
+// A malformed share key, or one sent below v6, is INVALID_REQUEST as in Kafka.
 func (b *Broker) handleFindCoordinator(_ *conn, req *kmsg.FindCoordinatorRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	switch req.CoordinatorType {
 	case coordinatorGroup:
 		c.ensureInternalTopic(consumerOffsetsTopic)
+	case coordinatorTransaction:
+		c.ensureInternalTopic(transactionStateTopic)
 	case coordinatorShare:
 		if req.Version >= 6 {
 			c.ensureInternalTopic(shareGroupStateTopic)
@@ -44,7 +44,7 @@ func (b *Broker) handleFindCoordinator(_ *conn, req *kmsg.FindCoordinatorRequest
 		case coordinatorGroup:
 			return c.coordinatorFor(key), nil
 		case coordinatorTransaction:
-			return -1, errorf(kerr.InvalidRequest, "testbroker does not support transactions: it has no transaction coordinator")
+			return c.txnCoordinatorFor(key), nil
 		case coordinatorShare:
 			if req.Version < 6 {
 				return -1, kerr.InvalidRequest

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/txn"
 )
 
 func init() {
@@ -20,26 +22,19 @@ type producerIDs struct {
 // allocate returns a producer id no producer of the cluster has had.
 func (p *producerIDs) allocate() int64 { return p.next.Add(1) - 1 }
 
-// errTransactionsUnsupported refuses everything transactional. The test broker has no
-// transaction coordinator, so it must fail transactional producers at once and for good rather
-// than let them retry. InitProducerId answers with UNSUPPORTED_FOR_MESSAGE_FORMAT, "the broker
-// does not support the request": a code every client treats as final, which does not blame the
-// client's authorization (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) or its use of the transaction
-// API (INVALID_TXN_STATE). Produce uses the code of the log package's refusal of transactional
-// batches (INVALID_RECORD), so that a transactional producer sees one code whichever of the two
-// gives it away; see handleProduce.
-var errTransactionsUnsupported = errorf(kerr.UnsupportedForMessageFormat, "testbroker does not implement transactions")
-
-// handleInitProducerID answers InitProducerId v0-5 as Kafka's transaction coordinator does for
-// an idempotent producer: every request without a transactional id gets a fresh producer id with
-// epoch 0. That includes KIP-360 requests that name the producer's current id and epoch (v3+):
-// Kafka bumps the epoch of transactional producers only, and gives an idempotent producer a new
-// id, which resets its sequences just as a bump would.
+// handleInitProducerID answers InitProducerId v0-5. Without a transactional id it is an
+// idempotent producer's: a fresh producer id with epoch 0, as Kafka's coordinator gives. That
+// includes KIP-360 requests that name the producer's current id and epoch (v3+): Kafka bumps
+// the epoch of transactional producers only, and gives an idempotent producer a new id, which
+// resets its sequences just as a bump would. With a transactional id it goes to the
+// transaction coordinator (txn.Coordinator.InitProducerID: epoch bumps, fencing, KIP-360
+// recovery, INVALID_TRANSACTION_TIMEOUT), on the broker that coordinates the id
+// (NOT_COORDINATOR on the others).
 //
 // Errors: a ProducerID without a ProducerEpoch or the reverse is INVALID_REQUEST, and so is an
-// empty transactional id, as with Kafka; a transactional id is refused with
-// errTransactionsUnsupported. Error responses carry producer id -1 and epoch -1.
+// empty transactional id, as with Kafka. Error responses carry producer id -1 and epoch -1.
 func (b *Broker) handleInitProducerID(_ *conn, req *kmsg.InitProducerIDRequest) kmsg.Response {
+	c := b.c
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	switch {
@@ -47,10 +42,21 @@ func (b *Broker) handleInitProducerID(_ *conn, req *kmsg.InitProducerIDRequest) 
 		resp.ErrorCode = kerr.InvalidRequest.Code
 	case req.TransactionalID != nil && *req.TransactionalID == "":
 		resp.ErrorCode = kerr.InvalidRequest.Code
+	case req.TransactionalID != nil && !c.txns.ValidTimeout(req.TransactionTimeoutMillis):
+		// Checked before the coordinator, as Kafka's TransactionCoordinator does.
+		resp.ErrorCode = kerr.InvalidTransactionTimeout.Code
+	case req.TransactionalID != nil && c.txnCoordinatorFor(*req.TransactionalID) != b.id:
+		resp.ErrorCode = kerr.NotCoordinator.Code
 	case req.TransactionalID != nil:
-		resp.ErrorCode = codeOf(errTransactionsUnsupported)
+		var expected *txn.ProducerIDAndEpoch
+		if req.ProducerID != -1 {
+			expected = &txn.ProducerIDAndEpoch{ProducerID: req.ProducerID, Epoch: req.ProducerEpoch}
+		}
+		var err error
+		resp.ProducerID, resp.ProducerEpoch, err = c.txns.InitProducerID(*req.TransactionalID, req.TransactionTimeoutMillis, expected)
+		resp.ErrorCode = codeOf(err)
 	default:
-		resp.ProducerID, resp.ProducerEpoch = b.c.producerIDs.allocate(), 0
+		resp.ProducerID, resp.ProducerEpoch = c.producerIDs.allocate(), 0
 	}
 	return resp
 }

@@ -51,9 +51,11 @@ func (c *Cluster) MoveLeader(topic string, index, broker int32) error {
 }
 
 // leaderChanged hands each share group's share partition of p over to p's new leader (see
-// MoveLeader); the replica manager calls it after every change of leader epoch.
+// MoveLeader) and writes the transaction markers left pending for want of a leader; the
+// replica manager calls it after every change of leader epoch.
 func (c *Cluster) leaderChanged(p *replica.Partition, old, next *replica.State) {
 	c.shares.LeaderMoved(share.TopicPartition{Topic: p.TopicID, Partition: p.Index}, old.Leader != next.Leader, next.LeaderLog())
+	c.txns.RetryMarkers()
 }
 
 // topicDeleted forgets a deleted topic's replicas and share partitions.

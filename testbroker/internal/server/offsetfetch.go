@@ -15,7 +15,8 @@ func init() {
 // one group before v8, a batch of groups from v8, each with its member (v9) and its topics
 // (none for every committed offset, v2+). Before v8 a group's error is the top-level code (and,
 // before v2, every partition's); from v8 it is the group's. A group this broker does not
-// coordinate is NOT_COORDINATOR.
+// coordinate is NOT_COORDINATOR. A partition with a transactional offset pending answers
+// UNSTABLE_OFFSET_COMMIT to a fetch with RequireStable (v7+).
 func (b *Broker) handleOffsetFetch(_ *conn, req *kmsg.OffsetFetchRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
@@ -47,7 +48,7 @@ func (b *Broker) handleOffsetFetch(_ *conn, req *kmsg.OffsetFetchRequest) kmsg.R
 			rt.Topic = t.Name
 			for _, p := range t.Partitions {
 				rp := kmsg.NewOffsetFetchResponseTopicPartition()
-				rp.Partition, rp.Offset, rp.LeaderEpoch = p.Partition, p.Offset, p.LeaderEpoch
+				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, codeOf(p.Err)
 				rp.Metadata = &p.Metadata
 				rt.Partitions = append(rt.Partitions, rp)
 			}
@@ -80,7 +81,7 @@ func (b *Broker) handleOffsetFetch(_ *conn, req *kmsg.OffsetFetchRequest) kmsg.R
 			rt.Topic = t.Name
 			for _, p := range t.Partitions {
 				rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-				rp.Partition, rp.Offset, rp.LeaderEpoch = p.Partition, p.Offset, p.LeaderEpoch
+				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, codeOf(p.Err)
 				rp.Metadata = &p.Metadata
 				rt.Partitions = append(rt.Partitions, rp)
 			}

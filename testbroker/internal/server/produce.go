@@ -27,6 +27,7 @@ const codecZstd = 4
 //   - INVALID_REQUIRED_ACKS for every remaining partition when acks is not 0, 1 or -1;
 //   - NOT_LEADER_OR_FOLLOWER on a broker that does not lead the partition, with the leader in
 //     CurrentLeader and its address in Brokers from v10, so that clients move at once;
+//   - for a transactional batch, the transaction check of KIP-890 (txnProduceError);
 //   - the log's own refusals (see package log): CORRUPT_MESSAGE, INVALID_RECORD,
 //     MESSAGE_TOO_LARGE, INVALID_TIMESTAMP and the idempotent producer's
 //     INVALID_PRODUCER_EPOCH and OUT_OF_ORDER_SEQUENCE_NUMBER, and INVALID_TXN_STATE for a
@@ -94,6 +95,11 @@ func (b *Broker) handleProduce(cn *conn, req *kmsg.ProduceRequest) kmsg.Response
 					resp.Brokers = c.appendProduceBroker(resp.Brokers, st.Leader)
 				}
 			default:
+				if req.TransactionID != nil {
+					if err = c.txnProduceError(*req.TransactionID, req.Version, t.Name, rp.Partition, rp.Records); err != nil {
+						break
+					}
+				}
 				if now.IsZero() {
 					now = c.clock.Now()
 				}
