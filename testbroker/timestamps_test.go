@@ -147,3 +147,32 @@ func TestListOffsetsLogAppendTime(t *testing.T) {
 		assert.Equal(t, []int64{tc.offset, tc.stamp}, []int64{p.Offset, p.Timestamp}, "timestamp %d", tc.ts)
 	}
 }
+
+// TestListOffsetsNotAvailable checks Kafka's refusal while a leader's high watermark lags
+// behind the start of its epoch: a client's latest and timestamp lookups are
+// OFFSET_NOT_AVAILABLE until the followers catch up; earliest is answered.
+func TestListOffsetsNotAvailable(t *testing.T) {
+	t.Parallel()
+	c, tid := kip1166Cluster(t) // leader 0 holds 3 records, its high watermark is 0
+	rc := dialRaw(t, c.Addrs()[0])
+	list := func(ts int64) kmsg.ListOffsetsResponseTopicPartition {
+		resp := request[*kmsg.ListOffsetsResponse](t, rc, listOffsetsAt(10, "r", ts, 0))
+		return resp.Topics[0].Partitions[0]
+	}
+	assert.Zero(t, list(-1).ErrorCode, "the epoch started at 0: the watermark is not behind it")
+
+	require.NoError(t, c.MoveLeader("r", 0, 0)) // a new epoch that starts at offset 3
+	for _, ts := range []int64{-1, -3, 0} {
+		got := list(ts)
+		assert.Equal(t, kerr.OffsetNotAvailable.Code, got.ErrorCode, "timestamp %d: got %v", ts, kerr.ErrorForCode(got.ErrorCode))
+	}
+	assert.Zero(t, list(-2).ErrorCode, "earliest is always answered")
+
+	for _, follower := range []int32{1, 2} {
+		resp := request[*kmsg.FetchResponse](t, dialRaw(t, c.Addrs()[0]), followerFetch(tid, follower, 3, -1))
+		require.Zero(t, resp.Topics[0].Partitions[0].ErrorCode)
+	}
+	got := list(-1)
+	assert.Zero(t, got.ErrorCode)
+	assert.Equal(t, int64(3), got.Offset, "the followers caught up: the watermark reached the epoch's start")
+}
