@@ -72,7 +72,7 @@ func (b *Broker) deleteRecords(t *Topic, name string, index int32, offset int64)
 	switch {
 	case p == nil:
 		return -1, kerr.UnknownTopicOrPartition
-	case refusesRecordDeletion(name):
+	case isInternalTopic(name): // only their coordinators remove their records
 		return -1, kerr.InvalidTopicException
 	}
 	st := p.State()
@@ -87,16 +87,6 @@ func (b *Broker) deleteRecords(t *Topic, name string, index int32, offset int64)
 		return -1, kerrOf(err)
 	}
 	return low, nil
-}
-
-// refusesRecordDeletion reports whether DeleteRecords refuses the topic: Kafka's internal
-// topics (Topic.isInternal), whose records only their coordinators remove.
-func refusesRecordDeletion(topic string) bool {
-	switch topic {
-	case "__consumer_offsets", "__transaction_state", "__share_group_state":
-		return true
-	}
-	return false
 }
 
 func failedDeleteRecords(r *kmsg.DeleteRecordsRequest, code int16) kmsg.Response {
