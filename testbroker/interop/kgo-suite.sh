@@ -110,6 +110,6 @@ elif [ "$fail" -gt 0 ]; then
   echo "kgo-suite: output of the failing tests:"
   grep -E -B30 '^--- FAIL' "$tmp/suite.out" | grep -v -E '^(=== |--- PASS)' | head -200
 fi
-printf 'kgo-suite: %s: %d passed, %d failed, %d skipped, %d known failures not run; %.1fs\n' \
-  "$broker" "$pass" "$fail" "$skip" "${#knownlist[@]}" "$elapsed"
+printf 'kgo-suite: against %s in %.1fs; %d known failures not run\n' "$broker" "$elapsed" "${#knownlist[@]}"
+printf 'kgo-suite: %d passed, %d failed, %d skipped\n' "$pass" "$fail" "$skip"
 [ "$fail" -eq 0 ]
