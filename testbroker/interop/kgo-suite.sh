@@ -108,7 +108,7 @@ if [ "$status" -ne 0 ] && [ "$fail" -eq 0 ]; then
   fail=$((fail + 1))
 elif [ "$fail" -gt 0 ]; then
   echo "kgo-suite: output of the failing tests:"
-  grep -E -B30 '^--- FAIL' "$tmp/suite.out" | grep -v -E '^(=== |--- PASS)' | head -200
+  grep -E -B30 '^--- FAIL' "$tmp/suite.out" | grep -v -E '^(=== |--- PASS|\[)' | head -200
 fi
 printf 'kgo-suite: against %s in %.1fs; %d known failures not run\n' "$broker" "$elapsed" "${#knownlist[@]}"
 printf 'kgo-suite: %d passed, %d failed, %d skipped\n' "$pass" "$fail" "$skip"
