@@ -28,8 +28,8 @@ var (
 // asks again every 500 ms for a transaction coordinator) fails the check at this deadline.
 const checkTimeout = 15 * time.Second
 
-// checkNames is every check, in the table's order. A client without an API for a check says so
-// with notApplicable; that is listed as n/a, not as a failure.
+// checkNames is every check, in the table's order. A client without an API for a check gives
+// the reason in its na map; that is listed as n/a, not as a failure.
 var checkNames = []string{
 	"metadata",
 	"create-topic",
@@ -124,9 +124,10 @@ func record(key string, r result) {
 }
 
 // TestInterop runs every client's checks against testbroker and kfake, as
-// TestInterop/<client>/<broker>/<check>. Clients and brokers run in parallel, each pair on its
-// own cluster; the checks of one pair run in order, since later ones reuse what earlier ones
-// left (the group of group-classic).
+// TestInterop/clients/<client>/<broker>/<check>. Clients and brokers run in parallel, each pair
+// on its own cluster; the checks of one pair run in order, since a later one reuses what an
+// earlier one left (group-admin the group of group-classic). The table is printed once the
+// parallel subtests of "clients" are all done.
 func TestInterop(t *testing.T) {
 	known := readKnown(t)
 	for key := range known {
