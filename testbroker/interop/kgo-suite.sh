@@ -54,6 +54,7 @@ trap 'exit 143' TERM
 go build -o "$tmp/broker" "$pkg"
 go test -c -o "$tmp/kgo.test" github.com/twmb/franz-go/pkg/kgo
 
+: >"$tmp/broker.out" # exists before the broker, which opens it in the background
 "$tmp/broker" -brokers 3 -addr 127.0.0.1:0 >"$tmp/broker.out" 2>"$tmp/broker.err" &
 broker_pid=$!
 # Both programs print "broker N listening on HOST:PORT" once per broker when it accepts connections.
