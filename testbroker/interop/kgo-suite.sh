@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# kgo-suite.sh runs franz-go's own kgo integration suite (the franz-go version in the root go.mod)
+# against a 3-broker cluster started as a program, and prints pass/fail per test and the total time.
+#
+#   testbroker/interop/kgo-suite.sh                      # against testbroker, strict
+#   testbroker/interop/kgo-suite.sh -broker kfake        # against franz-go's kfake, for comparison
+#   testbroker/interop/kgo-suite.sh -known-failures testbroker/interop/kgo-known-failures.txt
+#   testbroker/interop/kgo-suite.sh -run 'TestGroupETL'  # a subset (go test -run)
+#
+# Exit status: 0 when every test that ran passed, 1 otherwise. A known-failures file lists test
+# names (one per line, # comments) that are not run (go test -skip: some of them hang until the
+# suite's timeout) and are reported as KNOWN; without the flag every test runs and must pass.
+# The broker is started from a binary built here and killed on exit, whatever the exit path.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+broker=testbroker
+known=""
+run=""
+timeout=10m
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -broker) broker="$2"; shift 2 ;;
+    -known-failures) known="$2"; shift 2 ;;
+    -run) run="$2"; shift 2 ;;
+    -timeout) timeout="$2"; shift 2 ;;
+    -h|-help|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "kgo-suite: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+case "$broker" in
+  testbroker) pkg=./testbroker/cmd/testbroker ;;
+  kfake) pkg=./internal/benchbroker/kfakebroker ;;
+  *) echo "kgo-suite: -broker must be testbroker or kfake, not $broker" >&2; exit 2 ;;
+esac
+
+if ! command -v go >/dev/null 2>&1; then
+  export PATH="$PATH:/usr/local/go/bin"
+fi
+cd "$root"
+tmp="$(mktemp -d)"
+broker_pid=""
+test_pid=""
+cleanup() {
+  # The suite first (it holds connections), then the broker; both are our own children.
+  if [ -n "$test_pid" ]; then kill -- -"$test_pid" 2>/dev/null || true; wait "$test_pid" 2>/dev/null || true; fi
+  if [ -n "$broker_pid" ]; then kill "$broker_pid" 2>/dev/null || true; wait "$broker_pid" 2>/dev/null || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+go build -o "$tmp/broker" "$pkg"
+go test -c -o "$tmp/kgo.test" github.com/twmb/franz-go/pkg/kgo
+
+: >"$tmp/broker.out" # exists before the broker, which opens it in the background
+"$tmp/broker" -brokers 3 -addr 127.0.0.1:0 >"$tmp/broker.out" 2>"$tmp/broker.err" &
+broker_pid=$!
+# Both programs print "broker N listening on HOST:PORT" once per broker when it accepts connections.
+seeds=""
+for _ in $(seq 1 200); do
+  if ! kill -0 "$broker_pid" 2>/dev/null; then
+    echo "kgo-suite: $broker exited at start:" >&2; cat "$tmp/broker.err" >&2; exit 1
+  fi
+  if [ "$(grep -c ' listening on ' "$tmp/broker.out" || true)" -ge 3 ]; then
+    seeds="$(awk '/ listening on /{print $NF}' "$tmp/broker.out" | paste -sd, -)"
+    break
+  fi
+  sleep 0.05
+done
+if [ -z "$seeds" ]; then echo "kgo-suite: $broker did not report 3 brokers within 10s" >&2; exit 1; fi
+echo "kgo-suite: $broker on $seeds"
+
+args=(-test.v -test.count=1 -test.timeout="$timeout")
+[ -n "$run" ] && args+=(-test.run="$run")
+knownlist=()
+if [ -n "$known" ]; then
+  mapfile -t knownlist < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$known" | grep -v '^$' || true)
+  if [ ${#knownlist[@]} -gt 0 ]; then
+    args+=(-test.skip="^($(IFS='|'; echo "${knownlist[*]}"))\$")
+  fi
+fi
+
+start=$(date +%s.%N)
+set +e
+# The suite runs in its package directory, as go test would run it; its own process group lets
+# cleanup stop it and anything it started.
+(cd "$(go list -f '{{.Dir}}' github.com/twmb/franz-go/pkg/kgo)" && \
+  KGO_SEEDS="$seeds" exec setsid "$tmp/kgo.test" "${args[@]}") >"$tmp/suite.out" 2>&1 &
+test_pid=$!
+wait "$test_pid"
+status=$?
+test_pid=""
+set -e
+elapsed=$(echo "$(date +%s.%N) - $start" | bc)
+
+# Top-level results only (subtests are indented).
+grep -E '^--- (PASS|FAIL|SKIP): ' "$tmp/suite.out" | awk '{printf "%-5s %s %s\n", $2, $3, $4}' | tr -d ':' >"$tmp/results"
+pass=$(grep -c '^PASS' "$tmp/results" || true)
+fail=$(grep -c '^FAIL' "$tmp/results" || true)
+skip=$(grep -c '^SKIP' "$tmp/results" || true)
+cat "$tmp/results"
+for k in "${knownlist[@]}"; do printf '%-5s %s (known failure, not run)\n' KNOWN "$k"; done
+# A test that panicked or hit the timeout has no --- line: show the tail so the cause is visible.
+if [ "$status" -ne 0 ] && [ "$fail" -eq 0 ]; then
+  echo "kgo-suite: the suite exited $status without a failing test line; its last output:"
+  tail -40 "$tmp/suite.out"
+  fail=$((fail + 1))
+elif [ "$fail" -gt 0 ]; then
+  echo "kgo-suite: output of the failing tests:"
+  grep -E -B30 '^--- FAIL' "$tmp/suite.out" | grep -v -E '^(=== |--- PASS|\[)' | head -200
+fi
+printf 'kgo-suite: against %s in %.1fs; %d known failures not run\n' "$broker" "$elapsed" "${#knownlist[@]}"
+printf 'kgo-suite: %d passed, %d failed, %d skipped\n' "$pass" "$fail" "$skip"
+[ "$fail" -eq 0 ]
