@@ -1,13 +1,10 @@
 package interop
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -19,10 +16,7 @@ import (
 	"github.com/kshare/kshare/testbroker"
 )
 
-var (
-	printTable = flag.Bool("interop.table", false, "print the compatibility table (client x check, per broker) as Markdown after TestInterop")
-	knownFile  = flag.String("interop.known", "", "file of known failures, one client/broker/check a line (# comments): such a check may fail without failing the test, and fails it when it passes")
-)
+var printTable = flag.Bool("interop.table", false, "print the compatibility table (client x check, per broker) as Markdown after TestInterop")
 
 // checkTimeout bounds one check: a client that retries a refused request forever (librdkafka
 // asks again every 500 ms for a transaction coordinator) fails the check at this deadline.
@@ -105,10 +99,9 @@ type brokerKind struct {
 type result string
 
 const (
-	resPass  result = "pass"
-	resFail  result = "FAIL"
-	resKnown result = "FAIL (known)"
-	resNA    result = "n/a"
+	resPass result = "pass"
+	resFail result = "FAIL"
+	resNA   result = "n/a"
 )
 
 var table = struct {
@@ -129,12 +122,6 @@ func record(key string, r result) {
 // earlier one left (group-admin the group of group-classic). The table is printed once the
 // parallel subtests of "clients" are all done.
 func TestInterop(t *testing.T) {
-	known := readKnown(t)
-	for key := range known {
-		if !isCheckKey(key) {
-			t.Errorf("known failure %q is no client/broker/check: fix it in %s", key, *knownFile)
-		}
-	}
 	t.Run("clients", func(t *testing.T) {
 		for _, ck := range clientKinds {
 			for _, bk := range brokerKinds {
@@ -145,7 +132,7 @@ func TestInterop(t *testing.T) {
 					for _, name := range checkNames {
 						key := cl.name + "/" + bk.name + "/" + name
 						t.Run(name, func(t *testing.T) {
-							runCheck(t, cl, name, key, e, known[key])
+							runCheck(t, cl, name, key, e)
 						})
 					}
 				})
@@ -157,7 +144,7 @@ func TestInterop(t *testing.T) {
 	}
 }
 
-func runCheck(t *testing.T, cl client, name, key string, e *env, known bool) {
+func runCheck(t *testing.T, cl client, name, key string, e *env) {
 	run, ok := cl.checks[name]
 	if !ok {
 		reason := cl.na[name]
@@ -174,50 +161,12 @@ func runCheck(t *testing.T, cl client, name, key string, e *env, known bool) {
 	ctx, cancel := context.WithTimeout(t.Context(), checkTimeout)
 	defer cancel()
 	err := run(ctx, e)
-	switch {
-	case err == nil && known:
-		record(key, resPass)
-		t.Errorf("%s passes now: remove it from the known failures (%s)", key, *knownFile)
-	case err == nil:
-		record(key, resPass)
-	case known:
-		record(key, resKnown)
-		t.Logf("known failure: %v", err)
-	default:
+	if err != nil {
 		record(key, resFail)
 		t.Error(err)
+		return
 	}
-}
-
-func isCheckKey(key string) bool {
-	parts := strings.Split(key, "/")
-	return len(parts) == 3 &&
-		slices.ContainsFunc(clientKinds, func(c clientKind) bool { return c.name == parts[0] }) &&
-		slices.ContainsFunc(brokerKinds, func(b brokerKind) bool { return b.name == parts[1] }) &&
-		slices.Contains(checkNames, parts[2])
-}
-
-func readKnown(t *testing.T) map[string]bool {
-	known := map[string]bool{}
-	if *knownFile == "" {
-		return known
-	}
-	f, err := os.Open(*knownFile)
-	if err != nil {
-		t.Fatalf("-interop.known: %v", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line, _, _ := strings.Cut(sc.Text(), "#")
-		if line = strings.TrimSpace(line); line != "" {
-			known[line] = true
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("-interop.known: %v", err)
-	}
-	return known
+	record(key, resPass)
 }
 
 // markdownTable prints check x client, each cell "testbroker / kfake", then why checks are n/a.
