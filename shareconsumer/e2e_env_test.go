@@ -80,8 +80,9 @@ func forEachBroker(t *testing.T, s e2eSetup, fn func(t *testing.T, env *e2eEnv))
 	}
 }
 
-// onTestbroker runs fn against a testbroker only: for tests that need its clock, inspection or
-// faults, which kfake does not offer.
+// onTestbroker runs fn against a testbroker only: for tests that need its manual clock, its
+// inspection of share records or its faults (kfake has no manual clock and no view of share
+// records' states; its own fault injection, Cluster.Fault, is not what these tests use).
 func onTestbroker(t *testing.T, s e2eSetup, fn func(t *testing.T, env *e2eEnv)) {
 	t.Helper()
 	t.Parallel()
