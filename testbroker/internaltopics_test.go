@@ -131,3 +131,26 @@ func TestInternalTopicsSkippedByClients(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{"cleanup.policy": "compact", "segment.bytes": "104857600"}, got)
 }
+
+// TestInternalTopicsTransactionStateOnFirstLookup: the first FindCoordinator for a transactional
+// id creates __transaction_state, and the coordinator it names leads the id's partition.
+func TestInternalTopicsTransactionStateOnFirstLookup(t *testing.T) {
+	t.Parallel()
+	c := testbroker.StartT(t, testbroker.NumBrokers(3),
+		testbroker.BrokerConfig("transaction.state.log.num.partitions", "7"))
+	rc := dialRaw(t, c.Addrs()[0])
+	_, ok := allTopics(t, rc)["__transaction_state"]
+	require.False(t, ok, "no __transaction_state before the first transactional lookup")
+
+	coord := findCoordinator(t, rc, 1, "tx-1")
+	require.Zero(t, coord.ErrorCode)
+	state, ok := allTopics(t, rc)["__transaction_state"]
+	require.True(t, ok, "the first transactional lookup creates __transaction_state")
+	assert.True(t, state.IsInternal)
+	require.Len(t, state.Partitions, 7)
+	h := javaHash("tx-1")
+	if h < 0 {
+		h = -h
+	}
+	assert.Equal(t, state.Partitions[h%7].Leader, coord.NodeID, "the id's partition leads it")
+}
