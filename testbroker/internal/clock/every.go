@@ -6,7 +6,8 @@ import (
 )
 
 // Every runs f every d on c, the first time d after the call, until the returned Timer is
-// stopped; a call under way when Stop is called finishes.
+// stopped. On a clock other than Manual, Stop waits for a call under way to finish, so that
+// nothing runs f once Stop has returned: f must not call Stop itself.
 //
 // On a Manual clock Pending, NextDeadline and WaitPending do not count the task, which is
 // always scheduled and would otherwise hide the timers a test waits for (a parked fetch's
@@ -20,7 +21,15 @@ func Every(c Clock, d time.Duration, f func()) Timer {
 	}
 	e := &every{c: c, d: d}
 	e.run = func() {
+		e.mu.Lock()
+		if e.stopped {
+			e.mu.Unlock()
+			return
+		}
+		e.running.Add(1)
+		e.mu.Unlock()
 		f()
+		e.running.Done()
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		if !e.stopped {
@@ -41,16 +50,20 @@ type every struct {
 	mu      sync.Mutex
 	next    Timer
 	stopped bool
+	running sync.WaitGroup // the call of f under way
 }
 
-// Stop ends the task; it reports whether it was running.
+// Stop ends the task, waiting for a call of f under way; it reports whether the task was
+// running.
 func (e *every) Stop() bool {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.stopped {
+		e.mu.Unlock()
 		return false
 	}
 	e.stopped = true
 	e.next.Stop()
+	e.mu.Unlock()
+	e.running.Wait()
 	return true
 }

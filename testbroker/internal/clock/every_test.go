@@ -3,6 +3,7 @@ package clock
 import (
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -51,4 +52,35 @@ func TestEveryOnReal(t *testing.T) {
 	<-done
 	assert.True(t, task.Stop())
 	assert.False(t, task.Stop())
+}
+
+// TestEveryStopWaitsForARun: on the real clock, Stop returns only once a call of f under way has
+// finished, so that nothing of the task runs after it (the cluster's retention after Close).
+func TestEveryStopWaitsForARun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		entered, release, stopped := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		task := Every(Real{}, time.Second, func() {
+			close(entered)
+			<-release
+		})
+		<-entered
+		go func() {
+			task.Stop()
+			close(stopped)
+		}()
+		synctest.Wait()
+		select {
+		case <-stopped:
+			t.Fatal("Stop returned while f was running")
+		default:
+		}
+		close(release)
+		synctest.Wait()
+		select {
+		case <-stopped:
+		default:
+			t.Fatal("Stop did not return once f finished")
+		}
+		time.Sleep(time.Hour) // in the bubble: a run after Stop would close entered again and panic
+	})
 }

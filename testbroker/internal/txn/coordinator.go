@@ -53,11 +53,9 @@ type Config struct {
 type Coordinator struct {
 	cfg Config
 
-	started time.Time // the timeout checks run at started + k*AbortInterval, as Kafka's scheduler
-
 	mu     sync.Mutex
 	txns   map[string]*txnMeta
-	timer  clock.Timer // the next timeout check, armed while a transaction is Ongoing
+	check  clock.Timer // the timeout check, every AbortInterval
 	closed bool
 }
 
@@ -79,53 +77,31 @@ type txnMeta struct {
 }
 
 // NewCoordinator returns a coordinator with no transactional ids. It looks for timed-out
-// transactions every Settings().AbortInterval on the clock from now, as Kafka's scheduler does
-// from the broker's start; the timer runs only while some transaction is Ongoing, so that an
-// idle cluster has no timer pending.
+// transactions (and retries pending markers) every Settings().AbortInterval on the clock from
+// now, as Kafka's scheduler does from the broker's start. The check is a periodic task
+// (clock.Every), which a manual clock does not count among its pending timers: a test's
+// WaitPending for a parked fetch is not fooled by an open transaction.
 func NewCoordinator(cfg Config) *Coordinator {
-	return &Coordinator{cfg: cfg, txns: make(map[string]*txnMeta), started: cfg.Clock.Now()}
+	c := &Coordinator{cfg: cfg, txns: make(map[string]*txnMeta)}
+	c.check = clock.Every(cfg.Clock, cfg.Settings().AbortInterval, c.checkTimeouts)
+	return c
 }
 
-// Close stops the timeout checks.
+// Close stops the timeout checks, waiting for one under way.
 func (c *Coordinator) Close() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.closed = true
-	if c.timer != nil {
-		c.timer.Stop()
-	}
+	c.mu.Unlock()
+	c.check.Stop()
 }
 
-// armLocked schedules the next timeout check (which also retries pending markers), at the next
-// multiple of the interval since started, unless one is scheduled or no transaction is Ongoing
-// or waiting for markers.
-func (c *Coordinator) armLocked() {
-	if c.closed || c.timer != nil || !c.anyOngoingLocked() {
-		return
-	}
-	interval := c.cfg.Settings().AbortInterval
-	since := c.cfg.Clock.Now().Sub(c.started)
-	next := (since/interval + 1) * interval
-	c.timer = c.cfg.Clock.AfterFunc(next-since, func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.timer = nil
-		if c.closed {
-			return
-		}
+// checkTimeouts is the periodic check: Kafka's abortTimedOutTransactions task.
+func (c *Coordinator) checkTimeouts() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
 		c.abortTimedOutLocked()
-		c.armLocked()
-	})
-}
-
-// anyOngoingLocked reports whether a transaction runs or waits for markers.
-func (c *Coordinator) anyOngoingLocked() bool {
-	for _, m := range c.txns {
-		if m.state == Ongoing || len(m.pending) > 0 {
-			return true
-		}
 	}
-	return false
 }
 
 // ProducerIDAndEpoch is a producer's id and epoch as a KIP-360 InitProducerId names them.
@@ -254,7 +230,6 @@ func (c *Coordinator) addLocked(id string, producerID int64, epoch int16, parts 
 		m.groups[strings.Clone(*group)] = struct{}{}
 	}
 	m.state, m.lastUpdate, m.version = Ongoing, now, v
-	c.armLocked()
 	return nil
 }
 
@@ -414,7 +389,6 @@ func (c *Coordinator) writeMarkersLocked(m *txnMeta) {
 		delete(m.pending, tp)
 	}
 	if len(m.pending) > 0 {
-		c.armLocked()
 		return
 	}
 	m.state, m.lastUpdate = CompleteAbort, c.cfg.Clock.Now()
