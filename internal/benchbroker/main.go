@@ -36,7 +36,8 @@
 // txn (see txn.go) is plain's 16 B workload with the records produced in committed
 // transactions of -txn-size records by a transactional producer and consumed with
 // read_committed; with plain in the same run, the report sets each broker's figure against its
-// plain one. A broker that refuses transactions fails the workload with its FindCoordinator answer:
+// plain one. A broker that refuses transactions (a testbroker older than issue 21, given with
+// -broker-bin) fails the workload with its FindCoordinator answer:
 //
 //	go run ./internal/benchbroker -workloads plain,txn -records1k 0 -runs 3          # issue 21's figures
 //

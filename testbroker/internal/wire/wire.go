@@ -137,11 +137,12 @@ func init() {
 	}
 }
 
-// growClass is the index in growBuffers of capacity c, a power of two times firstFrameChunk.
+// growClass is the index in growBuffers of capacity c, a power of two times firstFrameChunk;
+// a capacity below firstFrameChunk has none (-1) and is neither pooled nor taken from the pool.
 func growClass(c int) int { return bits.Len(uint(c/firstFrameChunk)) - 1 }
 
 func takeGrowBuffer(c int) []byte {
-	if i := growClass(c); i < len(growBuffers) {
+	if i := growClass(c); i >= 0 && i < len(growBuffers) {
 		select {
 		case b := <-growBuffers[i]:
 			return b
@@ -152,7 +153,7 @@ func takeGrowBuffer(c int) []byte {
 }
 
 func giveGrowBuffer(b []byte) {
-	if i := growClass(cap(b)); i < len(growBuffers) {
+	if i := growClass(cap(b)); i >= 0 && i < len(growBuffers) {
 		select {
 		case growBuffers[i] <- b[:0]:
 		default:
