@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,39 +65,20 @@ func produceTxn(ctx context.Context, seeds []string, topic string, w workload, o
 	}
 
 	vals := newValues(w.size)
-	var (
-		mu       sync.Mutex
-		firstErr error
-	)
-	promise := func(_ *kgo.Record, err error) {
-		if err == nil {
-			acked.Add(1)
-			return
-		}
-		mu.Lock()
-		if firstErr == nil {
-			firstErr = err
-		}
-		mu.Unlock()
-	}
-	failed := func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		return firstErr
-	}
+	res := produceResults{acked: &acked}
 	start := time.Now()
 	for i := 0; i < w.records; i += size {
 		if err := cl.BeginTransaction(); err != nil {
 			return 0, fmt.Errorf("transactional produce: begin: %w", err)
 		}
 		for j := i; j < min(i+size, w.records); j++ {
-			cl.Produce(ctx, &kgo.Record{Value: vals.get(j)}, promise)
+			cl.Produce(ctx, &kgo.Record{Value: vals.get(j)}, res.promise)
 		}
 		// kgo ends a transaction only after its records are flushed.
 		if err := cl.Flush(ctx); err != nil {
 			return 0, context.Cause(ctx)
 		}
-		if err := failed(); err != nil {
+		if err := res.err(); err != nil {
 			return 0, fmt.Errorf("transactional produce: %w", err)
 		}
 		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {

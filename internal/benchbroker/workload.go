@@ -78,43 +78,25 @@ func produce(ctx context.Context, seeds []string, topic string, w workload, o cl
 	defer cl.Close()
 
 	vals := newValues(w.size)
-	var (
-		failed   atomic.Bool
-		mu       sync.Mutex
-		firstErr error
-	)
-	promise := func(_ *kgo.Record, err error) {
-		if err == nil {
-			acked.Add(1)
-			return
-		}
-		mu.Lock()
-		if firstErr == nil {
-			firstErr = err
-		}
-		mu.Unlock()
-		failed.Store(true)
-	}
+	res := produceResults{acked: &acked}
 	start := time.Now()
 	for i := range w.records {
-		if failed.Load() {
+		if res.failed.Load() {
 			break
 		}
 		// Produce blocks while the client buffers its maximum of records, so this loop runs exactly
 		// as fast as the broker takes them.
-		cl.Produce(ctx, &kgo.Record{Value: vals.get(i)}, promise)
+		cl.Produce(ctx, &kgo.Record{Value: vals.get(i)}, res.promise)
 	}
 	if err := cl.Flush(ctx); err != nil {
 		return 0, context.Cause(ctx)
 	}
 	elapsed := time.Since(start)
-	mu.Lock()
-	defer mu.Unlock()
-	if firstErr != nil {
+	if err := res.err(); err != nil {
 		if ctx.Err() != nil {
 			return 0, context.Cause(ctx)
 		}
-		return 0, fmt.Errorf("produce: %w", firstErr)
+		return 0, fmt.Errorf("produce: %w", err)
 	}
 	if n := acked.Load(); n != int64(w.records) {
 		return 0, fmt.Errorf("produce: %d of %d records acknowledged", n, w.records)
@@ -205,4 +187,34 @@ func phaseContext(ctx context.Context, o clientOpts, phase string, done *atomic.
 		}
 	}()
 	return ctx, func() { cancel(nil); cancelTimeout() }
+}
+
+// produceResults counts the records a producer's promises acknowledge and keeps the first
+// error one reports.
+type produceResults struct {
+	acked  *atomic.Int64
+	failed atomic.Bool
+	mu     sync.Mutex
+	first  error
+}
+
+// promise is a kgo produce promise.
+func (r *produceResults) promise(_ *kgo.Record, err error) {
+	if err == nil {
+		r.acked.Add(1)
+		return
+	}
+	r.mu.Lock()
+	if r.first == nil {
+		r.first = err
+	}
+	r.mu.Unlock()
+	r.failed.Store(true)
+}
+
+// err is the first error a promise reported, if any.
+func (r *produceResults) err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.first
 }
