@@ -29,15 +29,12 @@ func (c *Cluster) newTxnCoordinator() *txn.Coordinator {
 // writeTxnMarker writes a transaction's end marker to the partition's leader. In Kafka the
 // coordinator sends WriteTxnMarkers to the leaders; here it appends to the leader's log
 // directly (WriteTxnMarker, with WriteTxnMarkers' checks: the ISR must hold
-// min.insync.replicas, and a TV2 marker must carry an epoch above the producer's, KIP-1228). A marker that cannot be written (no leader, too small an ISR) stays
-// pending until the coordinator retries: after every change of leader and at each timeout
-// check. A partition that no longer exists takes no marker, as Kafka drops markers for deleted
-// partitions.
+// min.insync.replicas, and a TV2 marker must carry an epoch above the producer's, KIP-1228).
+// The coordinator keeps a marker that found no leader or too small an ISR pending, and retries
+// it after every change of leader and at each timeout check; it drops one refused for good (a
+// stale epoch, a deleted partition), as Kafka's coordinator does (txn.Config.WriteMarker).
 func (c *Cluster) writeTxnMarker(tp txn.TopicPartition, producerID int64, producerEpoch int16, commit bool, v txn.Version) error {
 	_, err := c.WriteTxnMarker(tp.Topic, tp.Partition, producerID, producerEpoch, commit, txnCoordinatorEpoch, int16(v))
-	if errors.Is(err, kerr.UnknownTopicOrPartition) {
-		return nil
-	}
 	return err
 }
 

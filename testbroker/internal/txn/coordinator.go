@@ -2,6 +2,7 @@ package txn
 
 import (
 	"cmp"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -40,7 +41,8 @@ type Config struct {
 	// NewProducerID returns a producer id no producer of the cluster has had.
 	NewProducerID func() int64
 	// WriteMarker appends the end marker of producerID's transaction, of transaction version v,
-	// to tp's leader. An error (no leader runs) leaves the marker pending until RetryMarkers.
+	// to tp's leader. NOT_LEADER_OR_FOLLOWER (no leader) and NOT_ENOUGH_REPLICAS leave the
+	// marker pending until RetryMarkers; any other error drops it (markerRetriable).
 	WriteMarker func(tp TopicPartition, producerID int64, producerEpoch int16, commit bool, v Version) error
 	// EndGroupOffsets makes group's pending offsets of producerID's transaction committed
 	// (commit) or drops them.
@@ -383,7 +385,7 @@ func (c *Coordinator) writeMarkersLocked(m *txnMeta) {
 					c.cfg.EndGroupOffsets(g, m.producerID, commit)
 				}
 			}
-		} else if c.cfg.WriteMarker(tp, m.producerID, m.markerEpoch, commit, m.version) != nil {
+		} else if err := c.cfg.WriteMarker(tp, m.producerID, m.markerEpoch, commit, m.version); markerRetriable(err) {
 			continue
 		}
 		delete(m.pending, tp)
@@ -400,6 +402,17 @@ func (c *Coordinator) writeMarkersLocked(m *txnMeta) {
 		m.lastEpoch, m.epoch = m.epoch, 0
 	}
 	m.partitions, m.groups, m.pending = nil, nil, nil
+}
+
+// markerRetriable reports whether a marker that failed with err is written again later. As
+// Kafka's TransactionMarkerRequestCompletionHandler does, a partition without a leader or with
+// too small an ISR is retried; a stale marker (INVALID_PRODUCER_EPOCH,
+// TRANSACTION_COORDINATOR_FENCED) or a deleted partition (UNKNOWN_TOPIC_OR_PARTITION) is not,
+// since writing it again can never succeed. Kafka then leaves the transaction to the newer
+// coordinator; here, with one coordinator for good, the marker is dropped and the transaction
+// completes.
+func markerRetriable(err error) bool {
+	return errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.NotEnoughReplicas)
 }
 
 // RetryMarkers writes the markers left pending because their partitions had no leader.

@@ -1,7 +1,6 @@
 package txn
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -25,12 +24,13 @@ type fakeCluster struct {
 	clk     *clock.Manual
 	nextPID int64
 	markers []marker
-	down    map[TopicPartition]bool // partitions without a leader
+	down    map[TopicPartition]bool  // partitions without a leader
+	fail    map[TopicPartition]error // partitions whose leader refuses the marker
 }
 
 func newTestCoordinator(t *testing.T) (*Coordinator, *fakeCluster) {
 	t.Helper()
-	f := &fakeCluster{clk: clock.NewManual(time.Unix(1000, 0)), nextPID: 100, down: map[TopicPartition]bool{}}
+	f := &fakeCluster{clk: clock.NewManual(time.Unix(1000, 0)), nextPID: 100, down: map[TopicPartition]bool{}, fail: map[TopicPartition]error{}}
 	c := NewCoordinator(Config{
 		Clock:    f.clk,
 		Settings: func() Settings { return Settings{MaxTimeout: 15 * time.Minute, AbortInterval: 10 * time.Second} },
@@ -40,7 +40,10 @@ func newTestCoordinator(t *testing.T) (*Coordinator, *fakeCluster) {
 		},
 		WriteMarker: func(tp TopicPartition, pid int64, epoch int16, commit bool, _ Version) error {
 			if f.down[tp] {
-				return errors.New("no leader")
+				return kerr.NotLeaderForPartition
+			}
+			if err := f.fail[tp]; err != nil {
+				return err
 			}
 			f.markers = append(f.markers, marker{tp: tp, pid: pid, epoch: epoch, commit: commit})
 			return nil
@@ -205,6 +208,35 @@ func TestMarkersPendingUntilLeaderBack(t *testing.T) {
 	c.RetryMarkers()
 	assert.Equal(t, CompleteCommit, state(t, c, "a").State)
 	assert.Equal(t, []marker{{tp: tp0, pid: pid, epoch: epoch, commit: true}, {tp: tp1, pid: pid, epoch: epoch, commit: true}}, f.markers, "each marker written once")
+}
+
+func TestMarkerErrorsRetriedOrDropped(t *testing.T) {
+	for _, tc := range []struct {
+		err     error
+		pending bool
+	}{
+		{kerr.NotLeaderForPartition, true},
+		{kerr.NotEnoughReplicas, true},
+		{kerr.InvalidProducerEpoch, false},
+		{kerr.TransactionCoordinatorFenced, false},
+		{kerr.UnknownTopicOrPartition, false},
+	} {
+		t.Run(tc.err.Error(), func(t *testing.T) {
+			c, f := newTestCoordinator(t)
+			pid, epoch, _ := c.InitProducerID("a", 60000, nil)
+			require.NoError(t, c.AddPartitions("a", pid, epoch, []TopicPartition{tp0, tp1}, V0))
+			f.fail[tp1] = tc.err
+			_, _, err := c.EndTxn("a", pid, epoch, false, V0)
+			require.NoError(t, err)
+			want := CompleteAbort
+			if tc.pending {
+				want = PrepareAbort
+			}
+			assert.Equal(t, want, state(t, c, "a").State)
+			c.RetryMarkers()
+			assert.Equal(t, want, state(t, c, "a").State, "a retry changes nothing while the error lasts")
+		})
+	}
 }
 
 func TestTimedOutTransactionAborted(t *testing.T) {
