@@ -46,6 +46,8 @@ type cfg struct {
 	fetchAhead      bool
 	onCommit        func(AcknowledgementCommit)
 	maxPollInterval time.Duration
+	hooks           []Hook
+	lagInterval     time.Duration
 }
 
 func defaultCfg() cfg {
