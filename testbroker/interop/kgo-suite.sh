@@ -33,6 +33,8 @@ if ! command -v go >/dev/null 2>&1; then
   export PATH="$PATH:/usr/local/go/bin"
 fi
 cd "$root"
+# The root module alone, so that the suite is the franz-go version of the root go.mod.
+export GOWORK=off
 tmp="$(mktemp -d)"
 broker_pid=""
 test_pid=""

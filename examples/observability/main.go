@@ -1,0 +1,4 @@
+// Command observability is a placeholder.
+package main
+
+func main() {}

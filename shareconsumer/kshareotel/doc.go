@@ -1,0 +1,2 @@
+// Package kshareotel is a placeholder.
+package kshareotel

@@ -1,0 +1,2 @@
+// Package kshareprom is a placeholder.
+package kshareprom
