@@ -80,6 +80,8 @@ type Consumer struct {
 	taker recordTaker
 	// process is Process's state; only process*.go touches it.
 	process processState
+	// lag is the LagInterval goroutine's state; only lag.go touches it.
+	lag lagLoop
 }
 
 // lifecycle is the consumer's goroutines and how they stop.
@@ -278,6 +280,7 @@ func New(opts ...Opt) (*Consumer, error) {
 		c.triggerMetadataLocked()
 		c.mu.Unlock()
 	}
+	c.startLag()
 	return c, nil
 }
 
@@ -486,6 +489,7 @@ func (c *Consumer) Close(ctx context.Context) error {
 		return errors.ErrClosed
 	}
 	close(c.life.closing)
+	c.stopLag()
 	var ctxErr error
 	wait := func(ch <-chan struct{}) bool {
 		if ctxErr != nil {

@@ -199,6 +199,9 @@ func (c *cfg) validate() error {
 	if c.maxPollInterval%time.Millisecond != 0 {
 		return fmt.Errorf("shareconsumer: MaxPollInterval(%v): must be whole milliseconds", c.maxPollInterval)
 	}
+	if c.lagInterval < 0 || c.lagInterval > 0 && c.lagInterval < time.Millisecond {
+		return fmt.Errorf("shareconsumer: LagInterval(%v): must be 0 (off) or at least 1ms", c.lagInterval)
+	}
 	if c.fetchMinBytes > c.fetchMaxBytes {
 		return fmt.Errorf("shareconsumer: FetchMinBytes(%d) is above FetchMaxBytes(%d)", c.fetchMinBytes, c.fetchMaxBytes)
 	}
