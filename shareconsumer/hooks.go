@@ -256,6 +256,9 @@ type hooks struct {
 func sortHooks(in []Hook) (hooks, error) {
 	var h hooks
 	for i, v := range in {
+		if v == nil {
+			return hooks{}, fmt.Errorf("shareconsumer: Hooks: hook %d is nil: pass values that implement hook interfaces (HookPoll, HookAcknowledge, ...)", i)
+		}
 		n := 0
 		if x, ok := v.(HookNewConsumer); ok {
 			h.newConsumer, n = append(h.newConsumer, x), n+1
@@ -291,7 +294,7 @@ func sortHooks(in []Hook) (hooks, error) {
 			h.lag, n = append(h.lag, x), n+1
 		}
 		if n == 0 {
-			return hooks{}, fmt.Errorf("shareconsumer: Hooks: hook %d (%T) implements none of the hook interfaces", i, v)
+			return hooks{}, fmt.Errorf("shareconsumer: Hooks: hook %d (%T) implements none of the hook interfaces (HookNewConsumer, HookPoll, HookAcknowledge, ...): check its methods' names and signatures", i, v)
 		}
 	}
 	return h, nil
