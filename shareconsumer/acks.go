@@ -100,9 +100,12 @@ type ackPart struct {
 
 // renewer is what a part's renews are for: Poll's renew buffer (renew-and-return) or the lease
 // (extend-in-place).
+//
+// renewAnswered returns, when a HookRenew is set, the records whose locks the answer renewed
+// and their new deadline; nil otherwise.
 type renewer interface {
 	renewSent(p *ackPart, now time.Time)
-	renewAnswered(p *ackPart, err error, lockMs int32, now time.Time)
+	renewAnswered(p *ackPart, err error, lockMs int32, now time.Time) ([]*Record, time.Time)
 }
 
 func (p *ackPart) allOffsets() []int64 {
@@ -205,6 +208,9 @@ type ackJob struct {
 	// lockTimeout is the AcquisitionLockTimeoutMs of the answer, for the renews; 0 for none.
 	lockTimeout int32
 	renewFetch  bool // a ShareFetch with IsRenewAck
+	// events collects what the hooks are told of the request's answer; nil without such hooks,
+	// and until the request is built.
+	events *requestEvents
 	// For jobSync and a jobPiggyback adopted by CommitSync, each part finishes one unit of
 	// commit; for jobClose the job as a whole does.
 }
@@ -274,7 +280,13 @@ func (o *outcomes) finish(j *ackJob, p *ackPart, err error, now time.Time) {
 // and the commit waiting for j, without counting p as finished.
 func (o *outcomes) report(j *ackJob, p *ackPart, err error, now time.Time) {
 	if p.renews && p.renewOf != nil {
-		p.renewOf.renewAnswered(p, err, j.lockTimeout, now)
+		recs, deadline := p.renewOf.renewAnswered(p, err, j.lockTimeout, now)
+		if j.events != nil && len(recs) > 0 {
+			j.events.renewed(recs, deadline)
+		}
+	}
+	if j.events != nil {
+		j.events.acked(p, err)
 	}
 	if p.quiet {
 		return

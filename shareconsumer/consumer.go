@@ -82,6 +82,12 @@ type Consumer struct {
 	process processState
 	// lag is the LagInterval goroutine's state; only lag.go touches it.
 	lag lagLoop
+
+	// hooks are the hooks by interface, fixed in New. memberTold is the membership they were
+	// last told of (Consumer.mu); memberHookMu keeps their membership calls in order.
+	hooks        hooks
+	memberTold   memberSnapshot
+	memberHookMu sync.Mutex
 }
 
 // lifecycle is the consumer's goroutines and how they stop.
@@ -220,8 +226,13 @@ func New(opts ...Opt) (*Consumer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	hs, err := sortHooks(cfg.hooks)
+	if err != nil {
+		return nil, err
+	}
 	c := &Consumer{
-		cfg: cfg,
+		cfg:   cfg,
+		hooks: hs,
 		life: lifecycle{
 			closing: make(chan struct{}),
 			hbStop:  make(chan struct{}),
@@ -268,17 +279,24 @@ func New(opts ...Opt) (*Consumer, error) {
 	c.taker = pollTaker{c}
 	c.sessions.renews = pollRenews{c}
 	c.ledger.lease.epoch = time.Now().Add(-time.Hour)
+	c.ledger.lease.hookLost = len(hs.lockLost) > 0
+	c.ledger.hookRenew = len(hs.renew) > 0
 	c.life.ctx, c.life.cancel = context.WithCancel(context.Background())
 	c.life.hbCtx, c.life.hbCancel = context.WithCancel(c.life.ctx)
 	if cfg.topicsSet {
 		c.member.subscription = normalizeTopics(cfg.topics)
 	}
+	// The hooks are told of changes from here on, not of where the consumer starts.
+	c.memberTold = memberSnapshot{told: true, state: c.member.state(false)}
 	c.life.wg.Add(1)
 	go c.heartbeatLoop()
 	if len(c.member.subscription) > 0 {
 		c.mu.Lock()
 		c.triggerMetadataLocked()
 		c.mu.Unlock()
+	}
+	for _, h := range hs.newConsumer {
+		h.OnNewConsumer(c)
 	}
 	c.startLag()
 	return c, nil
@@ -405,8 +423,7 @@ func (c *Consumer) Subscribe(topics ...string) error {
 		}
 	}
 	ts := normalizeTopics(topics)
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.lockMembership()()
 	if slices.Equal(ts, c.member.subscription) {
 		return nil
 	}
@@ -424,8 +441,7 @@ func (c *Consumer) Unsubscribe() error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.lockMembership()()
 	if len(c.member.subscription) == 0 {
 		return nil
 	}
@@ -541,6 +557,10 @@ func (c *Consumer) Close(ctx context.Context) error {
 	}
 	c.mu.Unlock()
 	c.runCallbacks()
+	c.fireLockLost()
+	for _, h := range c.hooks.closed {
+		h.OnConsumerClosed(c)
+	}
 	if ctxErr != nil {
 		return fmt.Errorf("shareconsumer: Close: %w", ctxErr)
 	}

@@ -73,6 +73,7 @@ func (c *Consumer) runSession(s *session) {
 		if work == nil {
 			s.busy = false
 			c.mu.Unlock()
+			c.fireLockLost()
 			select {
 			case <-s.wake:
 				continue
@@ -82,6 +83,7 @@ func (c *Consumer) runSession(s *session) {
 		}
 		c.mu.Unlock()
 		work()
+		c.fireLockLost() // locks the answer lost (a session reset, a refused renew)
 		c.mu.Lock()
 		pause := s.pause
 		s.pause = 0
@@ -171,22 +173,42 @@ func (c *Consumer) fetchWorkLocked(s *session, v apiversions.Versions, now time.
 	if !job.renewFetch {
 		c.admit.fetchSent(s, lim.grant)
 	}
+	if len(job.parts) > 0 {
+		job.events = c.hooks.newRequestEvents(s.node, "ShareFetch")
+	}
 	return func() {
 		sent := time.Now()
 		kresp, err := s.kgoBroker(c.cl).Request(c.requestCtx(), req)
 		resp, _ := kresp.(*kmsg.ShareFetchResponse)
+		// The hooks' latency ends with the answer, before decoding; without hooks the clock is
+		// not read for it.
+		var got time.Time
+		if len(c.hooks.shareFetch) > 0 || job.events != nil {
+			got = time.Now()
+		}
 		var decoded map[tidp]decodedPart
 		if err == nil && resp.ErrorCode == 0 {
 			decoded = c.decodeResponse(resp, names, sent, s.decoded)
 			s.decoded = decoded
 		}
+		if len(c.hooks.shareFetch) > 0 {
+			c.hooks.onShareFetch(shareFetchEvent(s.node, resp, err, names, decoded, got.Sub(sent)))
+		}
 		answered := time.Now()
 		c.mu.Lock()
-		defer c.mu.Unlock()
 		s.piggyback, s.fetching = nil, false
 		c.admit.fetchAnswered(s, answered.Sub(sent), c.ledger.lease.settled.Load(), answered)
 		c.applyFetchLocked(s, job, names, resp, err, decoded, sent, answered)
 		c.kickLocked()
+		c.mu.Unlock()
+		if job.events != nil {
+			var code int16
+			var msg *string
+			if resp != nil {
+				code, msg = resp.ErrorCode, resp.ErrorMessage
+			}
+			c.hooks.fireRequest(job.events, got.Sub(sent), requestErr(err, code, msg))
+		}
 	}
 }
 
@@ -428,10 +450,27 @@ func (c *Consumer) ackWorkLocked(s *session, j *ackJob, now time.Time) func() {
 		c.ledger.renewSentOut()
 	}
 	s.sending = j
+	if len(j.parts) > 0 {
+		j.events = c.hooks.newRequestEvents(s.node, "ShareAcknowledge")
+	}
 	return func() {
+		var sent time.Time
+		if j.events != nil {
+			sent = time.Now()
+		}
 		kresp, err := s.kgoBroker(c.cl).Request(c.requestCtx(), req)
 		resp, _ := kresp.(*kmsg.ShareAcknowledgeResponse)
 		now := time.Now()
+		if ev := j.events; ev != nil {
+			defer func() {
+				var code int16
+				var msg *string
+				if resp != nil {
+					code, msg = resp.ErrorCode, resp.ErrorMessage
+				}
+				c.hooks.fireRequest(ev, now.Sub(sent), requestErr(err, code, msg))
+			}()
+		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		s.sending = nil

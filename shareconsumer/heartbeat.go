@@ -35,11 +35,15 @@ func (c *Consumer) heartbeatLoop() {
 		select {
 		case <-c.life.hbStop:
 			c.leave()
+			c.noteMembership()
 			return
 		case <-c.life.hbWake:
 		case <-timer.C:
 		}
 		next := c.heartbeatStep()
+		// Every change of the membership goes through this loop (Subscribe, Unsubscribe and a
+		// Poll rejoining wake it), but assignments whose topics metadata has yet to name.
+		c.noteMembership()
 		c.mu.Lock()
 		member := c.member.epoch > 0
 		c.mu.Unlock()
@@ -119,8 +123,10 @@ func (c *Consumer) heartbeatStep() time.Duration {
 		case out.fatal:
 			c.log(kgo.LogLevelError, "the group coordinator refused the member for good", "err", out.err)
 			c.poll.wake()
+			c.memberTold.cause = out.err
 		case out.fenced:
 			c.log(kgo.LogLevelInfo, "member fenced by the group coordinator; rejoining", "err", out.err)
+			c.memberTold.cause = out.err
 		case out.pollErr == nil:
 			c.log(kgo.LogLevelWarn, "heartbeat refused", "err", out.err)
 		}
@@ -262,6 +268,13 @@ func (c *Consumer) leave() {
 	}
 }
 
+// afterMetadata tells the hooks what metadata changed: the assignment's partitions, now named,
+// and the locks of partitions whose leader moved.
+func (c *Consumer) afterMetadata() {
+	c.noteMembership()
+	c.fireLockLost()
+}
+
 // triggerMetadataLocked makes the metadata goroutine run, or run again.
 func (c *Consumer) triggerMetadataLocked() {
 	if c.life.stopped {
@@ -327,9 +340,11 @@ func (c *Consumer) metadataLoop() {
 		if (ok && !c.member.metaAgain) || c.life.stopped || c.life.closed.Load() {
 			c.member.metaRunning = false
 			c.mu.Unlock()
+			c.afterMetadata()
 			return
 		}
 		c.mu.Unlock()
+		c.afterMetadata()
 		if !ok {
 			d := min(retryBackoff<<min(failures, 6), maxBackoff)
 			failures++

@@ -17,7 +17,8 @@ import (
 // shareconsumer/kshareprom).
 //
 // Hooks run on the consumer's own goroutines (a session's, the heartbeat's, a Process worker's)
-// or on the application's (Poll), never with a lock of the consumer held, and they hold up
+// or on the application's (Poll, Subscribe, Unsubscribe, Close), never with a lock of the
+// consumer held, and they hold up
 // what called them: a hook must be quick and must not call back into the consumer, except
 // Status, Lag and AcquisitionLockTimeoutMs, which are safe from anywhere. Slices in an event
 // belong to the event: a hook may keep them after it returns, but must not change them. The
@@ -91,7 +92,7 @@ type FetchedPartition struct {
 }
 
 // HookPoll is called when Poll returns, with what it returns, on Poll's goroutine. It is not
-// called for Process.
+// called for Process, nor for a Poll on a consumer already closed (ErrClosed at once).
 type HookPoll interface {
 	OnPoll(PollEvent)
 }
@@ -121,7 +122,7 @@ type HookProcessStart interface {
 // lost or released before a handler had it. ctx is the context the HookProcessStart hooks made
 // for the record, or context.Background() when no handler had it. It is called on a worker's
 // goroutine, or on Process's own for records released at shutdown; with the same outcome
-// OnRecordDone gets.
+// OnRecordDone gets, just before OnRecordDone.
 type HookProcessDone interface {
 	OnProcessDone(ctx context.Context, o RecordOutcome)
 }
@@ -130,6 +131,12 @@ type HookProcessDone interface {
 // goroutine of the session with that leader: once per ShareFetch or ShareAcknowledge request
 // that carried acknowledgements, including RENEW and the acknowledgements of Close. Poll's and
 // Process's acknowledgements alike; the consumer's own (gaps, corrupt batches) too.
+//
+// It runs once the answer is applied and the lock let go, so it may run after CommitSync
+// returned, or the OnAcknowledgementCommit callback ran, for the same outcome; Close waits for
+// it. Acknowledgements that failed without being sent (their partition's leader moved, no share
+// session was open, the consumer closed first) are in no event: the callback and CommitSync
+// report them. A CommitSync retry is a request of its own, with an event of its own.
 type HookAcknowledge interface {
 	OnAcknowledge(AcknowledgeEvent)
 }
@@ -176,11 +183,14 @@ type HookRenew interface {
 	OnRenew(RenewEvent)
 }
 
-// RenewEvent is one answered RENEW.
+// RenewEvent is one answered RENEW. A request that renewed records of Poll's and of Process's
+// (their deadlines reckoned apart) gives one event for each.
 type RenewEvent struct {
 	// Leader is the node id of the partition leader that renewed the locks.
 	Leader int32
-	// Records are the records whose locks were renewed.
+	// Records are the records whose locks were renewed. For Process, those the consumer still
+	// holds when the answer comes: a record whose acknowledgement was handed over meanwhile,
+	// with the rest of its ShareFetch answer's records, is not among them.
 	Records []*Record
 	// LockDeadline is the records' new lock deadline, estimated as Record.LockDeadline is:
 	// when the renew was sent plus the lock duration the answer reported.
@@ -188,9 +198,12 @@ type RenewEvent struct {
 }
 
 // HookLockLost is called when Process lost a record's acquisition lock, with the reason: the
-// record's handler's context ends with the same *errors.LockLostError. It is called on the
-// goroutine that found the loss (a session's, the lease loop's, a worker's). Poll's records
-// have no such event: the consumer does not watch their locks.
+// record's handler's context ends with the same *errors.LockLostError. It is called soon
+// after, once the locks are let go, on a goroutine of the consumer's: mostly the one that found
+// the loss (a session's, the lease loop's, a worker's, the metadata goroutine's for a leader
+// that moved), else another of those, or Process's own at shutdown; losses found together come
+// in the order they were found. Poll's records have no such event: the consumer does not
+// watch their locks.
 type HookLockLost interface {
 	OnLockLost(LockLostEvent)
 }
@@ -205,7 +218,12 @@ type LockLostEvent struct {
 }
 
 // HookMembership is called when the consumer's membership changes: its state, member epoch or
-// assignment; on the heartbeat's goroutine, or Poll's when it rejoins.
+// assignment (by name: an assignment whose topics metadata has yet to name shows when they are
+// named). It is called on the heartbeat's goroutine (which also tells what Poll's rejoin
+// changed, and the close), the metadata goroutine's, or the application's in Subscribe and
+// Unsubscribe; one call at a time, in the order of the changes. Changes made together (a
+// heartbeat answer with a new epoch and assignment) are one event, and where the consumer
+// starts (unsubscribed, or joining with Topics) is not told.
 type HookMembership interface {
 	OnMembership(MembershipEvent)
 }
@@ -256,6 +274,9 @@ type hooks struct {
 func sortHooks(in []Hook) (hooks, error) {
 	var h hooks
 	for i, v := range in {
+		if v == nil {
+			return hooks{}, fmt.Errorf("shareconsumer: Hooks: hook %d is nil: pass values that implement hook interfaces (HookPoll, HookAcknowledge, ...)", i)
+		}
 		n := 0
 		if x, ok := v.(HookNewConsumer); ok {
 			h.newConsumer, n = append(h.newConsumer, x), n+1
@@ -291,7 +312,7 @@ func sortHooks(in []Hook) (hooks, error) {
 			h.lag, n = append(h.lag, x), n+1
 		}
 		if n == 0 {
-			return hooks{}, fmt.Errorf("shareconsumer: Hooks: hook %d (%T) implements none of the hook interfaces", i, v)
+			return hooks{}, fmt.Errorf("shareconsumer: Hooks: hook %d (%T) implements none of the hook interfaces (HookNewConsumer, HookPoll, HookAcknowledge, ...): check its methods' names and signatures", i, v)
 		}
 	}
 	return h, nil

@@ -248,21 +248,10 @@ type lagLoop struct {
 	cancel context.CancelFunc
 }
 
-// lagHooks returns the hooks that take the lookups of LagInterval.
-func lagHooks(hs []Hook) []HookLag {
-	var out []HookLag
-	for _, h := range hs {
-		if l, ok := h.(HookLag); ok {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
 // startLag starts the LagInterval goroutine, when LagInterval is set and a hook takes its
 // lookups. New calls it last, once nothing can fail.
 func (c *Consumer) startLag() {
-	hooks := lagHooks(c.cfg.hooks)
+	hooks := c.hooks.lag
 	if c.cfg.lagInterval <= 0 || len(hooks) == 0 {
 		return
 	}

@@ -52,6 +52,11 @@ type lease struct {
 	// renewed, whether or not the handler had answered by then; renewFailures, the locks lost
 	// because a broker refused their renew.
 	renewRequests, renewed, renewFailures atomic.Uint64
+
+	// hookLost: a HookLockLost is set, and lost collects the locks lost for it, which
+	// ledger.takeLost hands over once the locks are let go.
+	hookLost bool
+	lost     []LockLostEvent
 }
 
 // entry is one record acquired for Process.
@@ -549,6 +554,7 @@ func (l *lease) lose(e *entry, reason errors.LockLostReason, err error) bool {
 	if !e.lost.CompareAndSwap(nil, lost) {
 		return false // being lost already
 	}
+	running := false
 	for {
 		s := e.state.Load()
 		if s != entryQueued && s != entryRunning {
@@ -556,7 +562,8 @@ func (l *lease) lose(e *entry, reason errors.LockLostReason, err error) bool {
 			return false
 		}
 		if e.state.CompareAndSwap(s, entryLost) {
-			if s == entryRunning {
+			running = s == entryRunning
+			if running {
 				l.held.Add(-1)
 			}
 			break
@@ -564,6 +571,9 @@ func (l *lease) lose(e *entry, reason errors.LockLostReason, err error) bool {
 	}
 	if e.holder != nil {
 		e.holder.lockLost(lost)
+	}
+	if l.hookLost {
+		l.lost = append(l.lost, LockLostEvent{Record: e.rec, Running: running, Err: lost})
 	}
 	if int(e.acq.done.Add(1)) == len(e.acq.entries) {
 		l.retire(e.acq)

@@ -42,6 +42,9 @@ type ledger struct {
 
 	// parts are the partitions records were acquired from, by leader.
 	parts map[partKey]*heldPart
+
+	// hookRenew: a HookRenew is set, and renew answers name the records they renewed.
+	hookRenew bool
 }
 
 // bufItem is records acquired and not yet returned by Poll (or a corrupt batch to report),
@@ -129,6 +132,22 @@ func (l *ledger) hold(part *heldPart, recs []*Record, corrupt *errors.CorruptBat
 	}
 	l.buffer = append(l.buffer, bufItem{part: part, recs: recs, corrupt: corrupt, lock: lock})
 	l.bufRecords += len(recs)
+}
+
+// held returns how many records the ledger holds for Poll: buffered, polled (acknowledged or
+// not, until their acknowledgements are taken for sending) and renewed.
+func (l *ledger) held() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.bufRecords + l.renews.Len()
+	for _, pp := range l.polled.parts {
+		for i := range pp.recs {
+			if !pp.recs[i].undecodable {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // pollView is what the ledger tells admission and Status of the records held for Poll.
@@ -395,17 +414,17 @@ func (l *ledger) renewSent(p *ackPart, now time.Time) {
 
 // renewAnswered applies the outcome of p's renews (Poll's) to the renew buffer: on success each
 // waits for a Poll, its deadline lock after the send, or, with release, leaves the buffer and is
-// returned, to be released; on failure, or when it was never sent, it is dropped.
-func (l *ledger) renewAnswered(p *ackPart, err error, lock time.Duration, release bool) []*renewEntry {
+// returned, to be released; on failure, or when it was never sent, it is dropped. With
+// hookRenew it also returns the records renewed and their deadline, for HookRenew.
+func (l *ledger) renewAnswered(p *ackPart, err error, lock time.Duration, release bool) (released []*renewEntry, renewed []*Record, deadline time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if p.tickets == nil {
 		for _, o := range p.renewOffsets() {
 			l.renews.Remove(renewKey(p.tp, o))
 		}
-		return nil
+		return nil, nil, time.Time{}
 	}
-	var released []*renewEntry
 	for _, t := range p.tickets {
 		k := renewKey(p.tp, t.off)
 		if err != nil {
@@ -417,12 +436,15 @@ func (l *ledger) renewAnswered(p *ackPart, err error, lock time.Duration, releas
 		}
 		e, _, dl, _ := l.renews.Get(k)
 		e.deadline = dl
+		if l.hookRenew {
+			renewed, deadline = append(renewed, e.rec), dl
+		}
 		if release {
 			l.renews.Remove(k)
 			released = append(released, e)
 		}
 	}
-	return released
+	return released, renewed, deadline
 }
 
 // dropRenewsOf forgets the renewed records of tp, whose locks are gone (its leader moved), and
@@ -576,10 +598,34 @@ type leaseRenew struct {
 
 func (r *leaseRenew) renewSent(*ackPart, time.Time) {}
 
-func (r *leaseRenew) renewAnswered(p *ackPart, err error, lockMs int32, now time.Time) {
+// renewAnswered applies the outcome of p's renews; with hookRenew, a success returns the
+// records of p the lease still holds (a record settled, its acquisition retired since the
+// renew left, is not among them) and their new deadline.
+func (r *leaseRenew) renewAnswered(p *ackPart, err error, lockMs int32, now time.Time) ([]*Record, time.Time) {
 	r.l.mu.Lock()
 	defer r.l.mu.Unlock()
 	r.l.lease.renewAnswered(r.g, p, err, lockMs, now)
+	if !r.l.hookRenew || err != nil || !r.g.renewed.Load() {
+		return nil, time.Time{}
+	}
+	var recs []*Record
+	for _, a := range r.g.acqs {
+		for i := range a.entries {
+			if e := &a.entries[i]; e.part.tp == p.tp && e.lastRenew.Load() == r.g && e.state.Load() != entryLost {
+				recs = append(recs, e.rec)
+			}
+		}
+	}
+	return recs, r.l.lease.at(r.g.deadline.Load())
+}
+
+// takeLost returns the locks lost since it was last called, for HookLockLost.
+func (l *ledger) takeLost() []LockLostEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lost := l.lease.lost
+	l.lease.lost = nil
+	return lost
 }
 
 // loseNode loses every Process record held from node.

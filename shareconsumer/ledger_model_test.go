@@ -253,15 +253,17 @@ type lmRenewer struct{ m *lmModel }
 
 func (r lmRenewer) renewSent(p *ackPart, now time.Time) { r.m.l.renewSent(p, now) }
 
-func (r lmRenewer) renewAnswered(p *ackPart, err error, lockMs int32, _ time.Time) {
+func (r lmRenewer) renewAnswered(p *ackPart, err error, lockMs int32, _ time.Time) ([]*Record, time.Time) {
 	m := r.m
 	d := lmPollLock
 	if lockMs > 0 {
 		d = time.Duration(lockMs) * time.Millisecond
 	}
-	for _, e := range m.l.renewAnswered(p, err, d, m.processing) {
+	released, _, _ := m.l.renewAnswered(p, err, d, m.processing)
+	for _, e := range released {
 		m.dest.ack(e.part, e.rec.Offset, e.rec.Offset, acktype.Release)
 	}
+	return nil, time.Time{}
 }
 
 type lmModel struct {

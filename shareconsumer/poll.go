@@ -48,6 +48,17 @@ func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	if len(c.hooks.poll) == 0 {
+		return c.pollUnclosed(ctx)
+	}
+	start := time.Now()
+	recs, err := c.pollUnclosed(ctx)
+	c.hooks.onPoll(recs, err, start)
+	return recs, err
+}
+
+// pollUnclosed is Poll on a consumer not closed when Poll began.
+func (c *Consumer) pollUnclosed(ctx context.Context) ([]*Record, error) {
 	if c.poll.processing.Load() {
 		return nil, errors.ErrProcessRunning
 	}

@@ -495,6 +495,7 @@ func (p *pool) shutdown() {
 	close(p.leaseStop)
 	<-p.leaseDone
 	p.c.endProcess(p)
+	p.c.fireLockLost() // what was lost after the lease loop's last round
 }
 
 // stopHandlers cancels the contexts of the running handlers with ErrProcessStopped; what they

@@ -15,6 +15,7 @@ func (p *pool) leaseLoop() {
 	for {
 		now := time.Now()
 		ev := c.ledger.due(now)
+		c.fireLockLost()
 		if len(ev.renew) > 0 {
 			c.queueRenews(ev.renew)
 		}

@@ -237,7 +237,8 @@ func (w *worker) handle(t *task) {
 	if !l.begin(e, began) {
 		w.batch.unqueued++
 		w.batch.left++ // lost while it waited: it leaves the count as it leaves the queue
-		p.done(RecordOutcome{Record: e.rec, Err: t.e.lost.Load()})
+		p.c.fireLockLost()
+		p.done(context.Background(), RecordOutcome{Record: e.rec, Err: t.e.lost.Load()})
 		return
 	}
 	if p.handlersStopped.Load() {
@@ -251,7 +252,7 @@ func (w *worker) handle(t *task) {
 		l.unqueue(1)
 		p.askForMore()
 	}
-	err := p.call(t)
+	ctx, err := p.call(t)
 	now := p.clock()
 	w.now = now
 	took := time.Duration(now - began)
@@ -263,6 +264,7 @@ func (w *worker) handle(t *task) {
 		// The handler outlived the lock, with no renew on its way: the broker may have given
 		// the record to another member.
 		l.loseOne(e, errors.LockDeadlinePassed)
+		p.c.fireLockLost()
 	}
 	ack := ackFor(err)
 	if t.stopped.Load() {
@@ -284,7 +286,7 @@ func (w *worker) handle(t *task) {
 	if w.n++; w.n >= publishEvery || time.Duration(now-w.last) >= publishAfter {
 		w.publish()
 	}
-	p.done(out)
+	p.done(ctx, out)
 }
 
 // releaseRun releases the records of run, taken out of the queue without reaching a handler.
@@ -298,21 +300,30 @@ func (p *pool) releaseRun(run []task) {
 func (p *pool) release(t *task) {
 	if p.c.ledger.release(t.e) {
 		p.stats.released.Add(1)
-		p.done(RecordOutcome{Record: t.e.rec, Ack: acktype.Release})
+		p.done(context.Background(), RecordOutcome{Record: t.e.rec, Ack: acktype.Release})
 		return
 	}
-	p.done(RecordOutcome{Record: t.e.rec, Err: t.e.lost.Load()})
+	p.done(context.Background(), RecordOutcome{Record: t.e.rec, Err: t.e.lost.Load()})
 }
 
-// done reports what became of a record that left the pool.
-func (p *pool) done(out RecordOutcome) {
+// done reports what became of a record that left the pool: to the process-done hooks, with
+// ctx, the context its handler had (context.Background() when none did), then to
+// OnRecordDone, so that a test or application that stops Process from OnRecordDone finds the
+// hooks told.
+func (p *pool) done(ctx context.Context, out RecordOutcome) {
+	for _, h := range p.c.hooks.processDone {
+		h.OnProcessDone(ctx, out)
+	}
 	if p.cfg.onRecordDone != nil {
 		p.cfg.onRecordDone(out)
 	}
 }
 
-// call runs the handler, turning a panic into a *errors.PanicError.
-func (p *pool) call(t *task) (err error) {
+// call runs the handler, turning a panic into a *errors.PanicError, and returns the context
+// the handler had: t itself, or what the process-start hooks made of it. A panic in such a
+// hook is the handler's.
+func (p *pool) call(t *task) (ctx context.Context, err error) {
+	ctx = t
 	defer func() {
 		if v := recover(); v != nil {
 			stack := debug.Stack()
@@ -325,7 +336,10 @@ func (p *pool) call(t *task) (err error) {
 			}
 		}
 	}()
-	return p.h(t, t.e.rec)
+	if len(p.c.hooks.processStart) > 0 {
+		ctx = p.c.hooks.startRecord(ctx, t.e.rec)
+	}
+	return ctx, p.h(ctx, t.e.rec)
 }
 
 // ackFor is the acknowledgement of a handler's answer.

@@ -49,8 +49,9 @@ func (r pollRenews) renewSent(p *ackPart, now time.Time) { r.c.ledger.renewSent(
 // renewAnswered applies the outcome of p's renews: on success they wait for a Poll, deadline
 // counted from the send with the lock duration of the answer (or the last known one); on
 // failure, or when they were never sent, they are dropped for good. A renewed record no Poll
-// will return (the consumer unsubscribed, or Process runs) is released.
-func (r pollRenews) renewAnswered(p *ackPart, err error, lockMs int32, now time.Time) {
+// will return (the consumer unsubscribed, or Process runs) is released. It returns the records
+// renewed and their deadline when a HookRenew wants them.
+func (r pollRenews) renewAnswered(p *ackPart, err error, lockMs int32, now time.Time) ([]*Record, time.Time) {
 	c := r.c
 	d := defaultLockDuration
 	switch {
@@ -60,10 +61,12 @@ func (r pollRenews) renewAnswered(p *ackPart, err error, lockMs int32, now time.
 		d = c.locks.duration()
 	}
 	release := len(c.member.subscription) == 0 || c.poll.processing.Load()
-	for _, e := range c.ledger.renewAnswered(p, err, d, release) {
+	released, renewed, deadline := c.ledger.renewAnswered(p, err, d, release)
+	for _, e := range released {
 		s := c.sessions.get(e.part.node)
 		s.addAck(e.part, e.rec.Offset, acktype.Release)
 		s.flush(&c.acks, now)
 	}
 	c.poll.wake()
+	return renewed, deadline
 }

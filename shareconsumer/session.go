@@ -546,6 +546,9 @@ func (s *session) applyAck(j *ackJob, req *kmsg.ShareAcknowledgeRequest, resp *k
 		s.epoch = nextEpoch(s.epoch)
 		for _, p := range j.parts {
 			if j.kind == jobSync && retry(resp.ErrorCode) {
+				if j.events != nil {
+					j.events.acked(p, ackError(p, resp.ErrorCode, deref(resp.ErrorMessage)))
+				}
 				again = append(again, p)
 				continue
 			}
@@ -576,6 +579,9 @@ func (s *session) applyAck(j *ackJob, req *kmsg.ShareAcknowledgeRequest, resp *k
 			case !ok:
 				o.finish(j, p, ackError(p, kerr.InvalidRecordState.Code, msgInvalidResponse), now)
 			case r.code != 0 && j.kind == jobSync && retry(r.code):
+				if j.events != nil {
+					j.events.acked(p, ackError(p, r.code, deref(r.msg)))
+				}
 				again = append(again, p)
 			default:
 				o.finish(j, p, ackError(p, r.code, deref(r.msg)), now)

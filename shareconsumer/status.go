@@ -59,6 +59,14 @@ type Status struct {
 	// request or heartbeat, an error code), at LastErrAt; nil when there was none.
 	LastErr   error
 	LastErrAt time.Time
+	// Held is how many records the consumer holds now: acquired, and their acknowledgement not
+	// yet taken for sending. For Poll, those fetched and not yet returned, those returned and
+	// not yet acknowledged (or acknowledged since the last Poll or commit, which sends them),
+	// and those renewed and waiting to be returned again; for Process, those queued or with a
+	// handler (ProcessStats.Held, which counts a record a little longer than it is held, never
+	// shorter). Offsets of corrupt batches are not records and do not count. A gauge read from
+	// a metrics hook (HookNewConsumer keeps the consumer, a scrape calls Status).
+	Held int
 }
 
 // health is what the consumer knows of why records do or do not come; guarded by Consumer.mu.
@@ -89,6 +97,7 @@ func (c *Consumer) Status() Status {
 		MemberEpoch: c.member.epoch,
 		LastErr:     c.health.lastErr,
 		LastErrAt:   c.health.lastErrAt,
+		Held:        c.ledger.held() + max(0, int(c.ledger.lease.held.Load())),
 	}
 	for tp := range c.member.assigned {
 		s.Assigned = append(s.Assigned, tp)
