@@ -33,9 +33,10 @@ const idlePause = 10 * time.Millisecond
 // goroutine, and Close it when done.
 //
 // Poll, CommitSync, Subscribe, Unsubscribe and Close are meant for one goroutine, the
-// application's poll loop. Acknowledge, AcknowledgeOffset, CommitAsync, Wakeup, Subscription, Status
-// and AcquisitionLockTimeoutMs are safe from any goroutine, also while Poll runs; a second Poll
-// running at the same time fails with ErrConcurrentPoll. After Close every method returns
+// application's poll loop. Acknowledge, AcknowledgeOffset, CommitAsync, Wakeup, Subscription,
+// Status, Lag, Group, ProcessStats and AcquisitionLockTimeoutMs are safe from any goroutine,
+// also while Poll runs; a second Poll running at the same time fails with ErrConcurrentPoll.
+// After Close every method that talks to the cluster or changes the consumer returns
 // ErrClosed.
 //
 // Inside, the consumer is a facade over types that each keep one concern (docs/internals.md):
@@ -453,6 +454,10 @@ func (c *Consumer) Unsubscribe() error {
 	c.wakeHeartbeat()
 	return nil
 }
+
+// Group returns the share group the consumer was made for (the Group option), also after
+// Close: for hooks that label what they export with it.
+func (c *Consumer) Group() string { return c.cfg.group }
 
 // Subscription returns the topics the consumer is subscribed to, sorted; nil when it is not
 // subscribed, or closed.

@@ -531,3 +531,11 @@ func TestLedgerHeld(t *testing.T) {
 	l.renewAnswered(&ackPart{tp: part.tp, batches: []acktype.Batch{{FirstOffset: 1, LastOffset: 1, Types: []acktype.Type{acktype.Renew}}}}, stderrors.New("reset"), time.Minute, false)
 	assert.Equal(t, 0, l.held())
 }
+
+func TestConsumerGroup(t *testing.T) {
+	c, err := New(Group("orders-workers"), ClientOpts(kgo.SeedBrokers("127.0.0.1:1")))
+	require.NoError(t, err)
+	assert.Equal(t, "orders-workers", c.Group())
+	require.NoError(t, c.Close(context.Background()))
+	assert.Equal(t, "orders-workers", c.Group(), "after Close too")
+}
