@@ -30,7 +30,9 @@
 //
 // Records Process acquired but lost or released before any handler had them (in the queue, at
 // shutdown) get no span: they were never processed. Their renews and lost locks are still
-// counted by the metrics.
+// counted by the metrics. A lost lock's hook may run after the handler it cancelled returned
+// (the session that found the loss calls it, the worker ends the span): the span then gets
+// the "lock lost" event when it ends, once either way.
 //
 // Poll: each Poll that returned records has one span "poll <topic>" (just "poll" when the
 // records come from several topics), kind CONSUMER, messaging.operation.type "receive", from
@@ -44,15 +46,17 @@
 //
 // # Metrics
 //
-// The semantic conventions' messaging.client.consumed.messages counts each record once per
-// delivery to the application: when Poll returns it (operation name "poll"; a record Poll
-// returns again after Acknowledge(r, acktype.Renew) is not counted again), or when Process hands
-// it to a handler ("process"). messaging.process.duration is the handler's run time of each
-// record a handler had (RecordOutcome.HandlerTime). messaging.client.operation.duration times
-// the requests to partition leaders: every ShareFetch as operation type "receive" (name
-// "ShareFetch"), and every request that carried acknowledgements as "settle" (name
-// "ShareFetch" or "ShareAcknowledge": a ShareFetch that carried acknowledgements is measured
-// once as each).
+// The semantic conventions' messaging.client.consumed.messages counts the records pulled from
+// the broker, once per delivery, as the conventions ask of a pull-based client: the records
+// each ShareFetch answer acquired for the application (ShareFetchEvent's partitions, operation
+// name "ShareFetch"), for Poll and Process alike. A record Poll returns again after a renew was
+// fetched once and counts once; a record the broker delivers again counts again. Under Process
+// the count equals ProcessStats.Delivered, records lost or released before a handler had them
+// included. messaging.process.duration is the handler's run time of each record a handler had
+// (RecordOutcome.HandlerTime). messaging.client.operation.duration times the requests to
+// partition leaders: every ShareFetch as operation type "receive" (name "ShareFetch"), and
+// every request that carried acknowledgements as "settle" (name "ShareFetch" or
+// "ShareAcknowledge": a ShareFetch that carried acknowledgements is measured once as each).
 //
 // kshare's own: kshare.acknowledged.messages (records acknowledged to leaders, by type, with
 // error.type where the leader did not apply them), kshare.renewed.messages (locks renewed, one
@@ -63,8 +67,9 @@
 //
 // Every measurement has messaging.system "kafka" and, once known, messaging.consumer.group.name:
 // set by ConsumerGroup, or learnt from the first membership or lag event (the consumer does
-// not otherwise expose its group), which comes before the first records; measurements before
-// it have no group attribute.
+// not otherwise expose its group). The membership hook runs on the heartbeat's goroutine and
+// the first ShareFetch hooks on a session's, so the first fetch's measurements may come before
+// it and have no group attribute: pass ConsumerGroup to label every measurement.
 //
 // # Several consumers
 //

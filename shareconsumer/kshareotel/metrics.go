@@ -153,10 +153,18 @@ func operationAttrs(group, name string, typ attribute.KeyValue, err error) []att
 	return a
 }
 
-// OnShareFetch records the request's latency, and the lock duration the leader reported.
+// OnShareFetch counts the records the answer delivered, records the request's latency, and
+// keeps the lock duration the leader reported.
 func (o *Otel) OnShareFetch(e shareconsumer.ShareFetchEvent) {
-	o.m.operationDuration.Record(context.Background(), e.Latency.Seconds(),
-		metricOpt(operationAttrs(o.groupName(), "ShareFetch", semconv.MessagingOperationTypeReceive, e.Err)))
+	group := o.groupName()
+	ctx := context.Background()
+	o.m.operationDuration.Record(ctx, e.Latency.Seconds(),
+		metricOpt(operationAttrs(group, "ShareFetch", semconv.MessagingOperationTypeReceive, e.Err)))
+	for _, p := range e.Partitions {
+		if p.Records > 0 {
+			o.m.consumed.Add(ctx, int64(p.Records), metricOpt(partitionAttrs(group, "ShareFetch", p.Topic, p.Partition)))
+		}
+	}
 	if e.AcquisitionLockTimeout > 0 {
 		o.mu.Lock()
 		o.state.lockTimeout = e.AcquisitionLockTimeout

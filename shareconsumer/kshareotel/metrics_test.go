@@ -29,7 +29,8 @@ func TestMetricsFromEvents(t *testing.T) {
 	o.OnMembership(shareconsumer.MembershipEvent{Group: "billing", State: shareconsumer.MemberState(1)})
 
 	// ShareFetch: two answered, one failed; the lock timeout of the last that reported one.
-	o.OnShareFetch(shareconsumer.ShareFetchEvent{Leader: 1, Records: 3, AcquisitionLockTimeout: 30 * time.Second, Latency: 100 * time.Millisecond})
+	o.OnShareFetch(shareconsumer.ShareFetchEvent{Leader: 1, Records: 4, AcquisitionLockTimeout: 30 * time.Second, Latency: 100 * time.Millisecond,
+		Partitions: []shareconsumer.FetchedPartition{{TopicPartition: tp("orders", 3), Records: 3}, {TopicPartition: tp("orders", 4), Records: 1}, {TopicPartition: tp("orders", 5), Err: errors.FromKafka(kerr.NotLeaderForPartition.Code, nil)}}})
 	o.OnShareFetch(shareconsumer.ShareFetchEvent{Leader: 2, Records: 0, AcquisitionLockTimeout: 15 * time.Second, Latency: 300 * time.Millisecond})
 	o.OnShareFetch(shareconsumer.ShareFetchEvent{Leader: 2, Err: &errors.KafkaError{Code: kerr.ShareSessionNotFound.Code}, Latency: time.Millisecond})
 
@@ -88,8 +89,9 @@ func TestMetricsFromEvents(t *testing.T) {
 
 	consumed := m["messaging.client.consumed.messages"]
 	assert.Equal(t, "{message}", consumed.Unit)
-	assert.EqualValues(t, 3, sumInt(consumed, with("messaging.operation.name", "process")), "handed to a handler")
-	assert.EqualValues(t, 2, sumInt(consumed, with("messaging.destination.partition.id", "3")))
+	assert.EqualValues(t, 4, sumInt(consumed, with("messaging.operation.name", "ShareFetch")), "acquired by ShareFetch")
+	assert.EqualValues(t, 3, sumInt(consumed, with("messaging.destination.partition.id", "3")))
+	assert.EqualValues(t, 0, sumInt(consumed, with("messaging.destination.partition.id", "5")))
 
 	pd := m["messaging.process.duration"]
 	assert.Equal(t, "s", pd.Unit)
@@ -134,22 +136,4 @@ func TestMetricsFromEvents(t *testing.T) {
 	assert.Equal(t, "s", lt.Unit)
 
 	assert.NotContains(t, m, kshareotel.MetricHeld, "no consumer registered")
-}
-
-// TestPollCountsDeliveriesOnce: a record Poll returns again after a renew is not consumed
-// twice.
-func TestPollCountsDeliveriesOnce(t *testing.T) {
-	t.Parallel()
-	rg := newRig(t, kshareotel.ConsumerGroup("billing"))
-	a, b := record(nil), record(nil)
-	b.Offset = 18
-	rg.o.OnPoll(shareconsumer.PollEvent{Records: []*shareconsumer.Record{a, b}, Start: time.Now()})
-	rg.o.OnRenew(shareconsumer.RenewEvent{Records: []*shareconsumer.Record{a}, LockDeadline: time.Now()})
-	rg.o.OnPoll(shareconsumer.PollEvent{Records: []*shareconsumer.Record{a}, Start: time.Now()})
-	c := record(nil)
-	c.Offset = 19
-	rg.o.OnPoll(shareconsumer.PollEvent{Records: []*shareconsumer.Record{a, c}, Start: time.Now()}) // a again, with no renew: counted
-	m := rg.collect(t)
-	assert.EqualValues(t, 4, sumInt(m["messaging.client.consumed.messages"], map[string]string{"messaging.operation.name": "poll", "messaging.consumer.group.name": "billing"}))
-	assert.EqualValues(t, 1, sumInt(m[kshareotel.MetricRenewed], nil))
 }

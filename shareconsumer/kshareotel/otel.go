@@ -68,9 +68,6 @@ type Otel struct {
 	group      atomic.Pointer[string]
 
 	spans sync.Map // *shareconsumer.Record → *recSpan, from OnProcessStart to OnProcessDone
-	// renewed holds the records Poll will return again after a renew (Poll mode): their
-	// second return is not counted as consumed.
-	renewed sync.Map // *shareconsumer.Record → struct{}
 
 	m   instruments
 	reg metric.Registration
@@ -80,8 +77,16 @@ type Otel struct {
 	state     observed
 }
 
-// recSpan is a process span between OnProcessStart and OnProcessDone.
-type recSpan struct{ span trace.Span }
+// recSpan is a process span between OnProcessStart and OnProcessDone. mu orders the events
+// the session goroutines add against the worker's end of the span: a lost lock's hook may run
+// after the handler it cancelled returned, and the span then gets the event when it ends.
+type recSpan struct {
+	span trace.Span
+
+	mu    sync.Mutex
+	ended bool
+	lost  bool // the lock lost event was added
+}
 
 var (
 	_ shareconsumer.HookNewConsumer    = (*Otel)(nil)
@@ -175,14 +180,13 @@ func (o *Otel) OnNewConsumer(c *shareconsumer.Consumer) {
 }
 
 // OnConsumerClosed forgets c. When no consumer is left it also forgets what the gauges report
-// (the lock timeout, the lag) and the Poll records it kept as renewed.
+// (the lock timeout, the lag).
 func (o *Otel) OnConsumerClosed(c *shareconsumer.Consumer) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.consumers, c)
 	if len(o.consumers) == 0 {
 		o.state = observed{}
-		o.renewed.Clear()
 	}
 }
 

@@ -55,8 +55,6 @@ const (
 // OnProcessStart starts r's process span and returns ctx carrying it, for the handler.
 func (o *Otel) OnProcessStart(ctx context.Context, r *shareconsumer.Record) context.Context {
 	group := o.groupName()
-	o.m.consumed.Add(ctx, 1, metricOpt(partitionAttrs(group, "process", r.Topic, r.Partition)))
-
 	attrs := make([]attribute.KeyValue, 0, 13)
 	attrs = append(attrs,
 		semconv.MessagingSystemKafka,
@@ -102,7 +100,6 @@ func (o *Otel) producerSpan(r *shareconsumer.Record) trace.SpanContext {
 // and records messaging.process.duration for a record a handler had.
 func (o *Otel) OnProcessDone(ctx context.Context, out shareconsumer.RecordOutcome) {
 	r := out.Record
-	o.renewed.Delete(r)
 	errType := outcomeErrorType(out)
 	v, ok := o.spans.LoadAndDelete(r)
 	if ok || ctx != context.Background() {
@@ -115,7 +112,16 @@ func (o *Otel) OnProcessDone(ctx context.Context, out shareconsumer.RecordOutcom
 	if !ok {
 		return
 	}
-	span := v.(*recSpan).span
+	rs := v.(*recSpan)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.ended = true
+	span := rs.span
+	var lle *errors.LockLostError
+	if errType == ErrorTypeLockLost && !rs.lost && errors.As(out.Err, &lle) {
+		// The lost lock's hook has not run yet: the event is added now, at the span's end.
+		span.AddEvent(EventLockLost, trace.WithAttributes(LockLostReasonKey.String(lle.Reason.String()), LockLostRunningKey.Bool(true)))
+	}
 	attrs := []attribute.KeyValue{RenewsKey.Int(out.Renews)}
 	if out.Ack != 0 {
 		attrs = append(attrs, AcknowledgeTypeKey.String(out.Ack.String()))
@@ -166,16 +172,18 @@ func (o *Otel) OnRenew(e shareconsumer.RenewEvent) {
 		counts[shareconsumer.TopicPartition{Topic: r.Topic, Partition: r.Partition}]++
 		v, ok := o.spans.Load(r)
 		if !ok {
-			// No handler has it: a Process record in the queue, or a Poll record that the
-			// next Poll returns again.
-			o.renewed.Store(r, struct{}{})
-			continue
+			continue // no handler has it: a Poll record, or a Process record in the queue
 		}
-		if deadline.Valid() {
-			v.(*recSpan).span.AddEvent(EventLockRenewed, trace.WithAttributes(deadline))
-		} else {
-			v.(*recSpan).span.AddEvent(EventLockRenewed)
+		rs := v.(*recSpan)
+		rs.mu.Lock()
+		if !rs.ended {
+			if deadline.Valid() {
+				rs.span.AddEvent(EventLockRenewed, trace.WithAttributes(deadline))
+			} else {
+				rs.span.AddEvent(EventLockRenewed)
+			}
 		}
+		rs.mu.Unlock()
 	}
 	for tp, n := range counts {
 		o.m.renewed.Add(context.Background(), n, metricOpt(partitionAttrs(group, "", tp.Topic, tp.Partition)))
@@ -200,18 +208,23 @@ func (o *Otel) OnLockLost(e shareconsumer.LockLostEvent) {
 		return
 	}
 	rs := v.(*recSpan)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.ended || rs.lost {
+		return
+	}
+	rs.lost = true
 	rs.span.AddEvent(EventLockLost, trace.WithAttributes(LockLostReasonKey.String(reason), LockLostRunningKey.Bool(e.Running)))
 	rs.span.SetStatus(codes.Error, desc)
 }
 
 // OnPoll starts and ends a receive span for a Poll that returned records, linked to each
-// record's producer span, and counts the records Poll delivered.
+// record's producer span.
 func (o *Otel) OnPoll(e shareconsumer.PollEvent) {
 	if len(e.Records) == 0 {
 		return
 	}
 	group := o.groupName()
-	counts := make(map[shareconsumer.TopicPartition]int64)
 	links := make([]trace.Link, 0, len(e.Records))
 	topic := e.Records[0].Topic
 	partition := e.Records[0].Partition
@@ -222,9 +235,6 @@ func (o *Otel) OnPoll(e shareconsumer.PollEvent) {
 		} else if r.Partition != partition {
 			onePartition = false
 		}
-		if _, again := o.renewed.LoadAndDelete(r); !again {
-			counts[shareconsumer.TopicPartition{Topic: r.Topic, Partition: r.Partition}]++
-		}
 		if sc := o.producerSpan(r); sc.IsValid() {
 			links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{
 				semconv.MessagingDestinationName(r.Topic),
@@ -233,10 +243,6 @@ func (o *Otel) OnPoll(e shareconsumer.PollEvent) {
 			}})
 		}
 	}
-	for tp, n := range counts {
-		o.m.consumed.Add(context.Background(), n, metricOpt(partitionAttrs(group, "poll", tp.Topic, tp.Partition)))
-	}
-
 	attrs := []attribute.KeyValue{
 		semconv.MessagingSystemKafka,
 		semconv.MessagingOperationName("poll"),

@@ -322,3 +322,22 @@ func TestConcurrentHooks(t *testing.T) {
 	wg.Wait()
 	assert.Len(t, rg.ended("process orders"), len(recs))
 }
+
+// TestLockLostHookAfterTheSpanEnded: when the handler a lost lock cancelled returns before the
+// lost lock's hook runs, the span gets the event when it ends, and only once.
+func TestLockLostHookAfterTheSpanEnded(t *testing.T) {
+	t.Parallel()
+	rg := newRig(t)
+	r := record(nil)
+	lost := &errors.LockLostError{Topic: "orders", Partition: 3, Offset: 17, Reason: errors.LockSessionReset}
+	ctx := rg.o.OnProcessStart(context.Background(), r)
+	rg.o.OnProcessDone(ctx, shareconsumer.RecordOutcome{Record: r, Err: lost})
+	rg.o.OnLockLost(shareconsumer.LockLostEvent{Record: r, Running: true, Err: lost})
+	spans := rg.ended("process orders")
+	require.Len(t, spans, 1)
+	ev := spans[0].Events()
+	require.Len(t, ev, 1)
+	assert.Equal(t, "lock lost", ev[0].Name)
+	assert.Equal(t, "session_reset", attrMap(ev[0].Attributes)["kshare.lock_lost.reason"].AsString())
+	assert.Equal(t, codes.Error, spans[0].Status().Code)
+}
