@@ -1,0 +1,269 @@
+package kshareotel
+
+import (
+	"context"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/kshare/kshare/acktype"
+	"github.com/kshare/kshare/errors"
+	"github.com/kshare/kshare/shareconsumer"
+)
+
+// kshare's own attributes, in its own namespace: the semantic conventions reserve messaging.*
+// for the names they define.
+const (
+	// DeliveryCountKey is a record's shareconsumer.Record.DeliveryCount: 1 on its first delivery.
+	DeliveryCountKey = attribute.Key("kshare.delivery_count")
+	// AcknowledgeTypeKey is an acknowledgement's type: "accept", "release", "reject", "renew"
+	// or "gap" (acktype.Type.String).
+	AcknowledgeTypeKey = attribute.Key("kshare.acknowledge.type")
+	// RenewsKey is how many times a record's lock was renewed while its handler ran
+	// (shareconsumer.RecordOutcome.Renews).
+	RenewsKey = attribute.Key("kshare.renews")
+	// LockDeadlineKey is a renewed lock's new deadline, RFC 3339 with nanoseconds, on the
+	// consumer's clock (shareconsumer.RenewEvent.LockDeadline).
+	LockDeadlineKey = attribute.Key("kshare.lock.deadline")
+	// LockLostReasonKey is why a lock was lost: errors.LockLostReason.String(), such as
+	// "deadline_passed" or "invalid_record_state".
+	LockLostReasonKey = attribute.Key("kshare.lock_lost.reason")
+	// LockLostRunningKey says whether a handler had the record when its lock was lost.
+	LockLostRunningKey = attribute.Key("kshare.lock_lost.running")
+)
+
+// The span events this package adds to process spans.
+const (
+	EventLockRenewed = "lock renewed"
+	EventLockLost    = "lock lost"
+)
+
+// The values of error.type this package sets on process spans and messaging.process.duration
+// for a record that was not accepted.
+const (
+	ErrorTypeRelease  = "release"
+	ErrorTypeReject   = "reject"
+	ErrorTypePanic    = "panic"
+	ErrorTypeLockLost = "lock_lost"
+)
+
+// OnProcessStart starts r's process span and returns ctx carrying it, for the handler.
+func (o *Otel) OnProcessStart(ctx context.Context, r *shareconsumer.Record) context.Context {
+	group := o.groupName()
+	attrs := make([]attribute.KeyValue, 0, 13)
+	attrs = append(attrs,
+		semconv.MessagingSystemKafka,
+		semconv.MessagingOperationName("process"),
+		semconv.MessagingOperationTypeProcess,
+		semconv.MessagingDestinationName(r.Topic),
+		semconv.MessagingDestinationPartitionID(strconv.Itoa(int(r.Partition))),
+		semconv.MessagingKafkaOffset(int(r.Offset)),
+		semconv.MessagingMessageBodySize(len(r.Value)),
+		DeliveryCountKey.Int(int(r.DeliveryCount)),
+	)
+	if group != "" {
+		attrs = append(attrs, semconv.MessagingConsumerGroupName(group))
+	}
+	if r.Key != nil && utf8.Valid(r.Key) {
+		attrs = append(attrs, semconv.MessagingKafkaMessageKey(string(r.Key)))
+	}
+	if r.Value == nil {
+		attrs = append(attrs, semconv.MessagingKafkaMessageTombstone(true))
+	}
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...)}
+	parent := ctx
+	if o.linkSpans {
+		if sc := o.producerSpan(r); sc.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+		}
+	} else {
+		parent = o.propagator().Extract(ctx, HeaderCarrier(&r.Headers))
+	}
+	sctx, span := o.tracer.Start(parent, "process "+r.Topic, opts...)
+	if span.IsRecording() {
+		o.spans.Store(r, &recSpan{span: span})
+	}
+	return sctx
+}
+
+// producerSpan returns the span context r's headers carry; not valid when they carry none.
+func (o *Otel) producerSpan(r *shareconsumer.Record) trace.SpanContext {
+	return trace.SpanContextFromContext(o.propagator().Extract(context.Background(), HeaderCarrier(&r.Headers)))
+}
+
+// OnProcessDone ends the record's process span, with an error status unless it was accepted,
+// and records messaging.process.duration for a record a handler had.
+func (o *Otel) OnProcessDone(ctx context.Context, out shareconsumer.RecordOutcome) {
+	r := out.Record
+	errType := outcomeErrorType(out)
+	v, ok := o.spans.LoadAndDelete(r)
+	if ok || ctx != context.Background() {
+		a := partitionAttrs(o.groupName(), "process", r.Topic, r.Partition)
+		if errType != "" {
+			a = append(a, semconv.ErrorTypeKey.String(errType))
+		}
+		o.m.processDuration.Record(ctx, out.HandlerTime.Seconds(), metricOpt(a))
+	}
+	if !ok {
+		return
+	}
+	rs := v.(*recSpan)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.ended = true
+	span := rs.span
+	var lle *errors.LockLostError
+	if errType == ErrorTypeLockLost && !rs.lost && errors.As(out.Err, &lle) {
+		// The lost lock's hook has not run yet: the event is added now, at the span's end.
+		span.AddEvent(EventLockLost, trace.WithAttributes(LockLostReasonKey.String(lle.Reason.String()), LockLostRunningKey.Bool(true)))
+	}
+	attrs := []attribute.KeyValue{RenewsKey.Int(out.Renews)}
+	if out.Ack != 0 {
+		attrs = append(attrs, AcknowledgeTypeKey.String(out.Ack.String()))
+	}
+	if errType != "" {
+		attrs = append(attrs, semconv.ErrorTypeKey.String(errType))
+	}
+	span.SetAttributes(attrs...)
+	if out.Err != nil && errType != ErrorTypeLockLost {
+		span.RecordError(out.Err)
+	}
+	if errType != "" {
+		desc := errType
+		if out.Err != nil {
+			desc = out.Err.Error()
+		}
+		span.SetStatus(codes.Error, desc)
+	}
+	span.End()
+}
+
+// outcomeErrorType returns the error.type of an outcome, "" for an accepted record.
+func outcomeErrorType(out shareconsumer.RecordOutcome) string {
+	var pe *errors.PanicError
+	switch {
+	case out.Ack == acktype.Accept:
+		return ""
+	case errors.As(out.Err, &pe):
+		return ErrorTypePanic
+	case out.Ack == acktype.Release:
+		return ErrorTypeRelease
+	case out.Ack == acktype.Reject:
+		return ErrorTypeReject
+	}
+	return ErrorTypeLockLost
+}
+
+// OnRenew adds a lock renewed event to the process span of each renewed record that has one,
+// and counts the renews.
+func (o *Otel) OnRenew(e shareconsumer.RenewEvent) {
+	group := o.groupName()
+	var deadline attribute.KeyValue
+	if !e.LockDeadline.IsZero() {
+		deadline = LockDeadlineKey.String(e.LockDeadline.Format(time.RFC3339Nano))
+	}
+	counts := make(map[shareconsumer.TopicPartition]int64)
+	for _, r := range e.Records {
+		counts[shareconsumer.TopicPartition{Topic: r.Topic, Partition: r.Partition}]++
+		v, ok := o.spans.Load(r)
+		if !ok {
+			continue // no handler has it: a Poll record, or a Process record in the queue
+		}
+		rs := v.(*recSpan)
+		rs.mu.Lock()
+		if !rs.ended {
+			if deadline.Valid() {
+				rs.span.AddEvent(EventLockRenewed, trace.WithAttributes(deadline))
+			} else {
+				rs.span.AddEvent(EventLockRenewed)
+			}
+		}
+		rs.mu.Unlock()
+	}
+	for tp, n := range counts {
+		o.m.renewed.Add(context.Background(), n, metricOpt(partitionAttrs(group, "", tp.Topic, tp.Partition)))
+	}
+}
+
+// OnLockLost adds a lock lost event to the record's process span, when it has one, and sets
+// the span's status to an error; and counts the loss.
+func (o *Otel) OnLockLost(e shareconsumer.LockLostEvent) {
+	r := e.Record
+	reason := "unknown"
+	desc := "acquisition lock lost"
+	if e.Err != nil {
+		reason = e.Err.Reason.String()
+		desc = e.Err.Error()
+	}
+	a := partitionAttrs(o.groupName(), "", r.Topic, r.Partition)
+	a = append(a, LockLostReasonKey.String(reason))
+	o.m.locksLost.Add(context.Background(), 1, metricOpt(a))
+	v, ok := o.spans.Load(r)
+	if !ok {
+		return
+	}
+	rs := v.(*recSpan)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.ended || rs.lost {
+		return
+	}
+	rs.lost = true
+	rs.span.AddEvent(EventLockLost, trace.WithAttributes(LockLostReasonKey.String(reason), LockLostRunningKey.Bool(e.Running)))
+	rs.span.SetStatus(codes.Error, desc)
+}
+
+// OnPoll starts and ends a receive span for a Poll that returned records, linked to each
+// record's producer span.
+func (o *Otel) OnPoll(e shareconsumer.PollEvent) {
+	if len(e.Records) == 0 {
+		return
+	}
+	group := o.groupName()
+	links := make([]trace.Link, 0, len(e.Records))
+	topic := e.Records[0].Topic
+	partition := e.Records[0].Partition
+	oneTopic, onePartition := true, true
+	for _, r := range e.Records {
+		if r.Topic != topic {
+			oneTopic, onePartition = false, false
+		} else if r.Partition != partition {
+			onePartition = false
+		}
+		if sc := o.producerSpan(r); sc.IsValid() {
+			links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{
+				semconv.MessagingDestinationName(r.Topic),
+				semconv.MessagingDestinationPartitionID(strconv.Itoa(int(r.Partition))),
+				semconv.MessagingKafkaOffset(int(r.Offset)),
+			}})
+		}
+	}
+	attrs := []attribute.KeyValue{
+		semconv.MessagingSystemKafka,
+		semconv.MessagingOperationName("poll"),
+		semconv.MessagingOperationTypeReceive,
+		semconv.MessagingBatchMessageCount(len(e.Records)),
+	}
+	if group != "" {
+		attrs = append(attrs, semconv.MessagingConsumerGroupName(group))
+	}
+	name := "poll"
+	if oneTopic {
+		name += " " + topic
+		attrs = append(attrs, semconv.MessagingDestinationName(topic))
+	}
+	if onePartition {
+		attrs = append(attrs, semconv.MessagingDestinationPartitionID(strconv.Itoa(int(partition))))
+	}
+	_, span := o.tracer.Start(context.Background(), name,
+		trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithTimestamp(e.Start),
+		trace.WithLinks(links...),
+		trace.WithAttributes(attrs...))
+	span.End(trace.WithTimestamp(e.Start.Add(e.Duration)))
+}
