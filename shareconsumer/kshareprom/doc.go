@@ -23,8 +23,9 @@
 // metric carries the ConstLabels. Below, ns_ stands for that prefix.
 //
 // Counters and histograms, counted in the hooks as the events come (a Prometheus counter is an
-// atomic add; the children of a topic are looked up once and kept, so that a record costs no
-// hashing of label values):
+// atomic add; Process's children of a topic are looked up once and kept, so that a record
+// costs no hashing of label values; the other hooks look their children up once per partition
+// or per run of records of one topic):
 //
 //	ns_fetch_requests_total{node_id}            counter    ShareFetch requests answered or failed (HookShareFetch)
 //	ns_fetch_request_errors_total{node_id}      counter    those that failed as a whole: ShareFetchEvent.Err
@@ -81,7 +82,8 @@
 //   - A series exists from its first event: before the first fetch no fetch_records_total
 //     series is exported, and a counter whose topic is no longer consumed stays at its last
 //     value, as counters do. Counters without labels (poll_errors_total,
-//     lag_lookup_errors_total) are exported at 0 from the start.
+//     lag_lookup_errors_total) are exported at 0 from the start; the four outcomes of
+//     processed_records_total from a topic's first record in Process.
 //   - The membership gauges are absent until the first membership change;
 //     acquisition_lock_timeout_seconds until an answer reports a lock duration (ShareFetch
 //     v1+); held_records while no consumer is attached (before New returns, and after Close:

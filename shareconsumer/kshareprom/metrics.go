@@ -52,13 +52,11 @@ type Metrics struct {
 	gatherer prometheus.Gatherer
 }
 
-// topicMetrics are the children of one topic, looked up once per topic rather than hashing
-// label values for every record.
+// topicMetrics are Process's children of one topic, looked up once per topic rather than
+// hashing label values for every record.
 type topicMetrics struct {
-	poll                               prometheus.Counter
 	accepted, released, rejected, lost prometheus.Counter
 	duration                           prometheus.Observer
-	renewed                            prometheus.Counter
 }
 
 // The label names.
@@ -168,19 +166,17 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.gatherer, m.cfg.handlerOpts)
 }
 
-// topic returns the children of topic t, making them on its first use.
+// topic returns Process's children of topic t, making them on its first use.
 func (m *Metrics) topic(t string) *topicMetrics {
 	if v, ok := m.topics.Load(t); ok {
 		return v.(*topicMetrics)
 	}
 	tm := &topicMetrics{
-		poll:     m.pollRecords.WithLabelValues(t),
 		accepted: m.processed.WithLabelValues(t, "accept"),
 		released: m.processed.WithLabelValues(t, "release"),
 		rejected: m.processed.WithLabelValues(t, "reject"),
 		lost:     m.processed.WithLabelValues(t, "lost"),
 		duration: m.processDuration.WithLabelValues(t),
-		renewed:  m.renewed.WithLabelValues(t),
 	}
 	v, _ := m.topics.LoadOrStore(t, tm)
 	return v.(*topicMetrics)
@@ -282,7 +278,7 @@ func (m *Metrics) OnPoll(e shareconsumer.PollEvent) {
 		for j < len(e.Records) && e.Records[j].Topic == e.Records[i].Topic {
 			j++
 		}
-		m.topic(e.Records[i].Topic).poll.Add(float64(j - i))
+		m.pollRecords.WithLabelValues(e.Records[i].Topic).Add(float64(j - i))
 		i = j
 	}
 }
@@ -335,7 +331,7 @@ func (m *Metrics) OnRenew(e shareconsumer.RenewEvent) {
 		for j < len(e.Records) && e.Records[j].Topic == e.Records[i].Topic {
 			j++
 		}
-		m.topic(e.Records[i].Topic).renewed.Add(float64(j - i))
+		m.renewed.WithLabelValues(e.Records[i].Topic).Add(float64(j - i))
 		i = j
 	}
 }
