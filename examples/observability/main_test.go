@@ -38,19 +38,19 @@ func TestRun(t *testing.T) {
 
 	const topic = `topic="observability"`
 	for name, want := range map[string]float64{
-		`kshare_processed_records_total{outcome="accept",` + topic + `}`:                   9,
-		`kshare_processed_records_total{outcome="release",` + topic + `}`:                  2,
-		`kshare_processed_records_total{outcome="reject",` + topic + `}`:                   1,
-		`kshare_processed_records_total{outcome="lost",` + topic + `}`:                     0,
-		`kshare_acknowledged_records_total{outcome="ok",` + topic + `,type="accept"}`:      9,
-		`kshare_acknowledged_records_total{outcome="ok",` + topic + `,type="release"}`:     2,
-		`kshare_acknowledged_records_total{outcome="ok",` + topic + `,type="reject"}`:      1,
-		`kshare_fetch_records_total{partition="0",` + topic + `}`:                          12, // 10, and 2 redelivered
-		`kshare_process_duration_seconds_count{` + topic + `}`:                             12,
-		`kshare_held_records`:                                                              0,
-		`kshare_member_state{state="stable"}`:                                              1,
-		`kshare_acquisition_lock_timeout_seconds`:                                          1,
-		`kshare_assigned_partitions{` + topic + `}`:                                        1,
+		`kshare_processed_records_total{outcome="accept",` + topic + `}`:               9,
+		`kshare_processed_records_total{outcome="release",` + topic + `}`:              2,
+		`kshare_processed_records_total{outcome="reject",` + topic + `}`:               1,
+		`kshare_processed_records_total{outcome="lost",` + topic + `}`:                 0,
+		`kshare_acknowledged_records_total{outcome="ok",` + topic + `,type="accept"}`:  9,
+		`kshare_acknowledged_records_total{outcome="ok",` + topic + `,type="release"}`: 2,
+		`kshare_acknowledged_records_total{outcome="ok",` + topic + `,type="reject"}`:  1,
+		`kshare_fetch_records_total{partition="0",` + topic + `}`:                      12, // 10, and 2 redelivered
+		`kshare_process_duration_seconds_count{` + topic + `}`:                         12,
+		`kshare_held_records`:                       0,
+		`kshare_member_state{state="stable"}`:       1,
+		`kshare_acquisition_lock_timeout_seconds`:   1,
+		`kshare_assigned_partitions{` + topic + `}`: 1,
 	} {
 		got, ok := series[name]
 		if assert.True(t, ok, "%s is not in /metrics", name) {
