@@ -216,7 +216,8 @@ func (ss *sessionSet) sorted() []*session {
 // New creates a consumer. It checks the options, creates the kgo.Client, and, when Topics was
 // given, starts joining the group in the background; it does not wait for the network, so a
 // bad address shows up in Poll's error (an *errors.PollTimeoutError with ReasonNoBroker and the
-// dial error, with the address), in Status and in the kgo log rather than here.
+// dial error, with the address), in Status and in the kgo log rather than here. The
+// HookNewConsumer hooks are called last, with the consumer, before New returns it.
 func New(opts ...Opt) (*Consumer, error) {
 	cfg := defaultCfg()
 	for _, o := range opts {
@@ -504,7 +505,9 @@ func (c *Consumer) AcquisitionLockTimeoutMs() (int32, bool) {
 //
 // The callback runs for every outcome before Close returns (when Close is called from inside
 // the callback, right after that callback call returns). Close returns ctx's error when ctx
-// ended first, and ErrClosed when the consumer was already closed.
+// ended first, and ErrClosed when the consumer was already closed. The HookConsumerClosed hooks
+// are called last, once, after every goroutine of the consumer ended; no hook is called after
+// them.
 func (c *Consumer) Close(ctx context.Context) error {
 	if !c.life.closed.CompareAndSwap(false, true) {
 		return errors.ErrClosed
