@@ -66,7 +66,9 @@
 // For a consumer that only runs Process, the processed_records_total outcomes add up to
 // ProcessStats.Delivered once Process returned; accept, release and reject equal
 // ProcessStats.Accepted, Released and Rejected; process_duration_seconds counts what
-// ProcessStats.HandlerTime counts; locks_lost_total by reason equals ProcessStats.LocksLostBy.
+// ProcessStats.HandlerTime counts; renewed_records_total equals ProcessStats.Renewed (a
+// consumer that also polls renews Poll's records too, which count here only); locks_lost_total
+// by reason equals ProcessStats.LocksLostBy.
 // The lost outcome is not ProcessStats.LocksLost: a record whose lock was lost after its
 // acknowledgement was chosen, before it was sent, counts as that acknowledgement in
 // processed_records_total and in locks_lost_total too.
@@ -77,8 +79,12 @@
 //     gauges show one membership, one lag and the last consumer's held records. Two Metrics in
 //     one registry need different ConstLabels (or Subsystems): New panics when the Registerer
 //     refuses a second one alike, as prometheus.MustRegister does.
-//   - The group is no label of its own: the hooks of fetches, polls and records do not carry it.
-//     Put it in ConstLabels.
+//   - The group is a label only when given: put it in ConstLabels, as above. Metrics do not
+//     take it from Consumer.Group in OnNewConsumer: a metric's labels are fixed when New makes
+//     and registers it, before the consumer exists, so a group learnt then would have to be a
+//     variable label on every metric, always with the one value a Metrics (one per consumer)
+//     ever sees; and whoever calls New knows the group, having to give it to
+//     shareconsumer.Group. Without ConstLabels the metrics carry no group label.
 //   - A series exists from its first event: before the first fetch no fetch_records_total
 //     series is exported, and a counter whose topic is no longer consumed stays at its last
 //     value, as counters do. Counters without labels (poll_errors_total,

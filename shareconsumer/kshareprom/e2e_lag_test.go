@@ -1,7 +1,3 @@
-//go:build hooksmerged && lagmerged
-
-// TestE2ELag needs shareconsumer.LagInterval (branch lag).
-
 package kshareprom_test
 
 import (

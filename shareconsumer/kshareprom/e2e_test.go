@@ -1,9 +1,3 @@
-//go:build hooksmerged
-
-// The end-to-end tests and the example need the hooks' call sites and Status.Held (branch
-// hooks); until main has them they build only with -tags hooksmerged. After merging main,
-// delete these build lines and held.go, and drop the tag from held_status.go.
-
 package kshareprom_test
 
 import (

@@ -1,5 +1,3 @@
-//go:build hooksmerged
-
 package kshareprom_test
 
 import (

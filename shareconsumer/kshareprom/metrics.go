@@ -199,7 +199,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		c.Collect(ch)
 	}
 	if c := m.consumer.Load(); c != nil {
-		ch <- prometheus.MustNewConstMetric(m.heldDesc, prometheus.GaugeValue, float64(heldOf(c)))
+		ch <- prometheus.MustNewConstMetric(m.heldDesc, prometheus.GaugeValue, float64(c.Status().Held))
 	}
 	if d := m.lockTimeout.Load(); d > 0 {
 		ch <- prometheus.MustNewConstMetric(m.lockDesc, prometheus.GaugeValue, float64(d)/1e9)
