@@ -75,28 +75,18 @@ func eProduce(t *testing.T, c *testbroker.Cluster, rg *rig, n int) []trace.SpanC
 }
 
 // eConsumer creates a consumer of g on c, subscribed to t, with the hook; its ShareFetches do
-// not wait at the broker, so that renews never queue behind one. It skips the test when the
-// consumer calls no hook (a shareconsumer without the hooks' call sites).
+// not wait at the broker, so that renews never queue behind one.
 func eConsumer(t *testing.T, c *testbroker.Cluster, hook shareconsumer.Hook, opts ...shareconsumer.Opt) *shareconsumer.Consumer {
 	t.Helper()
-	var probe newConsumerProbe
 	cons, err := shareconsumer.New(append([]shareconsumer.Opt{
 		shareconsumer.ClientOpts(kgo.SeedBrokers(c.Addrs()...), kgo.Dialer(c.DialContext)),
 		shareconsumer.Group(eGroup), shareconsumer.Topics(eTopic), shareconsumer.FetchMaxWait(0),
-		shareconsumer.Hooks(hook, &probe),
+		shareconsumer.Hooks(hook),
 	}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cons.Close(context.Background()) })
-	if !probe.called {
-		t.Skip("shareconsumer calls no hooks: their call sites (branch hooks) are not merged")
-	}
 	return cons
 }
-
-// newConsumerProbe notes whether New called OnNewConsumer, as it does with the hooks wired.
-type newConsumerProbe struct{ called bool }
-
-func (p *newConsumerProbe) OnNewConsumer(*shareconsumer.Consumer) { p.called = true }
 
 // processUntil runs Process until done returns true after a record's outcome.
 func processUntil(t *testing.T, cons *shareconsumer.Consumer, h shareconsumer.Handler, done func(shareconsumer.RecordOutcome) bool, opts ...shareconsumer.ProcessOpt) {
