@@ -129,7 +129,7 @@ func TestE2EProcessSpanFollowsTheProducer(t *testing.T) {
 		assert.Equal(t, trace.SpanKindConsumer, s.SpanKind())
 		assert.Equal(t, codes.Unset, s.Status().Code)
 		a := attrMap(s.Attributes())
-		assert.Equal(t, eGroup, a["messaging.consumer.group.name"].AsString(), "learnt from the membership")
+		assert.Equal(t, eGroup, a["messaging.consumer.group.name"].AsString(), "the consumer's group")
 		assert.Equal(t, eTopic, a["messaging.destination.name"].AsString())
 		assert.Equal(t, "0", a["messaging.destination.partition.id"].AsString())
 		assert.Equal(t, int64(0), a["messaging.kafka.offset"].AsInt64())
@@ -201,9 +201,7 @@ func TestE2ELockLostEventAndStatus(t *testing.T) {
 func TestE2EMetricsMatchProcessStats(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 12
-		// The group is set: the consumer's first fetches may be answered before the hook
-		// hears of the membership, and their measurements would have no group.
-		rg := newRig(t, kshareotel.ConsumerGroup(eGroup))
+		rg := newRig(t) // the group attribute is the consumer's, on every measurement
 		c := eStart(t)
 		eProduce(t, c, rg, n)
 		cons := eConsumer(t, c, rg.o)
@@ -307,6 +305,8 @@ func TestE2EPollReceiveSpan(t *testing.T) {
 			require.NoError(t, err)
 			recs = append(recs, got...)
 		}
+		held := map[string]string{"messaging.consumer.group.name": eGroup}
+		assert.EqualValues(t, 2, sumInt(rg.collect(t)[kshareotel.MetricHeld], held), "returned, not yet acknowledged")
 		require.NoError(t, cons.Acknowledge(recs[0], acktype.Renew))
 		require.NoError(t, cons.Acknowledge(recs[1], acktype.Accept))
 		again, err := cons.Poll(ctx)
@@ -317,6 +317,8 @@ func TestE2EPollReceiveSpan(t *testing.T) {
 		_, err = cons.CommitSync(ctx)
 		require.NoError(t, err)
 		synctest.Wait() // the hooks of the commit's request run after CommitSync returns
+		assert.Zero(t, cons.Status().Held)
+		assert.Zero(t, sumInt(rg.collect(t)[kshareotel.MetricHeld], held), "every acknowledgement sent")
 
 		spans := rg.ended("poll " + eTopic)
 		require.NotEmpty(t, spans)

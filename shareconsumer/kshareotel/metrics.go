@@ -194,12 +194,11 @@ func (o *Otel) OnAcknowledge(e shareconsumer.AcknowledgeEvent) {
 	}
 }
 
-// OnLag keeps a successful lookup's lag for kshare.lag, and learns the group's name from it.
+// OnLag keeps a successful lookup's lag for kshare.lag.
 func (o *Otel) OnLag(e shareconsumer.LagEvent) {
 	if e.Err != nil {
 		return
 	}
-	o.learnGroup(e.Lag.Group)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.state.lag, o.state.haveLag = e.Lag, true
@@ -223,7 +222,7 @@ func (o *Otel) observe(_ context.Context, obs metric.Observer) error {
 	if len(consumers) > 0 {
 		held := 0
 		for _, c := range consumers {
-			held += heldBy(c)
+			held += c.Status().Held
 		}
 		obs.ObserveInt64(o.m.held, int64(held), metric.WithAttributes(base...))
 	}
@@ -241,6 +240,3 @@ func (o *Otel) observe(_ context.Context, obs metric.Observer) error {
 	}
 	return nil
 }
-
-// heldBy returns the records c holds now.
-func heldBy(c *shareconsumer.Consumer) int { return c.ProcessStats().Held }
