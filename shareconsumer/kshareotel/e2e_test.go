@@ -346,3 +346,64 @@ func TestE2EPollReceiveSpan(t *testing.T) {
 		assert.Equal(t, float64(eLockMs)/1000, lt.Data.(metricdata.Gauge[float64]).DataPoints[0].Value)
 	})
 }
+
+// TestE2ELag: with shareconsumer.LagInterval the consumer looks the group's lag up every second
+// (the bubble's clock) and kshare.lag reports the last lookup, per partition, equal to what the
+// broker's share partition says (records from its start offset to the end of the log, none of
+// them done with: each lookup comes after an acknowledged prefix); Close makes it stop.
+func TestE2ELag(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 4
+		rg := newRig(t)
+		c := eStart(t)
+		eProduce(t, c, rg, n)
+		cons := eConsumer(t, c, rg.o, shareconsumer.ExplicitAcknowledgement(), shareconsumer.MaxPollRecords(2),
+			shareconsumer.LagInterval(time.Second))
+		assert.NotContains(t, rg.collect(t), kshareotel.MetricLag, "no lookup before the first tick")
+
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		p0 := map[string]string{"messaging.consumer.group.name": eGroup, "messaging.destination.name": eTopic, "messaging.destination.partition.id": "0"}
+		// acceptTwo polls two records, accepts them, commits, and lets the next lookup run.
+		acceptTwo := func(from int64) {
+			t.Helper()
+			var recs []*shareconsumer.Record
+			for len(recs) < 2 {
+				got, err := cons.Poll(ctx)
+				require.NoError(t, err)
+				recs = append(recs, got...)
+			}
+			for i, r := range recs {
+				require.Equal(t, from+int64(i), r.Offset)
+				require.NoError(t, cons.Acknowledge(r, acktype.Accept))
+			}
+			_, err := cons.CommitSync(ctx)
+			require.NoError(t, err)
+			time.Sleep(time.Second) // the bubble's clock: a tick passes
+			synctest.Wait()
+		}
+
+		acceptTwo(0)
+		start, _, ok := c.SharePartitionOffsets(eGroup, eTopic, 0)
+		require.True(t, ok)
+		require.Equal(t, int64(2), start)
+		m := rg.collect(t)
+		assert.EqualValues(t, n-start, sumInt(m[kshareotel.MetricLag], p0), "the log's end minus the start offset")
+		broker, err := cons.Lag(ctx)
+		require.NoError(t, err)
+		require.Len(t, broker.Partitions, 1)
+		assert.EqualValues(t, broker.Partitions[0].Lag, sumInt(m[kshareotel.MetricLag], p0), "the broker's figure")
+		assert.Equal(t, "{message}", m[kshareotel.MetricLag].Unit)
+
+		acceptTwo(2)
+		start, _, _ = c.SharePartitionOffsets(eGroup, eTopic, 0)
+		require.Equal(t, int64(n), start)
+		lag := rg.collect(t)[kshareotel.MetricLag]
+		require.IsType(t, metricdata.Gauge[int64]{}, lag.Data)
+		require.Len(t, lag.Data.(metricdata.Gauge[int64]).DataPoints, 1)
+		assert.Zero(t, sumInt(lag, p0), "every record done with")
+
+		require.NoError(t, cons.Close(context.Background()))
+		assert.NotContains(t, rg.collect(t), kshareotel.MetricLag, "a closed consumer's lag is forgotten")
+	})
+}
