@@ -235,9 +235,20 @@ func TestE2EMetricsMatchProcessStats(t *testing.T) {
 		st := cons.ProcessStats()
 		require.NoError(t, cons.Close(context.Background())) // every acknowledgement sent
 
-		start, _, ok := c.SharePartitionOffsets(eGroup, eTopic, 0)
+		// The broker's share partition: every record acknowledged or archived, none in flight.
+		start, end, ok := c.SharePartitionOffsets(eGroup, eTopic, 0)
 		require.True(t, ok)
 		assert.Equal(t, int64(n), start, "every record done with")
+		assert.Equal(t, start, end, "no record in flight")
+		assert.Empty(t, c.ShareRecords(eGroup, eTopic, 0))
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.Dialer(c.DialContext))
+		require.NoError(t, err)
+		defer cl.Close()
+		described, err := shareconsumer.GroupLagOf(context.Background(), cl, eGroup) // DescribeShareGroupOffsets
+		require.NoError(t, err)
+		require.Len(t, described.Partitions, 1)
+		assert.Equal(t, int64(n), described.Partitions[0].StartOffset)
+		assert.Zero(t, described.Partitions[0].Lag)
 		// A record whose acknowledgement failed comes again, so these are lower bounds.
 		assert.GreaterOrEqual(t, st.Rejected, uint64(3), "offsets 2, 6, 10")
 		assert.GreaterOrEqual(t, st.Released, uint64(3), "offsets 1, 5, 9")
@@ -269,6 +280,15 @@ func TestE2EMetricsMatchProcessStats(t *testing.T) {
 		assert.EqualValues(t, st.Released, ack("release"))
 		assert.EqualValues(t, st.Rejected, ack("reject"))
 		assert.EqualValues(t, st.Renewed+st.RenewFailures, ack("renew"), "Process renews through acknowledgements")
+		// The broker moved its start offset past each record once, on the one final
+		// acknowledgement it applied: n of them, the three rejects (2, 6, 10) archived.
+		applied := func(typ string) int64 {
+			a := with("kshare.acknowledge.type", typ)
+			a["error.type"] = ""
+			return sumInt(m[kshareotel.MetricAcknowledged], a)
+		}
+		assert.EqualValues(t, n, applied("accept")+applied("reject"), "one applied final acknowledgement per record")
+		assert.EqualValues(t, 3, applied("reject"))
 
 		fetches, _ := histCount(m["messaging.client.operation.duration"], map[string]string{"messaging.operation.type": "receive"})
 		assert.Positive(t, fetches)
