@@ -230,11 +230,15 @@ func (o *Otel) observe(_ context.Context, obs metric.Observer) error {
 		obs.ObserveFloat64(o.m.lockTimeout, st.lockTimeout.Seconds(), metric.WithAttributes(base...))
 	}
 	if st.haveLag {
+		lagGroup := group // ConsumerGroup's name, when it set one, as on every measurement
+		if lagGroup == "" {
+			lagGroup = st.lag.Group
+		}
 		for _, p := range st.lag.Partitions {
 			if p.Lag < 0 {
 				continue
 			}
-			a := partitionAttrs(st.lag.Group, "", p.Topic, p.Partition)
+			a := partitionAttrs(lagGroup, "", p.Topic, p.Partition)
 			obs.ObserveInt64(o.m.lag, p.Lag, metricOpt(a))
 		}
 	}

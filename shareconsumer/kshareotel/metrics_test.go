@@ -139,7 +139,7 @@ func TestMetricsFromEvents(t *testing.T) {
 }
 
 // TestGroupFromTheConsumer: the group attribute is the consumer's group from New on, unless
-// ConsumerGroup sets another; kshare.held.messages reports the consumer's Status().Held (none
+// ConsumerGroup sets another (kshare.lag's too); kshare.held.messages reports the consumer's Status().Held (none
 // here) until it closes.
 func TestGroupFromTheConsumer(t *testing.T) {
 	t.Parallel()
@@ -160,12 +160,15 @@ func TestGroupFromTheConsumer(t *testing.T) {
 			require.NoError(t, err)
 			rg.o.OnShareFetch(shareconsumer.ShareFetchEvent{Records: 2, Latency: time.Millisecond,
 				Partitions: []shareconsumer.FetchedPartition{{TopicPartition: tp("orders", 0), Records: 2}}})
+			rg.o.OnLag(shareconsumer.LagEvent{Lag: shareconsumer.GroupLag{Group: "billing",
+				Partitions: []shareconsumer.PartitionLag{{TopicPartition: tp("orders", 0), Lag: 5}}}})
 
 			m := rg.collect(t)
 			g := map[string]string{"messaging.consumer.group.name": tc.want}
 			assert.EqualValues(t, 2, sumInt(m["messaging.client.consumed.messages"], g))
 			n, _ := histCount(m["messaging.client.operation.duration"], g)
 			assert.EqualValues(t, 1, n)
+			assert.EqualValues(t, 5, sumInt(m[kshareotel.MetricLag], g), "the lag too")
 			held := m[kshareotel.MetricHeld]
 			require.IsType(t, metricdata.Sum[int64]{}, held.Data)
 			require.Len(t, held.Data.(metricdata.Sum[int64]).DataPoints, 1)
