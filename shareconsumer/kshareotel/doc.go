@@ -61,23 +61,22 @@
 // kshare's own: kshare.acknowledged.messages (records acknowledged to leaders, by type, with
 // error.type where the leader did not apply them), kshare.renewed.messages (locks renewed, one
 // per record per renew), kshare.locks_lost.messages (by reason), kshare.held.messages (records
-// the consumers hold now, read on collection), kshare.acquisition_lock.timeout (the lock
-// duration the last ShareFetch answer reported) and kshare.lag (per partition, from the last
-// lag lookup that succeeded; see shareconsumer.LagInterval).
+// the consumers hold now, Poll's and Process's: shareconsumer.Status.Held, read on collection),
+// kshare.acquisition_lock.timeout (the lock duration the last ShareFetch answer reported) and
+// kshare.lag (per partition, from the last lag lookup that succeeded; see
+// shareconsumer.LagInterval).
 //
-// Every measurement has messaging.system "kafka" and, once known, messaging.consumer.group.name:
-// set by ConsumerGroup, or learnt from the first membership or lag event (the consumer does
-// not otherwise expose its group). The membership hook runs on the heartbeat's goroutine and
-// the first ShareFetch hooks on a session's, so the first fetch's measurements may come before
-// it and have no group attribute: pass ConsumerGroup to label every measurement.
+// Every measurement has messaging.system "kafka" and messaging.consumer.group.name: the
+// consumer's group (shareconsumer.Consumer.Group), which the Otel reads when New gives it the
+// consumer (OnNewConsumer, before New returns), or the one ConsumerGroup sets instead.
 //
 // # Several consumers
 //
 // One Otel may be given to several consumers of one group: counters and histograms add up
 // their events, kshare.held.messages sums their held records, and the gauges report the last
 // event of any of them. Events carry no consumer, so an Otel shared by consumers of different
-// groups labels everything with one group; give each group its own Otel. When the last
-// consumer closes, the gauges stop reporting until new events come.
+// groups labels everything with one group, the last consumer's; give each group its own Otel.
+// When the last consumer closes, the gauges stop reporting until new events come.
 //
 // # Edge cases
 //

@@ -75,28 +75,18 @@ func eProduce(t *testing.T, c *testbroker.Cluster, rg *rig, n int) []trace.SpanC
 }
 
 // eConsumer creates a consumer of g on c, subscribed to t, with the hook; its ShareFetches do
-// not wait at the broker, so that renews never queue behind one. It skips the test when the
-// consumer calls no hook (a shareconsumer without the hooks' call sites).
+// not wait at the broker, so that renews never queue behind one.
 func eConsumer(t *testing.T, c *testbroker.Cluster, hook shareconsumer.Hook, opts ...shareconsumer.Opt) *shareconsumer.Consumer {
 	t.Helper()
-	var probe newConsumerProbe
 	cons, err := shareconsumer.New(append([]shareconsumer.Opt{
 		shareconsumer.ClientOpts(kgo.SeedBrokers(c.Addrs()...), kgo.Dialer(c.DialContext)),
 		shareconsumer.Group(eGroup), shareconsumer.Topics(eTopic), shareconsumer.FetchMaxWait(0),
-		shareconsumer.Hooks(hook, &probe),
+		shareconsumer.Hooks(hook),
 	}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cons.Close(context.Background()) })
-	if !probe.called {
-		t.Skip("shareconsumer calls no hooks: their call sites (branch hooks) are not merged")
-	}
 	return cons
 }
-
-// newConsumerProbe notes whether New called OnNewConsumer, as it does with the hooks wired.
-type newConsumerProbe struct{ called bool }
-
-func (p *newConsumerProbe) OnNewConsumer(*shareconsumer.Consumer) { p.called = true }
 
 // processUntil runs Process until done returns true after a record's outcome.
 func processUntil(t *testing.T, cons *shareconsumer.Consumer, h shareconsumer.Handler, done func(shareconsumer.RecordOutcome) bool, opts ...shareconsumer.ProcessOpt) {
@@ -139,7 +129,7 @@ func TestE2EProcessSpanFollowsTheProducer(t *testing.T) {
 		assert.Equal(t, trace.SpanKindConsumer, s.SpanKind())
 		assert.Equal(t, codes.Unset, s.Status().Code)
 		a := attrMap(s.Attributes())
-		assert.Equal(t, eGroup, a["messaging.consumer.group.name"].AsString(), "learnt from the membership")
+		assert.Equal(t, eGroup, a["messaging.consumer.group.name"].AsString(), "the consumer's group")
 		assert.Equal(t, eTopic, a["messaging.destination.name"].AsString())
 		assert.Equal(t, "0", a["messaging.destination.partition.id"].AsString())
 		assert.Equal(t, int64(0), a["messaging.kafka.offset"].AsInt64())
@@ -211,9 +201,7 @@ func TestE2ELockLostEventAndStatus(t *testing.T) {
 func TestE2EMetricsMatchProcessStats(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 12
-		// The group is set: the consumer's first fetches may be answered before the hook
-		// hears of the membership, and their measurements would have no group.
-		rg := newRig(t, kshareotel.ConsumerGroup(eGroup))
+		rg := newRig(t) // the group attribute is the consumer's, on every measurement
 		c := eStart(t)
 		eProduce(t, c, rg, n)
 		cons := eConsumer(t, c, rg.o)
@@ -247,9 +235,20 @@ func TestE2EMetricsMatchProcessStats(t *testing.T) {
 		st := cons.ProcessStats()
 		require.NoError(t, cons.Close(context.Background())) // every acknowledgement sent
 
-		start, _, ok := c.SharePartitionOffsets(eGroup, eTopic, 0)
+		// The broker's share partition: every record acknowledged or archived, none in flight.
+		start, end, ok := c.SharePartitionOffsets(eGroup, eTopic, 0)
 		require.True(t, ok)
 		assert.Equal(t, int64(n), start, "every record done with")
+		assert.Equal(t, start, end, "no record in flight")
+		assert.Empty(t, c.ShareRecords(eGroup, eTopic, 0))
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.Dialer(c.DialContext))
+		require.NoError(t, err)
+		defer cl.Close()
+		described, err := shareconsumer.GroupLagOf(context.Background(), cl, eGroup) // DescribeShareGroupOffsets
+		require.NoError(t, err)
+		require.Len(t, described.Partitions, 1)
+		assert.Equal(t, int64(n), described.Partitions[0].StartOffset)
+		assert.Zero(t, described.Partitions[0].Lag)
 		// A record whose acknowledgement failed comes again, so these are lower bounds.
 		assert.GreaterOrEqual(t, st.Rejected, uint64(3), "offsets 2, 6, 10")
 		assert.GreaterOrEqual(t, st.Released, uint64(3), "offsets 1, 5, 9")
@@ -281,6 +280,15 @@ func TestE2EMetricsMatchProcessStats(t *testing.T) {
 		assert.EqualValues(t, st.Released, ack("release"))
 		assert.EqualValues(t, st.Rejected, ack("reject"))
 		assert.EqualValues(t, st.Renewed+st.RenewFailures, ack("renew"), "Process renews through acknowledgements")
+		// The broker moved its start offset past each record once, on the one final
+		// acknowledgement it applied: n of them, the three rejects (2, 6, 10) archived.
+		applied := func(typ string) int64 {
+			a := with("kshare.acknowledge.type", typ)
+			a["error.type"] = ""
+			return sumInt(m[kshareotel.MetricAcknowledged], a)
+		}
+		assert.EqualValues(t, n, applied("accept")+applied("reject"), "one applied final acknowledgement per record")
+		assert.EqualValues(t, 3, applied("reject"))
 
 		fetches, _ := histCount(m["messaging.client.operation.duration"], map[string]string{"messaging.operation.type": "receive"})
 		assert.Positive(t, fetches)
@@ -317,6 +325,8 @@ func TestE2EPollReceiveSpan(t *testing.T) {
 			require.NoError(t, err)
 			recs = append(recs, got...)
 		}
+		held := map[string]string{"messaging.consumer.group.name": eGroup}
+		assert.EqualValues(t, 2, sumInt(rg.collect(t)[kshareotel.MetricHeld], held), "returned, not yet acknowledged")
 		require.NoError(t, cons.Acknowledge(recs[0], acktype.Renew))
 		require.NoError(t, cons.Acknowledge(recs[1], acktype.Accept))
 		again, err := cons.Poll(ctx)
@@ -327,6 +337,8 @@ func TestE2EPollReceiveSpan(t *testing.T) {
 		_, err = cons.CommitSync(ctx)
 		require.NoError(t, err)
 		synctest.Wait() // the hooks of the commit's request run after CommitSync returns
+		assert.Zero(t, cons.Status().Held)
+		assert.Zero(t, sumInt(rg.collect(t)[kshareotel.MetricHeld], held), "every acknowledgement sent")
 
 		spans := rg.ended("poll " + eTopic)
 		require.NotEmpty(t, spans)
@@ -352,5 +364,66 @@ func TestE2EPollReceiveSpan(t *testing.T) {
 		require.IsType(t, metricdata.Gauge[float64]{}, lt.Data)
 		require.Len(t, lt.Data.(metricdata.Gauge[float64]).DataPoints, 1)
 		assert.Equal(t, float64(eLockMs)/1000, lt.Data.(metricdata.Gauge[float64]).DataPoints[0].Value)
+	})
+}
+
+// TestE2ELag: with shareconsumer.LagInterval the consumer looks the group's lag up every second
+// (the bubble's clock) and kshare.lag reports the last lookup, per partition, equal to what the
+// broker's share partition says (records from its start offset to the end of the log, none of
+// them done with: each lookup comes after an acknowledged prefix); Close makes it stop.
+func TestE2ELag(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 4
+		rg := newRig(t)
+		c := eStart(t)
+		eProduce(t, c, rg, n)
+		cons := eConsumer(t, c, rg.o, shareconsumer.ExplicitAcknowledgement(), shareconsumer.MaxPollRecords(2),
+			shareconsumer.LagInterval(time.Second))
+		assert.NotContains(t, rg.collect(t), kshareotel.MetricLag, "no lookup before the first tick")
+
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		p0 := map[string]string{"messaging.consumer.group.name": eGroup, "messaging.destination.name": eTopic, "messaging.destination.partition.id": "0"}
+		// acceptTwo polls two records, accepts them, commits, and lets the next lookup run.
+		acceptTwo := func(from int64) {
+			t.Helper()
+			var recs []*shareconsumer.Record
+			for len(recs) < 2 {
+				got, err := cons.Poll(ctx)
+				require.NoError(t, err)
+				recs = append(recs, got...)
+			}
+			for i, r := range recs {
+				require.Equal(t, from+int64(i), r.Offset)
+				require.NoError(t, cons.Acknowledge(r, acktype.Accept))
+			}
+			_, err := cons.CommitSync(ctx)
+			require.NoError(t, err)
+			time.Sleep(time.Second) // the bubble's clock: a tick passes
+			synctest.Wait()
+		}
+
+		acceptTwo(0)
+		start, _, ok := c.SharePartitionOffsets(eGroup, eTopic, 0)
+		require.True(t, ok)
+		require.Equal(t, int64(2), start)
+		m := rg.collect(t)
+		assert.EqualValues(t, n-start, sumInt(m[kshareotel.MetricLag], p0), "the log's end minus the start offset")
+		broker, err := cons.Lag(ctx)
+		require.NoError(t, err)
+		require.Len(t, broker.Partitions, 1)
+		assert.EqualValues(t, broker.Partitions[0].Lag, sumInt(m[kshareotel.MetricLag], p0), "the broker's figure")
+		assert.Equal(t, "{message}", m[kshareotel.MetricLag].Unit)
+
+		acceptTwo(2)
+		start, _, _ = c.SharePartitionOffsets(eGroup, eTopic, 0)
+		require.Equal(t, int64(n), start)
+		lag := rg.collect(t)[kshareotel.MetricLag]
+		require.IsType(t, metricdata.Gauge[int64]{}, lag.Data)
+		require.Len(t, lag.Data.(metricdata.Gauge[int64]).DataPoints, 1)
+		assert.Zero(t, sumInt(lag, p0), "every record done with")
+
+		require.NoError(t, cons.Close(context.Background()))
+		assert.NotContains(t, rg.collect(t), kshareotel.MetricLag, "a closed consumer's lag is forgotten")
 	})
 }

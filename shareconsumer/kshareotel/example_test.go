@@ -88,9 +88,8 @@ func Example() {
 			}
 		}
 	}
-	// Run against shareconsumer with the hooks' call sites, this prints:
+	// Output:
 	// handler in the process span: true
 	// process orders child of the producer: true
 	// messaging.client.consumed.messages 1
-	// (the "// Output:" check is added when they are merged).
 }

@@ -194,12 +194,11 @@ func (o *Otel) OnAcknowledge(e shareconsumer.AcknowledgeEvent) {
 	}
 }
 
-// OnLag keeps a successful lookup's lag for kshare.lag, and learns the group's name from it.
+// OnLag keeps a successful lookup's lag for kshare.lag.
 func (o *Otel) OnLag(e shareconsumer.LagEvent) {
 	if e.Err != nil {
 		return
 	}
-	o.learnGroup(e.Lag.Group)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.state.lag, o.state.haveLag = e.Lag, true
@@ -223,7 +222,7 @@ func (o *Otel) observe(_ context.Context, obs metric.Observer) error {
 	if len(consumers) > 0 {
 		held := 0
 		for _, c := range consumers {
-			held += heldBy(c)
+			held += c.Status().Held
 		}
 		obs.ObserveInt64(o.m.held, int64(held), metric.WithAttributes(base...))
 	}
@@ -231,16 +230,17 @@ func (o *Otel) observe(_ context.Context, obs metric.Observer) error {
 		obs.ObserveFloat64(o.m.lockTimeout, st.lockTimeout.Seconds(), metric.WithAttributes(base...))
 	}
 	if st.haveLag {
+		lagGroup := group // ConsumerGroup's name, when it set one, as on every measurement
+		if lagGroup == "" {
+			lagGroup = st.lag.Group
+		}
 		for _, p := range st.lag.Partitions {
 			if p.Lag < 0 {
 				continue
 			}
-			a := partitionAttrs(st.lag.Group, "", p.Topic, p.Partition)
+			a := partitionAttrs(lagGroup, "", p.Topic, p.Partition)
 			obs.ObserveInt64(o.m.lag, p.Lag, metricOpt(a))
 		}
 	}
 	return nil
 }
-
-// heldBy returns the records c holds now.
-func heldBy(c *shareconsumer.Consumer) int { return c.ProcessStats().Held }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/kshare/kshare/acktype"
@@ -24,9 +25,8 @@ func tp(topic string, p int32) shareconsumer.TopicPartition {
 // TestMetricsFromEvents feeds synthetic events and reads every metric back.
 func TestMetricsFromEvents(t *testing.T) {
 	t.Parallel()
-	rg := newRig(t)
+	rg := newRig(t, kshareotel.ConsumerGroup("billing")) // no consumer gives it its group
 	o := rg.o
-	o.OnMembership(shareconsumer.MembershipEvent{Group: "billing", State: shareconsumer.MemberState(1)})
 
 	// ShareFetch: two answered, one failed; the lock timeout of the last that reported one.
 	o.OnShareFetch(shareconsumer.ShareFetchEvent{Leader: 1, Records: 4, AcquisitionLockTimeout: 30 * time.Second, Latency: 100 * time.Millisecond,
@@ -136,4 +136,50 @@ func TestMetricsFromEvents(t *testing.T) {
 	assert.Equal(t, "s", lt.Unit)
 
 	assert.NotContains(t, m, kshareotel.MetricHeld, "no consumer registered")
+}
+
+// TestGroupFromTheConsumer: the group attribute is the consumer's group from New on, unless
+// ConsumerGroup sets another (kshare.lag's too); kshare.held.messages reports the consumer's Status().Held (none
+// here) until it closes.
+func TestGroupFromTheConsumer(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		opts []kshareotel.Opt
+		want string
+	}{
+		{"consumer's", nil, "billing"},
+		{"ConsumerGroup", []kshareotel.Opt{kshareotel.ConsumerGroup("invoices")}, "invoices"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rg := newRig(t, tc.opts...)
+			// Not subscribed, and no broker at that address: the consumer sends nothing that matters.
+			c, err := shareconsumer.New(shareconsumer.ClientOpts(kgo.SeedBrokers("127.0.0.1:1")),
+				shareconsumer.Group("billing"), shareconsumer.Hooks(rg.o))
+			require.NoError(t, err)
+			rg.o.OnShareFetch(shareconsumer.ShareFetchEvent{Records: 2, Latency: time.Millisecond,
+				Partitions: []shareconsumer.FetchedPartition{{TopicPartition: tp("orders", 0), Records: 2}}})
+			rg.o.OnLag(shareconsumer.LagEvent{Lag: shareconsumer.GroupLag{Group: "billing",
+				Partitions: []shareconsumer.PartitionLag{{TopicPartition: tp("orders", 0), Lag: 5}}}})
+
+			m := rg.collect(t)
+			g := map[string]string{"messaging.consumer.group.name": tc.want}
+			assert.EqualValues(t, 2, sumInt(m["messaging.client.consumed.messages"], g))
+			n, _ := histCount(m["messaging.client.operation.duration"], g)
+			assert.EqualValues(t, 1, n)
+			assert.EqualValues(t, 5, sumInt(m[kshareotel.MetricLag], g), "the lag too")
+			held := m[kshareotel.MetricHeld]
+			require.IsType(t, metricdata.Sum[int64]{}, held.Data)
+			require.Len(t, held.Data.(metricdata.Sum[int64]).DataPoints, 1)
+			p := held.Data.(metricdata.Sum[int64]).DataPoints[0]
+			assert.True(t, matches(p.Attributes, g), "held: %v", p.Attributes)
+			assert.EqualValues(t, c.Status().Held, p.Value)
+
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			require.NoError(t, c.Close(ctx))
+			assert.NotContains(t, rg.collect(t), kshareotel.MetricHeld, "a closed consumer is forgotten")
+		})
+	}
 }

@@ -52,9 +52,9 @@ func TextMapPropagator(p propagation.TextMapPropagator) Opt {
 // (the one Process was called with), or none, and it starts a trace of its own.
 func LinkSpans() Opt { return opt(func(c *cfg) { c.linkSpans = true }) }
 
-// ConsumerGroup sets the messaging.consumer.group.name attribute. Without it the group is
-// learnt from the consumer's first membership or lag event (shareconsumer.MembershipEvent,
-// LagEvent), which comes before its first records; until then the attribute is left out.
+// ConsumerGroup sets the messaging.consumer.group.name attribute. Without it the attribute is
+// the consumer's group (shareconsumer.Consumer.Group), read when New gives the consumer to the
+// Otel (OnNewConsumer), before it returns: measurements carry it from New on.
 func ConsumerGroup(group string) Opt { return opt(func(c *cfg) { c.group = group }) }
 
 // Otel traces and measures share consumers. Pass it to a consumer with shareconsumer.Hooks; it
@@ -98,7 +98,6 @@ var (
 	_ shareconsumer.HookAcknowledge    = (*Otel)(nil)
 	_ shareconsumer.HookRenew          = (*Otel)(nil)
 	_ shareconsumer.HookLockLost       = (*Otel)(nil)
-	_ shareconsumer.HookMembership     = (*Otel)(nil)
 	_ shareconsumer.HookLag            = (*Otel)(nil)
 )
 
@@ -163,17 +162,13 @@ func (o *Otel) groupName() string {
 	return ""
 }
 
-func (o *Otel) learnGroup(g string) {
-	if o.fixedGroup || g == "" {
-		return
-	}
-	if cur := o.group.Load(); cur == nil || *cur != g {
+// OnNewConsumer registers c, whose held records (Status().Held) the kshare.held.messages
+// metric reads, and takes c's group for messaging.consumer.group.name, unless ConsumerGroup set
+// it.
+func (o *Otel) OnNewConsumer(c *shareconsumer.Consumer) {
+	if g := c.Group(); !o.fixedGroup && g != "" {
 		o.group.Store(&g)
 	}
-}
-
-// OnNewConsumer registers c, whose held records the kshare.held.messages metric reads.
-func (o *Otel) OnNewConsumer(c *shareconsumer.Consumer) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.consumers[c] = struct{}{}
@@ -189,6 +184,3 @@ func (o *Otel) OnConsumerClosed(c *shareconsumer.Consumer) {
 		o.state = observed{}
 	}
 }
-
-// OnMembership learns the group's name, unless ConsumerGroup set it.
-func (o *Otel) OnMembership(e shareconsumer.MembershipEvent) { o.learnGroup(e.Group) }
