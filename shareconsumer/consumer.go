@@ -290,15 +290,16 @@ func New(opts ...Opt) (*Consumer, error) {
 	}
 	// The hooks are told of changes from here on, not of where the consumer starts.
 	c.memberTold = memberSnapshot{told: true, state: c.member.state(false)}
+	// Before any goroutine starts, so that no other hook comes before this one.
+	for _, h := range hs.newConsumer {
+		h.OnNewConsumer(c)
+	}
 	c.life.wg.Add(1)
 	go c.heartbeatLoop()
 	if len(c.member.subscription) > 0 {
 		c.mu.Lock()
 		c.triggerMetadataLocked()
 		c.mu.Unlock()
-	}
-	for _, h := range hs.newConsumer {
-		h.OnNewConsumer(c)
 	}
 	c.startLag()
 	return c, nil

@@ -40,8 +40,9 @@ func Hooks(hooks ...Hook) Opt {
 	return opt(func(c *cfg) { c.hooks = append(c.hooks, hooks...) })
 }
 
-// HookNewConsumer is called when New has made a consumer, before New returns it: for a hook
-// that reads the consumer later (Status, on a metrics scrape).
+// HookNewConsumer is called when New has made a consumer, before New starts the consumer's
+// goroutines and returns it, so before any other hook: for a hook that reads the consumer
+// later (Status or Group, on a metrics scrape).
 type HookNewConsumer interface {
 	OnNewConsumer(*Consumer)
 }
