@@ -155,12 +155,14 @@ func (m *Manual) Set(t time.Time) {
 }
 
 // skipTicksLocked moves the due periodic timer p to its last tick at or before limit that no
-// other timer is due before, so that an Advance over many periods runs the task once for each
-// stretch without other timers rather than once per period: a periodic task (the retention
-// check) does at one tick what it would do at every tick before it.
+// one-shot timer is due before, so that an Advance over many periods runs the task once for
+// each stretch without one-shot timers rather than once per period: a periodic task (the
+// retention check) does at one tick what it would do at every tick before it. Other periodic
+// timers do not bound the skip: if they did, two of them would bound each other and an
+// Advance of a year would run a 1 s check some 30 million times.
 func (m *Manual) skipTicksLocked(p *manualTimer, limit time.Time) {
 	for _, t := range m.timers {
-		if t != p && t.deadline.Before(limit) {
+		if t != p && t.period == 0 && t.deadline.Before(limit) {
 			limit = t.deadline
 		}
 	}

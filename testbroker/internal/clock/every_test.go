@@ -41,6 +41,23 @@ func TestEveryOnManual(t *testing.T) {
 	assert.Len(t, runs, 3, "no run after Stop")
 }
 
+// TestEveryTasksDoNotBoundEachOther: two periodic tasks of different periods each run once over
+// a long advance, not once per period as they would if each bounded the other's skip.
+func TestEveryTasksDoNotBoundEachOther(t *testing.T) {
+	start := time.Unix(1000, 0)
+	m := NewManual(start)
+	var fast, slow int
+	Every(m, time.Second, func() { fast++ })
+	Every(m, 7*time.Second, func() { slow++ })
+	m.Advance(365 * 24 * time.Hour)
+	assert.Equal(t, []int{1, 1}, []int{fast, slow})
+	assert.Equal(t, start.Add(365*24*time.Hour), m.Now())
+
+	m.AfterFunc(time.Hour, func() {})
+	m.Advance(2 * time.Hour)
+	assert.Equal(t, []int{3, 3}, []int{fast, slow}, "a one-shot timer between still bounds both: once before it, once after")
+}
+
 func TestEveryOnReal(t *testing.T) {
 	var n atomic.Int32
 	done := make(chan struct{})
