@@ -193,14 +193,14 @@ func (p *pool) runOf(n int) int {
 // more records when the queue ran down to admission's watermark.
 func (w *worker) publish() {
 	w.mu.Lock()
-	some, acks := w.publishLocked()
+	some, acks := w.applyBatch()
 	w.mu.Unlock()
 	w.published(some, acks)
 }
 
-// publishLocked applies the worker's batch, if it holds anything, and reports whether it did
+// applyBatch applies the worker's batch, if it holds anything, and reports whether it did
 // and whether it held acknowledgements. w.mu is held; published follows once it is not.
-func (w *worker) publishLocked() (some, acks bool) {
+func (w *worker) applyBatch() (some, acks bool) {
 	w.n = 0
 	if w.batch.empty() {
 		return false, false
@@ -328,7 +328,7 @@ func (w *worker) handle(t *task) {
 	publish := false
 	if w.n++; w.n >= publishEvery || time.Duration(now-w.last) >= publishAfter {
 		publish = true
-		some, acks = w.publishLocked()
+		some, acks = w.applyBatch()
 	}
 	w.mu.Unlock()
 	if settled {
