@@ -48,13 +48,16 @@ const idlePause = 10 * time.Millisecond
 //  1. Consumer.mu guards membership, the sessions (but their inboxes), admission, the poll
 //     state, outcomes, lock reports and health. No request is sent, no callback or handler
 //     runs, and no channel send blocks while it is held.
-//  2. ledger.mu guards the ledger. Acknowledge takes it alone; Process's workers take it alone,
+//  2. worker.mu, one per Process worker, guards the worker's batch: the worker takes it to add
+//     a record and to publish, never while a handler or hook runs; the lease loop's
+//     acknowledgement flush takes it to publish the batch of a worker whose handler is slow.
+//  3. ledger.mu guards the ledger. Acknowledge takes it alone; Process's workers take it alone,
 //     and only to lose a record whose lock ran out (begin, loseOne) or to retire an
 //     acquisition whose last record left; the lease loop takes it for the heap's events (due);
 //     Process's shutdown takes it to stop the running handlers (eachRunning) and to retire
 //     what it released.
-//  3. ackInbox.mu, one per session, guards the acknowledgements Process hands over: a worker
-//     takes it alone, once per session in each batch it publishes; shutdown once per record it
+//  4. ackInbox.mu, one per session, guards the acknowledgements Process hands over: a worker
+//     takes it, once per session in each batch it publishes (under worker.mu); shutdown once per record it
 //     releases from the queue.
 //
 // outcomes.cbMu is held only while the callback runs, never with another lock.

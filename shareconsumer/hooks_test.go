@@ -341,18 +341,18 @@ func TestHooksProcess(t *testing.T) {
 			mu.Lock()
 			handlerOffsets[r] = ctx.Value(hookKey{})
 			mu.Unlock()
-			// The slow record comes first: a worker handing fast records in a run publishes their
-			// acknowledgements after the run's slow record, if one follows them.
+			// The slow record comes last: fast records before it in a worker's run have their
+			// acknowledgements published by the flush while it works.
 			switch string(r.Value) {
-			case "0":
+			case "3":
 				heldWhileSlow = cons.Status().Held
 				time.Sleep(3 * lockMs * time.Millisecond)
 				return ctx.Err()
-			case "2":
+			case "1":
 				if r.DeliveryCount == 1 {
 					return stderrors.New("not now")
 				}
-			case "3":
+			case "2":
 				return errors.Reject(stderrors.New("never"))
 			}
 			return nil
@@ -390,7 +390,7 @@ func TestHooksProcess(t *testing.T) {
 		var prev time.Time
 		for _, ev := range h.renews {
 			require.Len(t, ev.Records, 1)
-			assert.Equal(t, "0", string(ev.Records[0].Value))
+			assert.Equal(t, "3", string(ev.Records[0].Value))
 			assert.True(t, ev.LockDeadline.After(prev))
 			prev = ev.LockDeadline
 		}

@@ -656,6 +656,9 @@ type workerBatch struct {
 	acqLeft                 int32
 }
 
+// empty reports whether b holds nothing to publish.
+func (b *workerBatch) empty() bool { return b.unqueued == 0 && b.left == 0 && len(b.acks) == 0 }
+
 // leave counts e, which left the worker (settled or lost), out of its acquisition.
 func (b *workerBatch) leave(l *ledger, e *entry) {
 	if b.acq != e.acq {

@@ -24,6 +24,9 @@ func (p *pool) leaseLoop() {
 		if at := p.flushAt.Load(); at != 0 {
 			if flushAt := c.ledger.lease.at(at); !now.Before(flushAt) {
 				p.flushAt.Store(0)
+				if p.publishBatches() {
+					p.askForMore()
+				}
 				c.flushAll()
 			} else if next.IsZero() || flushAt.Before(next) {
 				next = flushAt

@@ -2,6 +2,7 @@ package shareconsumer
 
 import (
 	"context"
+	stderrors "errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -353,4 +354,54 @@ func TestProcessFetchesAgainAfterTheLeaseLostTheRecordsThatFilledIt(t *testing.T
 			})
 		})
 	}
+}
+
+// A worker handles the records of a run one after the other. When fast records precede a slow
+// one in a worker's run, their acknowledgements reach the broker while the slow handler works
+// (within the acknowledgement flush), not when it returns: their locks, which no renew covers
+// once they are settled, would run out at the broker, and it would deliver them again.
+func TestProcessAcknowledgesFastRecordsWhileASlowOneOfTheirRunWorks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 6 // offsets 0 to 4 fast (1 rejected), 5 slow
+		c := sStart(t, n)
+		cons := sNew(t, c)
+		var mu sync.Mutex
+		deliveries := map[int64][]int16{}
+		var startWhileSlow int64
+		var slowWhileSlow testbroker.ShareRecordInfo
+		err := runUntil(t, cons, func(ctx context.Context, r *Record) error {
+			mu.Lock()
+			deliveries[r.Offset] = append(deliveries[r.Offset], r.DeliveryCount)
+			mu.Unlock()
+			switch r.Offset {
+			case 1:
+				return errors.Reject(stderrors.New("never"))
+			case n - 1:
+				// Half a lock in: the fast records' acknowledgements have had five flushes to
+				// leave, and their locks have not run out yet.
+				time.Sleep(lockMs / 2 * time.Millisecond)
+				startWhileSlow, _, _ = c.SharePartitionOffsets("g", "t", 0)
+				slowWhileSlow, _ = c.ShareRecord("g", "t", 0, n-1)
+				time.Sleep(3 * lockMs * time.Millisecond) // past the fast records' locks
+				return ctx.Err()
+			}
+			return nil
+		}, func(o RecordOutcome) bool { return o.Record.Offset == n-1 }, Workers(1), QueueSize(n-1))
+		require.NoError(t, err)
+
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Equal(t, map[int64][]int16{0: {1}, 1: {1}, 2: {1}, 3: {1}, 4: {1}, 5: {1}}, deliveries,
+			"each record handled once, in its first delivery")
+		assert.Equal(t, int64(n-1), startWhileSlow, "the fast records were acknowledged (or archived) while the slow handler worked")
+		assert.Equal(t, testbroker.ShareAcquired, slowWhileSlow.State, "the slow record, held")
+		assert.Equal(t, int16(1), slowWhileSlow.DeliveryCount)
+		start, _, _ := c.SharePartitionOffsets("g", "t", 0)
+		assert.Equal(t, int64(n), start, "every record acknowledged once Process returned")
+		s := cons.ProcessStats()
+		assert.Equal(t, uint64(0), s.Redeliveries)
+		assert.Equal(t, uint64(0), s.LocksLost)
+		assert.Equal(t, uint64(n-1), s.Accepted)
+		assert.Equal(t, uint64(1), s.Rejected)
+	})
 }

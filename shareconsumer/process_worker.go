@@ -131,7 +131,12 @@ const (
 
 // worker is one of the pool's goroutines, with what it did since it last published.
 type worker struct {
-	p     *pool
+	p *pool
+	// mu guards batch. The worker holds it only to add a record to the batch and to publish it,
+	// never while a handler or hook runs, so that the acknowledgement flush can publish the
+	// batch of a worker whose handler is slow (publishBatches); taken by the worker alone
+	// otherwise, it costs an uncontended lock per record.
+	mu    sync.Mutex
 	batch workerBatch
 	stats processCounters // this worker's counts, summed by ProcessStats
 	// now is the clock when the last record ended, or when the worker got one after waiting:
@@ -187,13 +192,32 @@ func (p *pool) runOf(n int) int {
 // publish applies the worker's batch, arms the flush of its acknowledgements, and asks for
 // more records when the queue ran down to admission's watermark.
 func (w *worker) publish() {
-	p, c := w.p, w.p.c
+	w.mu.Lock()
+	some, acks := w.applyBatch()
+	w.mu.Unlock()
+	w.published(some, acks)
+}
+
+// applyBatch applies the worker's batch, if it holds anything, and reports whether it did
+// and whether it held acknowledgements. w.mu is held; published follows once it is not.
+func (w *worker) applyBatch() (some, acks bool) {
 	w.n = 0
-	if w.batch.unqueued == 0 && w.batch.left == 0 && len(w.batch.acks) == 0 {
+	if w.batch.empty() {
+		return false, false
+	}
+	acks = len(w.batch.acks) > 0
+	w.p.c.ledger.publish(&w.batch)
+	return true, acks
+}
+
+// published ends a publish, w.mu released: the handlers' moving average, the flush of the
+// acknowledgements published, and more records when the queue ran low.
+func (w *worker) published(some, acks bool) {
+	p := w.p
+	if !some {
 		p.askForMore() // a record lost while its handler ran left room without a batch
 		return
 	}
-	acks := len(w.batch.acks) > 0
 	if w.handled > 0 {
 		// An eighth of the way to this batch's mean: handlers that turn slow are seen within a
 		// few batches. Workers racing here may lose an update, which a moving average can take.
@@ -208,12 +232,28 @@ func (w *worker) publish() {
 		p.fast.Store(time.Duration(avg) < fastHandler)
 		w.handled, w.handlerNs = 0, 0
 	}
-	c.ledger.publish(&w.batch)
 	w.last = p.clock()
 	if acks {
 		p.armFlush(w.last)
 	}
 	p.askForMore()
+}
+
+// publishBatches publishes the batch of every worker, for the acknowledgement flush: a worker
+// whose handler is slow does not publish the acknowledgements of the records it handled before
+// (in the same run) until the handler returns, and the locks of those records, settled, are
+// not renewed meanwhile. It reports whether any batch held something. No lock is held.
+func (p *pool) publishBatches() bool {
+	some := false
+	for _, w := range p.ws {
+		w.mu.Lock()
+		if !w.batch.empty() {
+			p.c.ledger.publish(&w.batch)
+			some = true
+		}
+		w.mu.Unlock()
+	}
+	return some
 }
 
 // askForMore asks for more records, unless Process is shutting down, when the queue ran low.
@@ -235,8 +275,10 @@ func (w *worker) handle(t *task) {
 	e := t.e
 	began := w.now
 	if !l.begin(e, began) {
+		w.mu.Lock()
 		w.batch.unqueued++
 		w.batch.left++ // lost while it waited: it leaves the count as it leaves the queue
+		w.mu.Unlock()
 		p.c.fireLockLost()
 		p.done(context.Background(), RecordOutcome{Record: e.rec, Err: t.e.lost.Load()})
 		return
@@ -244,9 +286,8 @@ func (w *worker) handle(t *task) {
 	if p.handlersStopped.Load() {
 		t.stop() // it began after the running handlers were stopped: it is one of them
 	}
-	if p.fast.Load() {
-		w.batch.unqueued++
-	} else {
+	fast := p.fast.Load() // a fast handler's record leaves the queue's count with the batch
+	if !fast {
 		// A slow handler: the queue is shorter by one from now on, and admission may want to
 		// know at once.
 		l.unqueue(1)
@@ -270,22 +311,42 @@ func (w *worker) handle(t *task) {
 	if t.stopped.Load() {
 		ack = acktype.Release
 	}
-	if t.e.lost.Load() == nil && l.finish(e) {
-		out.Ack = ack
-		w.stats.countAck(ack)
+	settled := t.e.lost.Load() == nil && l.finish(e)
+	w.mu.Lock()
+	if fast {
+		w.batch.unqueued++
+	}
+	first := false
+	if settled {
 		w.batch.left++
 		w.batch.settled++
 		w.batch.acks = append(w.batch.acks, inboxAck{e.part, e.rec.Offset, ack, e.rec.DeliveryCount})
+		first = len(w.batch.acks) == 1
 		w.batch.leave(l, e)
+	}
+	var some, acks bool
+	publish := false
+	if w.n++; w.n >= publishEvery || time.Duration(now-w.last) >= publishAfter {
+		publish = true
+		some, acks = w.applyBatch()
+	}
+	w.mu.Unlock()
+	if settled {
+		out.Ack = ack
+		w.stats.countAck(ack)
+		if first {
+			// The flush publishes the batch if the worker has not by then (a slow handler).
+			p.armFlush(now)
+		}
 	} else {
 		out.Err = t.e.lost.Load()
 		p.askForMore() // the lost record left room when its lock was lost
 	}
+	if publish {
+		w.published(some, acks)
+	}
 	out.Renews = e.renews()
 	t.end(context.Canceled)
-	if w.n++; w.n >= publishEvery || time.Duration(now-w.last) >= publishAfter {
-		w.publish()
-	}
 	p.done(ctx, out)
 }
 
