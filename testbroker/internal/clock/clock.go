@@ -155,15 +155,24 @@ func (m *Manual) Set(t time.Time) {
 }
 
 // skipTicksLocked moves the due periodic timer p to its last tick at or before limit that no
-// one-shot timer is due before, so that an Advance over many periods runs the task once for
-// each stretch without one-shot timers rather than once per period: a periodic task (the
-// retention check) does at one tick what it would do at every tick before it. Other periodic
-// timers do not bound the skip: if they did, two of them would bound each other and an
-// Advance of a year would run a 1 s check some 30 million times.
+// other timer is due before, so that an Advance over many periods runs the task once for each
+// stretch without other timers rather than once per period: a periodic task (the retention
+// check) does at one tick what it would do at every tick before it. Another periodic timer
+// bounds the skip by its own last tick at or before limit, not by its next one: bounded by
+// each other's next ticks, two periodic tasks would take turns tick by tick, and an Advance of
+// a year would run a 1 s check some 30 million times. So each periodic task runs a few times
+// per Advance, still in deadline order with every other timer.
 func (m *Manual) skipTicksLocked(p *manualTimer, limit time.Time) {
 	for _, t := range m.timers {
-		if t != p && t.period == 0 && t.deadline.Before(limit) {
-			limit = t.deadline
+		if t == p || !t.deadline.Before(limit) {
+			continue
+		}
+		bound := t.deadline
+		if t.period > 0 {
+			bound = t.deadline.Add(limit.Sub(t.deadline) / t.period * t.period)
+		}
+		if bound.Before(limit) {
+			limit = bound
 		}
 	}
 	if limit.After(p.deadline) {
