@@ -40,6 +40,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/propagation"
@@ -49,7 +50,6 @@ import (
 
 	"github.com/kshare/kshare/acktype"
 	"github.com/kshare/kshare/errors"
-	"github.com/kshare/kshare/internal/groupconfig"
 	"github.com/kshare/kshare/shareconsumer"
 	"github.com/kshare/kshare/shareconsumer/kshareotel"
 	"github.com/kshare/kshare/shareconsumer/kshareprom"
@@ -232,7 +232,8 @@ func run(ctx context.Context, w io.Writer, cfg config, scraped func(metricsURL s
 	return scraped(metricsURL)
 }
 
-// setUp creates the topic and sets the group's configs before the group exists.
+// setUp creates the topic and sets the group's configs before the group exists, as
+// kafka-configs.sh --entity-type groups does: one IncrementalAlterConfigs on a GROUP resource.
 func setUp(ctx context.Context, cl *kgo.Client, cfg config) error {
 	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, -1, nil, cfg.topic)
 	if err == nil {
@@ -241,9 +242,28 @@ func setUp(ctx context.Context, cl *kgo.Client, cfg config) error {
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("creating topic %s: %w", cfg.topic, err)
 	}
-	return groupconfig.Set(ctx, cl, cfg.group,
-		"share.auto.offset.reset", "earliest",
-		"share.record.lock.duration.ms", strconv.Itoa(cfg.lockMs))
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, cfg.group
+	for _, kv := range [][2]string{
+		{"share.auto.offset.reset", "earliest"},
+		{"share.record.lock.duration.ms", strconv.Itoa(cfg.lockMs)},
+	} {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Op, c.Value = kv[0], kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(kv[1])
+		res.Configs = append(res.Configs, c)
+	}
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	req.Resources = append(req.Resources, res)
+	alter, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("setting group %s's configs: %w", cfg.group, err)
+	}
+	for _, r := range alter.Resources {
+		if err := errors.FromKafka(r.ErrorCode, r.ErrorMessage); err != nil {
+			return fmt.Errorf("setting group %s's configs: %w", cfg.group, err)
+		}
+	}
+	return nil
 }
 
 // spanWriter is where the exporter prints spans: w, or nowhere.
