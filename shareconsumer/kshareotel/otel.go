@@ -69,8 +69,9 @@ type Otel struct {
 
 	spans sync.Map // *shareconsumer.Record → *recSpan, from OnProcessStart to OnProcessDone
 
-	m   instruments
-	reg metric.Registration
+	m        instruments
+	partOpts partitionOpts
+	reg      metric.Registration
 
 	mu        sync.Mutex
 	consumers map[*shareconsumer.Consumer]struct{}

@@ -103,11 +103,9 @@ func (o *Otel) OnProcessDone(ctx context.Context, out shareconsumer.RecordOutcom
 	errType := outcomeErrorType(out)
 	v, ok := o.spans.LoadAndDelete(r)
 	if ok || ctx != context.Background() {
-		a := partitionAttrs(o.groupName(), "process", r.Topic, r.Partition)
-		if errType != "" {
-			a = append(a, semconv.ErrorTypeKey.String(errType))
-		}
-		o.m.processDuration.Record(ctx, out.HandlerTime.Seconds(), metricOpt(a))
+		o.m.processDuration.Record(ctx, out.HandlerTime.Seconds(), o.partOpts.get(partitionKey{
+			group: o.groupName(), operation: "process", topic: r.Topic, partition: r.Partition, errorType: errType,
+		}))
 	}
 	if !ok {
 		return
@@ -186,7 +184,7 @@ func (o *Otel) OnRenew(e shareconsumer.RenewEvent) {
 		rs.mu.Unlock()
 	}
 	for tp, n := range counts {
-		o.m.renewed.Add(context.Background(), n, metricOpt(partitionAttrs(group, "", tp.Topic, tp.Partition)))
+		o.m.renewed.Add(context.Background(), n, o.partOpts.get(partitionKey{group: group, topic: tp.Topic, partition: tp.Partition}))
 	}
 }
 
