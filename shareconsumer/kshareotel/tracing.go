@@ -143,11 +143,12 @@ func (o *Otel) OnProcessDone(ctx context.Context, out shareconsumer.RecordOutcom
 
 // outcomeErrorType returns the error.type of an outcome, "" for an accepted record.
 func outcomeErrorType(out shareconsumer.RecordOutcome) string {
+	if out.Ack == acktype.Accept {
+		return "" // before pe, which errors.As makes escape: an accepted record allocates nothing here
+	}
 	var pe *errors.PanicError
 	switch {
-	case out.Ack == acktype.Accept:
-		return ""
-	case errors.As(out.Err, &pe):
+	case out.Err != nil && errors.As(out.Err, &pe):
 		return ErrorTypePanic
 	case out.Ack == acktype.Release:
 		return ErrorTypeRelease
@@ -223,17 +224,20 @@ func (o *Otel) OnPoll(e shareconsumer.PollEvent) {
 		return
 	}
 	group := o.groupName()
-	links := make([]trace.Link, 0, len(e.Records))
+	var links []trace.Link // made for the first record that carries a trace context
 	topic := e.Records[0].Topic
 	partition := e.Records[0].Partition
 	oneTopic, onePartition := true, true
-	for _, r := range e.Records {
+	for i, r := range e.Records {
 		if r.Topic != topic {
 			oneTopic, onePartition = false, false
 		} else if r.Partition != partition {
 			onePartition = false
 		}
 		if sc := o.producerSpan(r); sc.IsValid() {
+			if links == nil {
+				links = make([]trace.Link, 0, len(e.Records)-i)
+			}
 			links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{
 				semconv.MessagingDestinationName(r.Topic),
 				semconv.MessagingDestinationPartitionID(strconv.Itoa(int(r.Partition))),
