@@ -67,7 +67,8 @@ type Otel struct {
 	fixedGroup bool
 	group      atomic.Pointer[string]
 
-	spans sync.Map // *shareconsumer.Record → *recSpan, from OnProcessStart to OnProcessDone
+	spans  sync.Map // *shareconsumer.Record → *recSpan, from OnProcessStart to OnProcessDone
+	starts spanStarts
 
 	m        instruments
 	partOpts partitionOpts
