@@ -3,6 +3,7 @@ package kshareotel
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -125,6 +126,45 @@ func partitionAttrs(group, operation, topic string, partition int32) []attribute
 	return a
 }
 
+// partitionKey identifies the attributes of a measurement of one partition: partitionAttrs's
+// arguments, and the error.type ("" none).
+type partitionKey struct {
+	group, operation, topic string
+	partition               int32
+	errorType               string
+}
+
+// partitionOpts keeps the measurement option of each partitionKey measured: the attribute set
+// is the same for every record of a partition with one outcome, and making it is most of a
+// measurement's cost. It holds one entry per group, operation, partition and error.type
+// measured, as the meter provider keeps one aggregation per attribute set.
+type partitionOpts struct {
+	mu   sync.RWMutex
+	opts map[partitionKey]metric.MeasurementOption
+}
+
+// get returns k's measurement option, made on its first use.
+func (c *partitionOpts) get(k partitionKey) metric.MeasurementOption {
+	c.mu.RLock()
+	opt, ok := c.opts[k]
+	c.mu.RUnlock()
+	if ok {
+		return opt
+	}
+	a := partitionAttrs(k.group, k.operation, k.topic, k.partition)
+	if k.errorType != "" {
+		a = append(a, semconv.ErrorTypeKey.String(k.errorType))
+	}
+	opt = metricOpt(a)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.opts == nil {
+		c.opts = make(map[partitionKey]metric.MeasurementOption)
+	}
+	c.opts[k] = opt
+	return opt
+}
+
 // errorType returns the error.type of a request's or partition's error: Kafka's error code name
 // (such as "INVALID_RECORD_STATE") when Kafka sent one, "context_canceled" or
 // "context_deadline_exceeded" for a context's end, else "_OTHER".
@@ -162,7 +202,7 @@ func (o *Otel) OnShareFetch(e shareconsumer.ShareFetchEvent) {
 		metricOpt(operationAttrs(group, "ShareFetch", semconv.MessagingOperationTypeReceive, e.Err)))
 	for _, p := range e.Partitions {
 		if p.Records > 0 {
-			o.m.consumed.Add(ctx, int64(p.Records), metricOpt(partitionAttrs(group, "ShareFetch", p.Topic, p.Partition)))
+			o.m.consumed.Add(ctx, int64(p.Records), o.partOpts.get(partitionKey{group: group, operation: "ShareFetch", topic: p.Topic, partition: p.Partition}))
 		}
 	}
 	if e.AcquisitionLockTimeout > 0 {

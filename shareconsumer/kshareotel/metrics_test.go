@@ -183,3 +183,45 @@ func TestGroupFromTheConsumer(t *testing.T) {
 		})
 	}
 }
+
+// TestProcessDurationPerPartitionAndOutcome: the measurement options kept per partition and
+// outcome give each its own attribute set, also when the same ones come back.
+func TestProcessDurationPerPartitionAndOutcome(t *testing.T) {
+	t.Parallel()
+	rg := newRig(t, kshareotel.ConsumerGroup("billing"))
+	o := rg.o
+	for range 3 {
+		for _, p := range []int32{3, 4} {
+			for _, ack := range []acktype.Type{acktype.Accept, acktype.Release} {
+				r := record(nil)
+				r.Partition = p
+				out := shareconsumer.RecordOutcome{Record: r, Ack: ack, HandlerTime: time.Duration(p) * time.Second}
+				if ack == acktype.Release {
+					out.Err = stderrors.New("no")
+				}
+				o.OnProcessDone(o.OnProcessStart(context.Background(), r), out)
+			}
+		}
+	}
+	m := rg.collect(t)
+	pd := m["messaging.process.duration"]
+	d, ok := pd.Data.(metricdata.Histogram[float64])
+	require.True(t, ok, "messaging.process.duration is %T", pd.Data)
+	assert.Len(t, d.DataPoints, 4, "one point per partition and outcome")
+	for _, p := range []string{"3", "4"} {
+		for _, errType := range []string{"", kshareotel.ErrorTypeRelease} {
+			want := map[string]string{
+				"messaging.system": "kafka", "messaging.consumer.group.name": "billing",
+				"messaging.destination.name": "orders", "messaging.destination.partition.id": p,
+				"messaging.operation.name": "process", "error.type": errType,
+			}
+			n, sum := histCount(pd, want)
+			assert.Equal(t, uint64(3), n, "partition %s, error.type %q", p, errType)
+			wantSum := 9.0
+			if p == "4" {
+				wantSum = 12
+			}
+			assert.InDelta(t, wantSum, sum, 1e-9, "partition %s, error.type %q", p, errType)
+		}
+	}
+}

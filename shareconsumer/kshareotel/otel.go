@@ -67,10 +67,12 @@ type Otel struct {
 	fixedGroup bool
 	group      atomic.Pointer[string]
 
-	spans sync.Map // *shareconsumer.Record → *recSpan, from OnProcessStart to OnProcessDone
+	spans  sync.Map // *shareconsumer.Record → *recSpan, from OnProcessStart to OnProcessDone
+	starts spanStarts
 
-	m   instruments
-	reg metric.Registration
+	m        instruments
+	partOpts partitionOpts
+	reg      metric.Registration
 
 	mu        sync.Mutex
 	consumers map[*shareconsumer.Consumer]struct{}

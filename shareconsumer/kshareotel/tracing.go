@@ -3,6 +3,7 @@ package kshareotel
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -52,43 +53,89 @@ const (
 	ErrorTypeLockLost = "lock_lost"
 )
 
-// OnProcessStart starts r's process span and returns ctx carrying it, for the handler.
+// OnProcessStart starts r's process span and returns ctx carrying it, for the handler. The
+// attributes the semantic conventions ask for at a messaging span's start, for samplers (system,
+// operation, destination, consumer group), are given to Start; the record's own (partition,
+// offset, key, sizes, delivery count) are set after it, on a span that records only.
 func (o *Otel) OnProcessStart(ctx context.Context, r *shareconsumer.Record) context.Context {
-	group := o.groupName()
-	attrs := make([]attribute.KeyValue, 0, 13)
+	st := o.starts.get(o.groupName(), r.Topic)
+	opts := st.opts
+	parent := ctx
+	if o.linkSpans {
+		if sc := o.producerSpan(r); sc.IsValid() {
+			opts = append(opts[:len(opts):len(opts)], trace.WithLinks(trace.Link{SpanContext: sc}))
+		}
+	} else {
+		parent = o.propagator().Extract(ctx, HeaderCarrier(&r.Headers))
+	}
+	sctx, span := o.tracer.Start(parent, st.name, opts...)
+	if span.IsRecording() {
+		span.SetAttributes(recordAttrs(r)...)
+		o.spans.Store(r, &recSpan{span: span})
+	}
+	return sctx
+}
+
+// recordAttrs returns the attributes of r a process span has besides its start's.
+func recordAttrs(r *shareconsumer.Record) []attribute.KeyValue {
+	attrs := make([]attribute.KeyValue, 0, 6)
 	attrs = append(attrs,
-		semconv.MessagingSystemKafka,
-		semconv.MessagingOperationName("process"),
-		semconv.MessagingOperationTypeProcess,
-		semconv.MessagingDestinationName(r.Topic),
 		semconv.MessagingDestinationPartitionID(strconv.Itoa(int(r.Partition))),
 		semconv.MessagingKafkaOffset(int(r.Offset)),
 		semconv.MessagingMessageBodySize(len(r.Value)),
 		DeliveryCountKey.Int(int(r.DeliveryCount)),
 	)
-	if group != "" {
-		attrs = append(attrs, semconv.MessagingConsumerGroupName(group))
-	}
 	if r.Key != nil && utf8.Valid(r.Key) {
 		attrs = append(attrs, semconv.MessagingKafkaMessageKey(string(r.Key)))
 	}
 	if r.Value == nil {
 		attrs = append(attrs, semconv.MessagingKafkaMessageTombstone(true))
 	}
+	return attrs
+}
+
+// spanStart is how the process spans of one topic and group start: their name, and the span
+// kind and start attributes, made once.
+type spanStart struct {
+	name string
+	opts []trace.SpanStartOption // len == cap: append copies
+}
+
+type startKey struct{ group, topic string }
+
+// spanStarts keeps a spanStart per group and topic processed.
+type spanStarts struct {
+	mu     sync.RWMutex
+	starts map[startKey]*spanStart
+}
+
+// get returns the spanStart of group and topic, made on its first use.
+func (c *spanStarts) get(group, topic string) *spanStart {
+	k := startKey{group, topic}
+	c.mu.RLock()
+	st, ok := c.starts[k]
+	c.mu.RUnlock()
+	if ok {
+		return st
+	}
+	attrs := []attribute.KeyValue{
+		semconv.MessagingSystemKafka,
+		semconv.MessagingOperationName("process"),
+		semconv.MessagingOperationTypeProcess,
+		semconv.MessagingDestinationName(topic),
+	}
+	if group != "" {
+		attrs = append(attrs, semconv.MessagingConsumerGroupName(group))
+	}
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...)}
-	parent := ctx
-	if o.linkSpans {
-		if sc := o.producerSpan(r); sc.IsValid() {
-			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
-		}
-	} else {
-		parent = o.propagator().Extract(ctx, HeaderCarrier(&r.Headers))
+	st = &spanStart{name: "process " + topic, opts: opts[:len(opts):len(opts)]}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.starts == nil {
+		c.starts = make(map[startKey]*spanStart)
 	}
-	sctx, span := o.tracer.Start(parent, "process "+r.Topic, opts...)
-	if span.IsRecording() {
-		o.spans.Store(r, &recSpan{span: span})
-	}
-	return sctx
+	c.starts[k] = st
+	return st
 }
 
 // producerSpan returns the span context r's headers carry; not valid when they carry none.
@@ -103,11 +150,9 @@ func (o *Otel) OnProcessDone(ctx context.Context, out shareconsumer.RecordOutcom
 	errType := outcomeErrorType(out)
 	v, ok := o.spans.LoadAndDelete(r)
 	if ok || ctx != context.Background() {
-		a := partitionAttrs(o.groupName(), "process", r.Topic, r.Partition)
-		if errType != "" {
-			a = append(a, semconv.ErrorTypeKey.String(errType))
-		}
-		o.m.processDuration.Record(ctx, out.HandlerTime.Seconds(), metricOpt(a))
+		o.m.processDuration.Record(ctx, out.HandlerTime.Seconds(), o.partOpts.get(partitionKey{
+			group: o.groupName(), operation: "process", topic: r.Topic, partition: r.Partition, errorType: errType,
+		}))
 	}
 	if !ok {
 		return
@@ -145,11 +190,12 @@ func (o *Otel) OnProcessDone(ctx context.Context, out shareconsumer.RecordOutcom
 
 // outcomeErrorType returns the error.type of an outcome, "" for an accepted record.
 func outcomeErrorType(out shareconsumer.RecordOutcome) string {
+	if out.Ack == acktype.Accept {
+		return "" // before pe, which errors.As makes escape: an accepted record allocates nothing here
+	}
 	var pe *errors.PanicError
 	switch {
-	case out.Ack == acktype.Accept:
-		return ""
-	case errors.As(out.Err, &pe):
+	case out.Err != nil && errors.As(out.Err, &pe):
 		return ErrorTypePanic
 	case out.Ack == acktype.Release:
 		return ErrorTypeRelease
@@ -186,7 +232,7 @@ func (o *Otel) OnRenew(e shareconsumer.RenewEvent) {
 		rs.mu.Unlock()
 	}
 	for tp, n := range counts {
-		o.m.renewed.Add(context.Background(), n, metricOpt(partitionAttrs(group, "", tp.Topic, tp.Partition)))
+		o.m.renewed.Add(context.Background(), n, o.partOpts.get(partitionKey{group: group, topic: tp.Topic, partition: tp.Partition}))
 	}
 }
 
@@ -225,17 +271,20 @@ func (o *Otel) OnPoll(e shareconsumer.PollEvent) {
 		return
 	}
 	group := o.groupName()
-	links := make([]trace.Link, 0, len(e.Records))
+	var links []trace.Link // made for the first record that carries a trace context
 	topic := e.Records[0].Topic
 	partition := e.Records[0].Partition
 	oneTopic, onePartition := true, true
-	for _, r := range e.Records {
+	for i, r := range e.Records {
 		if r.Topic != topic {
 			oneTopic, onePartition = false, false
 		} else if r.Partition != partition {
 			onePartition = false
 		}
 		if sc := o.producerSpan(r); sc.IsValid() {
+			if links == nil {
+				links = make([]trace.Link, 0, len(e.Records)-i)
+			}
 			links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{
 				semconv.MessagingDestinationName(r.Topic),
 				semconv.MessagingDestinationPartitionID(strconv.Itoa(int(r.Partition))),

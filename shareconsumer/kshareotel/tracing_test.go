@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kshare/kshare/acktype"
@@ -340,4 +341,45 @@ func TestLockLostHookAfterTheSpanEnded(t *testing.T) {
 	assert.Equal(t, "lock lost", ev[0].Name)
 	assert.Equal(t, "session_reset", attrMap(ev[0].Attributes)["kshare.lock_lost.reason"].AsString())
 	assert.Equal(t, codes.Error, spans[0].Status().Code)
+}
+
+// seenSampler records the attributes each sampling decision saw and samples nothing.
+type seenSampler struct {
+	mu   sync.Mutex
+	seen [][]attribute.KeyValue
+}
+
+func (s *seenSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen = append(s.seen, p.Attributes)
+	return sdktrace.SamplingResult{Decision: sdktrace.Drop}
+}
+
+func (s *seenSampler) Description() string { return "seen" }
+
+// TestSamplerSeesStartAttributes: a sampler is given the attributes the conventions ask for at
+// a messaging span's start, for each group and topic; the record's own come after the decision.
+func TestSamplerSeesStartAttributes(t *testing.T) {
+	t.Parallel()
+	s := &seenSampler{}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(s))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	o := kshareotel.New(kshareotel.TracerProvider(tp), kshareotel.ConsumerGroup("billing"))
+	for _, topic := range []string{"orders", "refunds", "orders"} {
+		r := record(nil)
+		r.Topic = topic
+		ctx := o.OnProcessStart(context.Background(), r)
+		assert.False(t, trace.SpanFromContext(ctx).IsRecording())
+		o.OnProcessDone(ctx, shareconsumer.RecordOutcome{Record: r, Ack: acktype.Accept})
+	}
+	require.Len(t, s.seen, 3)
+	for i, topic := range []string{"orders", "refunds", "orders"} {
+		a := attrMap(s.seen[i])
+		assert.Equal(t, "kafka", a["messaging.system"].AsString(), topic)
+		assert.Equal(t, "process", a["messaging.operation.name"].AsString(), topic)
+		assert.Equal(t, "process", a["messaging.operation.type"].AsString(), topic)
+		assert.Equal(t, topic, a["messaging.destination.name"].AsString())
+		assert.Equal(t, "billing", a["messaging.consumer.group.name"].AsString(), topic)
+	}
 }
