@@ -18,9 +18,10 @@ import (
 //
 // Hooks run on the consumer's own goroutines (a session's, the heartbeat's, a Process worker's)
 // or on the application's (Poll, Subscribe, Unsubscribe, Close), never with a lock of the
-// consumer held, and they hold up
-// what called them: a hook must be quick and must not call back into the consumer, except
-// Status, Lag and AcquisitionLockTimeoutMs, which are safe from anywhere. Slices in an event
+// consumer's state held (membership hooks alone run one at a time, under a lock of their own
+// that keeps them in order), and they hold up what called them: a hook must be quick and must
+// not call back into the consumer, except Status, Group, Lag and AcquisitionLockTimeoutMs,
+// which are safe from anywhere. Slices in an event
 // belong to the event: a hook may keep them after it returns, but must not change them. The
 // *Record values are the application's own, shared with Poll and the handler.
 //
@@ -179,7 +180,9 @@ func (p AcknowledgedPartition) Count(t acktype.Type) int {
 // HookRenew is called when a leader answered a RENEW, with the records whose locks it
 // renewed, on the session's goroutine: Process's lease renewals and Poll's
 // Acknowledge(r, acktype.Renew) alike. Refused renews are in the HookAcknowledge event of the
-// same request; in Process they also lose their records' locks (HookLockLost).
+// same request; in Process they also lose their records' locks (HookLockLost). There is no
+// event when a renew is sent: every RENEW sent is counted, once answered or failed, in the
+// HookAcknowledge event of its request (AcknowledgedPartition.Count(acktype.Renew)).
 type HookRenew interface {
 	OnRenew(RenewEvent)
 }

@@ -231,14 +231,15 @@ func endOffsets(ctx context.Context, cl *kgo.Client, ps []PartitionLag, idx []in
 // LagInterval makes the consumer look its share group's lag up every d (Consumer.Lag) and
 // give each lookup to the HookLag hooks, on a goroutine of its own: for metrics (the
 // kshareotel and kshareprom plugins export it). 0, the default, turns it off; otherwise d must
-// be at least 1ms. The first lookup is d after New. One lookup runs at a time: a lookup
-// slower than d skips the ticks it overlaps. A lookup costs a DescribeShareGroupOffsets to
+// be at least 1ms. The first lookup is d after New. One lookup runs at a time: after a lookup
+// slower than d the next one starts at once, and the ticks it overlapped beyond that are
+// dropped. A lookup costs a DescribeShareGroupOffsets to
 // the group's coordinator, plus, from a broker older than Kafka 4.2, a ListOffsets to each
 // leader of the group's partitions.
 //
 // With no HookLag hook (Hooks) the option does nothing: no goroutine, no request. Close ends
 // the lookup under way as it begins, and the goroutine before it returns; no hook is called
-// for a lookup that Close cut short, nor after Close began. A failed lookup is given to the
+// for a lookup that Close cut short, nor after Close returned. A failed lookup is given to the
 // hooks too (LagEvent.Err), and the next one is tried d later.
 func LagInterval(d time.Duration) Opt { return opt(func(c *cfg) { c.lagInterval = d }) }
 
