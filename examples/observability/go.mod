@@ -9,7 +9,7 @@ replace (
 )
 
 require (
-	github.com/kshare/kshare v0.0.0-00010101000000-000000000000
+	github.com/kshare/kshare v0.0.0-20261205140607-66c5045050fa
 	github.com/kshare/kshare/shareconsumer/kshareotel v0.0.0-00010101000000-000000000000
 	github.com/kshare/kshare/shareconsumer/kshareprom v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.12.1

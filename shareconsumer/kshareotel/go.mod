@@ -5,7 +5,7 @@ go 1.26.0
 replace github.com/kshare/kshare => ../..
 
 require (
-	github.com/kshare/kshare v0.0.0-00010101000000-000000000000
+	github.com/kshare/kshare v0.0.0-20261205140607-66c5045050fa
 	github.com/stretchr/testify v1.12.1
 	github.com/twmb/franz-go v1.22.3
 	go.opentelemetry.io/otel v1.47.0

@@ -5,7 +5,7 @@ go 1.26.0
 replace github.com/kshare/kshare => ../..
 
 require (
-	github.com/kshare/kshare v0.0.0-00010101000000-000000000000
+	github.com/kshare/kshare v0.0.0-20261205140607-66c5045050fa
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/stretchr/testify v1.12.1
@@ -21,6 +21,7 @@ require (
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
+	github.com/twmb/franz-go/pkg/kadm v1.20.0 // indirect
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.48.0 // indirect
