@@ -200,14 +200,15 @@ func (c *Consumer) fetchWorkLocked(s *session, v apiversions.Versions, now time.
 		c.admit.fetchAnswered(s, answered.Sub(sent), c.ledger.lease.settled.Load(), answered)
 		c.applyFetchLocked(s, job, names, resp, err, decoded, sent, answered)
 		c.kickLocked()
+		ev := job.events // read under the lock, as the ShareAcknowledge path does
 		c.mu.Unlock()
-		if job.events != nil {
+		if ev != nil {
 			var code int16
 			var msg *string
 			if resp != nil {
 				code, msg = resp.ErrorCode, resp.ErrorMessage
 			}
-			c.hooks.fireRequest(job.events, got.Sub(sent), requestErr(err, code, msg))
+			c.hooks.fireRequest(ev, got.Sub(sent), requestErr(err, code, msg))
 		}
 	}
 }
