@@ -104,6 +104,10 @@ func TestE2EProcessRenewsAndLosesALock(t *testing.T) {
 			}
 		}))
 		require.NoError(t, err)
+		// The hooks of the last answers (OnAcknowledge, OnRenew, OnLockLost) run once the
+		// answer is applied and the locks let go, possibly after Process returned: wait for
+		// every goroutine of the bubble to be idle, so that they ran.
+		synctest.Wait()
 
 		s := c.ProcessStats()
 		t.Logf("ProcessStats: %v", s)
