@@ -76,9 +76,10 @@
 // # Edge cases
 //
 //   - One Metrics per consumer. Counters of two consumers given one Metrics add up, but the
-//     gauges show one membership, one lag and the last consumer's held records. Two Metrics in
-//     one registry need different ConstLabels (or Subsystems): New panics when the Registerer
-//     refuses a second one alike, as prometheus.MustRegister does.
+//     gauges show one membership, one lag and the held records of the consumer made last,
+//     and go away when that one closes. Two Metrics in one registry need different
+//     ConstLabels (or Subsystems): New panics when the Registerer refuses a second one alike,
+//     as prometheus.MustRegister does.
 //   - The group is a label only when given: put it in ConstLabels, as above. Metrics do not
 //     take it from Consumer.Group in OnNewConsumer: a metric's labels are fixed when New makes
 //     and registers it, before the consumer exists, so a group learnt then would have to be a
@@ -92,8 +93,11 @@
 //     processed_records_total from a topic's first record in Process.
 //   - The membership gauges are absent until the first membership change;
 //     acquisition_lock_timeout_seconds until an answer reports a lock duration (ShareFetch
-//     v1+); held_records while no consumer is attached (before New returns, and after Close:
-//     OnConsumerClosed detaches it).
+//     v1+); held_records while no consumer is attached (before New returns).
+//   - After Close no gauge is exported: OnConsumerClosed detaches the consumer and forgets
+//     its membership, lag and lock duration, so that held_records, member_state, member_epoch,
+//     assigned_partitions, lag_records and acquisition_lock_timeout_seconds go away (as
+//     kshareotel's gauges do). The counters and histograms keep their values, as counters do.
 //   - lag_records shows the last lag lookup that succeeded: a failed one leaves it as it was
 //     and counts in lag_lookup_errors_total; a partition the next lookup does not list goes
 //     away; a partition whose Lag is -1 (unknown, PartitionLag.Err) is left out. Lag is looked

@@ -195,8 +195,84 @@ func TestE2EProcess(t *testing.T) {
 	assert.Equal(t, float64(s.LocksLost), sum(series(t, reg, "kshare_locks_lost_total")))
 	assert.Empty(t, series(t, reg, "kshare_poll_records_total"), "Process only")
 
-	// After Close the consumer is detached: no held records reported.
-	assert.Empty(t, series(t, reg, "kshare_held_records"))
+	// After Close the consumer is detached: the gauges are gone, the counters stay.
+	for _, g := range closedGauges {
+		assert.Empty(t, series(t, reg, g), g)
+	}
+	assert.Equal(t, processed, series(t, reg, "kshare_processed_records_total"))
+}
+
+// closedGauges are the gauges exported only while a consumer is attached.
+var closedGauges = []string{
+	"kshare_held_records", "kshare_acquisition_lock_timeout_seconds", "kshare_member_state",
+	"kshare_member_epoch", "kshare_assigned_partitions", "kshare_lag_records",
+}
+
+// TestE2ECloseDropsGauges gives one Metrics to two consumers, a then b (the attached one):
+// a's Close leaves the gauges, b's removes them all (held records, lock timeout, membership,
+// lag), while the counters keep their values.
+func TestE2ECloseDropsGauges(t *testing.T) {
+	t.Parallel()
+	const (
+		topic   = "orders"
+		perPart = 3
+	)
+	tb := testbroker.StartT(t, testbroker.Topic(topic, 1))
+	for _, g := range []string{"closing-a", "closing-b"} {
+		require.NoError(t, tb.SetGroupConfig(g, "share.auto.offset.reset", "earliest"))
+	}
+	produce(t, tb, topic, 1, perPart)
+
+	reg := prometheus.NewPedanticRegistry()
+	m := kshareprom.New("kshare", kshareprom.Registerer(reg))
+	newConsumer := func(group string) *shareconsumer.Consumer {
+		c, err := shareconsumer.New(
+			shareconsumer.ClientOpts(kgo.SeedBrokers(tb.Addrs()...)),
+			shareconsumer.Group(group),
+			shareconsumer.Topics(topic),
+			shareconsumer.FetchMaxWait(100*time.Millisecond),
+			shareconsumer.LagInterval(10*time.Millisecond),
+			shareconsumer.Hooks(m),
+		)
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = c.Close(ctx)
+		})
+		return c
+	}
+	a := newConsumer("closing-a")
+	b := newConsumer("closing-b")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for polled := 0; polled < perPart; {
+		recs, err := b.Poll(ctx)
+		require.NoError(t, err)
+		polled += len(recs)
+	}
+	assert.EventuallyWithT(t, func(ct *assert.CollectT) {
+		for _, g := range closedGauges {
+			assert.NotEmpty(ct, series(t, reg, g), g)
+		}
+	}, 10*time.Second, 5*time.Millisecond, "every gauge exported while b is open")
+
+	closeCtx, closeCancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer closeCancel()
+	require.NoError(t, a.Close(closeCtx))
+	for _, g := range closedGauges {
+		assert.NotEmpty(t, series(t, reg, g), "%s after a's Close: b is the attached consumer", g)
+	}
+
+	require.NoError(t, b.Close(closeCtx))
+	fetched := series(t, reg, "kshare_fetch_records_total")
+	for _, g := range closedGauges {
+		assert.Empty(t, series(t, reg, g), "%s after b's Close", g)
+	}
+	assert.Equal(t, map[string]float64{"topic=orders": perPart}, series(t, reg, "kshare_poll_records_total"), "counters stay")
+	assert.Positive(t, sum(fetched))
+	assert.Contains(t, series(t, reg, "kshare_lag_lookup_errors_total"), "")
 }
 
 // TestE2EPoll polls every record with explicit acknowledgement, accepting the even offsets and

@@ -237,8 +237,21 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 // OnNewConsumer remembers c, whose Status the scrape reads (shareconsumer.HookNewConsumer).
 func (m *Metrics) OnNewConsumer(c *shareconsumer.Consumer) { m.consumer.Store(c) }
 
-// OnConsumerClosed forgets c: held_records is no longer reported (shareconsumer.HookConsumerClosed).
-func (m *Metrics) OnConsumerClosed(c *shareconsumer.Consumer) { m.consumer.CompareAndSwap(c, nil) }
+// OnConsumerClosed forgets c when it is the consumer the Metrics are attached to, and with it
+// what the gauges report: held_records, acquisition_lock_timeout_seconds, the membership
+// gauges and lag_records are no longer exported. Counters and histograms keep their values
+// (shareconsumer.HookConsumerClosed). A consumer closing that is not the attached one (a
+// second consumer given the same Metrics) changes nothing.
+func (m *Metrics) OnConsumerClosed(c *shareconsumer.Consumer) {
+	if c == nil || !m.consumer.CompareAndSwap(c, nil) {
+		return
+	}
+	// Close called the hook after the consumer's goroutines ended: no event of c comes after.
+	m.lockTimeout.Store(0)
+	m.mu.Lock()
+	m.membership, m.lag = nil, nil
+	m.mu.Unlock()
+}
 
 // OnShareFetch counts the request, its records and bytes by partition, and notes the lock
 // duration it reported (shareconsumer.HookShareFetch).
