@@ -38,7 +38,7 @@
 //	ns_processed_records_total{topic,outcome}   counter    Process's records by outcome (HookProcessDone)
 //	ns_process_duration_seconds{topic}          histogram  RecordOutcome.HandlerTime, records a handler had
 //	ns_acknowledged_records_total{topic,type,outcome} counter acknowledgements sent (HookAcknowledge)
-//	ns_renewed_records_total{topic}             counter    records whose locks were renewed (HookRenew)
+//	ns_renewed_records_total{topic}             counter    records whose locks were renewed, still held at the answer (HookRenew)
 //	ns_locks_lost_total{topic,reason}           counter    locks Process lost (HookLockLost)
 //	ns_lag_lookup_errors_total                  counter    lag lookups that failed (LagEvent.Err)
 //
@@ -66,9 +66,13 @@
 // For a consumer that only runs Process, the processed_records_total outcomes add up to
 // ProcessStats.Delivered once Process returned; accept, release and reject equal
 // ProcessStats.Accepted, Released and Rejected; process_duration_seconds counts what
-// ProcessStats.HandlerTime counts; renewed_records_total equals ProcessStats.Renewed (a
-// consumer that also polls renews Poll's records too, which count here only); locks_lost_total
-// by reason equals ProcessStats.LocksLostBy.
+// ProcessStats.HandlerTime counts; locks_lost_total by reason equals ProcessStats.LocksLostBy.
+// renewed_records_total is at most ProcessStats.Renewed; equal when no record finished between
+// a renew's send and its answer: RenewEvent.Records lists the renewed records the consumer
+// still holds when the answer comes, where ProcessStats.Renewed counts every offset renewed (a
+// consumer that also polls renews Poll's records too, which count here only). The counters of
+// HookAcknowledge, HookRenew and HookLockLost may catch up just after Process returned, those
+// hooks running once the answer is applied; Close waits for them.
 // The lost outcome is not ProcessStats.LocksLost: a record whose lock was lost after its
 // acknowledgement was chosen, before it was sent, counts as that acknowledgement in
 // processed_records_total and in locks_lost_total too.

@@ -191,7 +191,9 @@ func TestE2EProcess(t *testing.T) {
 		"outcome=ok,topic=orders,type=reject":  float64(s.Rejected),
 		"outcome=ok,topic=orders,type=release": float64(s.Released),
 	}, series(t, reg, "kshare_acknowledged_records_total"))
-	assert.Equal(t, float64(s.Renewed), sum(series(t, reg, "kshare_renewed_records_total")))
+	// At most ProcessStats.Renewed: a record settled between a renew's send and its answer is
+	// renewed but in no RenewEvent.
+	assert.LessOrEqual(t, sum(series(t, reg, "kshare_renewed_records_total")), float64(s.Renewed))
 	assert.Equal(t, float64(s.LocksLost), sum(series(t, reg, "kshare_locks_lost_total")))
 	assert.Empty(t, series(t, reg, "kshare_poll_records_total"), "Process only")
 
