@@ -281,43 +281,23 @@ func sortHooks(in []Hook) (hooks, error) {
 		if v == nil {
 			return hooks{}, fmt.Errorf("shareconsumer: Hooks: hook %d is nil: pass values that implement hook interfaces (HookPoll, HookAcknowledge, ...)", i)
 		}
-		n := 0
-		if x, ok := v.(HookNewConsumer); ok {
-			h.newConsumer, n = append(h.newConsumer, x), n+1
-		}
-		if x, ok := v.(HookConsumerClosed); ok {
-			h.closed, n = append(h.closed, x), n+1
-		}
-		if x, ok := v.(HookShareFetch); ok {
-			h.shareFetch, n = append(h.shareFetch, x), n+1
-		}
-		if x, ok := v.(HookPoll); ok {
-			h.poll, n = append(h.poll, x), n+1
-		}
-		if x, ok := v.(HookProcessStart); ok {
-			h.processStart, n = append(h.processStart, x), n+1
-		}
-		if x, ok := v.(HookProcessDone); ok {
-			h.processDone, n = append(h.processDone, x), n+1
-		}
-		if x, ok := v.(HookAcknowledge); ok {
-			h.acknowledge, n = append(h.acknowledge, x), n+1
-		}
-		if x, ok := v.(HookRenew); ok {
-			h.renew, n = append(h.renew, x), n+1
-		}
-		if x, ok := v.(HookLockLost); ok {
-			h.lockLost, n = append(h.lockLost, x), n+1
-		}
-		if x, ok := v.(HookMembership); ok {
-			h.membership, n = append(h.membership, x), n+1
-		}
-		if x, ok := v.(HookLag); ok {
-			h.lag, n = append(h.lag, x), n+1
-		}
+		n := file(&h.newConsumer, v) + file(&h.closed, v) + file(&h.shareFetch, v) +
+			file(&h.poll, v) + file(&h.processStart, v) + file(&h.processDone, v) +
+			file(&h.acknowledge, v) + file(&h.renew, v) + file(&h.lockLost, v) +
+			file(&h.membership, v) + file(&h.lag, v)
 		if n == 0 {
 			return hooks{}, fmt.Errorf("shareconsumer: Hooks: hook %d (%T) implements none of the hook interfaces (HookNewConsumer, HookPoll, HookAcknowledge, ...): check its methods' names and signatures", i, v)
 		}
 	}
 	return h, nil
+}
+
+// file appends v to dst when v implements T, and says how many it appended (0 or 1).
+func file[T any](dst *[]T, v Hook) int {
+	x, ok := v.(T)
+	if !ok {
+		return 0
+	}
+	*dst = append(*dst, x)
+	return 1
 }
