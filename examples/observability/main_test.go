@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,21 +32,20 @@ func TestRun(t *testing.T) {
 	var series map[string]float64
 	require.NoError(t, run(ctx, &out, cfg, func(metricsURL string) error {
 		// An acknowledgement's hook runs when its answer came, which may be just after Process
-		// returned: scrape until the last acknowledgement shows, within a deadline.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			text, err := scrape(ctx, metricsURL)
-			if err != nil {
-				return err
+		// returned: scrape until the last acknowledgement shows, as Prometheus would.
+		var scrapeErr error
+		require.Eventually(t, func() bool {
+			var text string
+			if text, scrapeErr = scrape(ctx, metricsURL); scrapeErr != nil {
+				return true
 			}
-			series = parseExposition(t, text)
-			done := series[`kshare_acknowledged_records_total{outcome="ok",topic="observability",type="accept"}`] +
-				series[`kshare_acknowledged_records_total{outcome="ok",topic="observability",type="reject"}`]
-			if done == 10 || time.Now().After(deadline) {
-				return nil
+			if series, scrapeErr = parseExposition(text); scrapeErr != nil {
+				return true
 			}
-			time.Sleep(10 * time.Millisecond) // polling /metrics as Prometheus would, until the condition holds
-		}
+			return series[`kshare_acknowledged_records_total{outcome="ok",topic="observability",type="accept"}`]+
+				series[`kshare_acknowledged_records_total{outcome="ok",topic="observability",type="reject"}`] == 10
+		}, 10*time.Second, 10*time.Millisecond, "every record's final acknowledgement in /metrics")
+		return scrapeErr
 	}))
 
 	const topic = `topic="observability"`
@@ -122,18 +122,21 @@ func TestRun(t *testing.T) {
 
 // parseExposition reads Prometheus's text format into series -> value, keeping each series'
 // name and labels as /metrics writes them.
-func parseExposition(t *testing.T, text string) map[string]float64 {
-	t.Helper()
+func parseExposition(text string) (map[string]float64, error) {
 	series := map[string]float64{}
 	for _, line := range strings.Split(text, "\n") {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		i := strings.LastIndexByte(line, ' ')
-		require.Positive(t, i, line)
+		if i <= 0 {
+			return nil, fmt.Errorf("no value in %q", line)
+		}
 		v, err := strconv.ParseFloat(line[i+1:], 64)
-		require.NoError(t, err, line)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", line, err)
+		}
 		series[line[:i]] = v
 	}
-	return series
+	return series, nil
 }
