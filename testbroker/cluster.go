@@ -21,6 +21,7 @@ type Cluster struct {
 	s      *server.Cluster
 	manual *ManualClock
 	mem    *memnet.Network // nil on TCP
+	tls    *clusterTLS     // nil without TLS
 }
 
 // Clock is the cluster clock: every timer of the cluster runs on it.
@@ -37,7 +38,7 @@ func Start(opts ...Opt) (*Cluster, error) {
 	for _, o := range opts {
 		o.apply(&c)
 	}
-	sc, manual, err := c.validate()
+	sc, manual, ct, err := c.validate()
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +52,7 @@ func Start(opts ...Opt) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cluster{s: s, manual: manual, mem: mem}, nil
+	return &Cluster{s: s, manual: manual, mem: mem, tls: ct}, nil
 }
 
 // StartT starts a cluster for a test and closes it when the test ends; it fails the test if the

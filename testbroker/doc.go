@@ -32,6 +32,9 @@
 // Kafka's validation and messages, acquisition locks that expire exactly on the cluster clock,
 // and inspection of every record's state (ShareRecords) for tests to assert on.
 //
+// GeneratedTLS (or TLS with a test's own certificate) makes every listener a TLS listener;
+// clients trust the cluster with kgo.DialTLSConfig(c.ClientTLS()).
+//
 // The same cluster runs as a program: go run ./testbroker/cmd/testbroker -brokers 3. See
 // docs/testbroker.md for every option and for what is and is not implemented.
 package testbroker

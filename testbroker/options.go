@@ -1,6 +1,7 @@
 package testbroker
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -32,6 +33,9 @@ type cfg struct {
 	logger        *slog.Logger
 	clusterID     string
 	racks         []string
+	tls           *tls.Config // TLS(cfg); tlsSet tells TLS(nil) from no TLS
+	tlsSet        bool
+	generatedTLS  bool
 	// noReplicaFetchers is for this package's tests of the leader (export_test.go).
 	noReplicaFetchers bool
 }
@@ -124,23 +128,23 @@ func BrokerRacks(racks ...string) Opt {
 }
 
 // validate checks every option in one place and turns them into the server's config.
-func (c *cfg) validate() (server.Config, *clock.Manual, error) {
+func (c *cfg) validate() (server.Config, *clock.Manual, *clusterTLS, error) {
 	if c.brokers < 1 {
-		return server.Config{}, nil, fmt.Errorf("testbroker: NumBrokers(%d): need at least one broker", c.brokers)
+		return server.Config{}, nil, nil, fmt.Errorf("testbroker: NumBrokers(%d): need at least one broker", c.brokers)
 	}
 	addrs, err := c.listenAddrs()
 	if err != nil {
-		return server.Config{}, nil, err
+		return server.Config{}, nil, nil, err
 	}
 	if c.maxFrameBytes < 0 {
-		return server.Config{}, nil, fmt.Errorf("testbroker: MaxRequestBytes(%d): must be positive", c.maxFrameBytes)
+		return server.Config{}, nil, nil, fmt.Errorf("testbroker: MaxRequestBytes(%d): must be positive", c.maxFrameBytes)
 	}
 	if c.racks != nil && len(c.racks) != c.brokers {
-		return server.Config{}, nil, fmt.Errorf("testbroker: BrokerRacks got %d racks for %d brokers: give one per broker, \"\" for none", len(c.racks), c.brokers)
+		return server.Config{}, nil, nil, fmt.Errorf("testbroker: BrokerRacks got %d racks for %d brokers: give one per broker, \"\" for none", len(c.racks), c.brokers)
 	}
 	for key, v := range c.maxVersions {
 		if kmsg.RequestForKey(key) == nil {
-			return server.Config{}, nil, fmt.Errorf("testbroker: MaxVersion(%d, %d): unknown API key", key, v)
+			return server.Config{}, nil, nil, fmt.Errorf("testbroker: MaxVersion(%d, %d): unknown API key", key, v)
 		}
 	}
 	sc := server.Config{
@@ -156,12 +160,23 @@ func (c *cfg) validate() (server.Config, *clock.Manual, error) {
 
 		NoReplicaFetchers: c.noReplicaFetchers,
 	}
+	hosts := make([]string, len(addrs))
+	for i, a := range addrs {
+		hosts[i], _, _ = net.SplitHostPort(a)
+	}
+	ct, err := c.buildTLS(hosts)
+	if err != nil {
+		return server.Config{}, nil, nil, err
+	}
+	if ct != nil {
+		sc.TLS, sc.InterBrokerTLS = ct.server, ct.interBroker
+	}
 	var manual *clock.Manual
 	if c.manualStart != nil {
 		manual = clock.NewManual(*c.manualStart)
 		sc.Clock = manual
 	}
-	return sc, manual, nil
+	return sc, manual, ct, nil
 }
 
 // listenAddrs returns each broker's listen address, by node id.

@@ -7,10 +7,16 @@
 // It prints one line per broker with its node id and address, then serves until SIGINT or
 // SIGTERM, when it closes every connection and exits 0. With -cpuprofile it writes a CPU
 // profile of that run, for go tool pprof.
+//
+// With -tls-cert and -tls-key every broker serves TLS with that certificate; with -tls-ca-out it
+// serves TLS with a certificate of a CA generated at start (for 127.0.0.1, ::1, localhost and the
+// -addr host, valid for seven days), and writes the CA's PEM to that file before printing the
+// broker lines, for clients to trust.
 package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -52,6 +58,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:9092", "host:port of broker 0; broker i listens on port+i (port 0: free ports)")
 	verbose := fs.Bool("v", false, "log connection-level events (closed connections and why) to stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run, until SIGINT or SIGTERM, to this file (for go tool pprof)")
+	tlsCert := fs.String("tls-cert", "", "serve TLS with this PEM server certificate (chain) file; needs -tls-key")
+	tlsKey := fs.String("tls-key", "", "PEM private key of -tls-cert")
+	tlsCAOut := fs.String("tls-ca-out", "", "serve TLS with a generated CA and server certificate, and write the CA's PEM to this file for clients")
 	var topics, configs listFlag
 	fs.Var(&topics, "topic", "topic to create at start, as name or name:partitions (repeatable)")
 	fs.Var(&configs, "config", "broker config as key=value, e.g. auto.create.topics.enable=false (repeatable)")
@@ -65,6 +74,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	opts := []testbroker.Opt{testbroker.NumBrokers(*brokers), testbroker.ListenAddr(*addr)}
 	if *verbose {
 		opts = append(opts, testbroker.Logger(slog.New(slog.NewTextHandler(stderr, nil))))
+	}
+	tlsOpt, err := tlsFlags(*tlsCert, *tlsKey, *tlsCAOut)
+	if err != nil {
+		return err
+	}
+	if tlsOpt != nil {
+		opts = append(opts, tlsOpt)
 	}
 	for _, t := range topics {
 		name, parts, err := parseTopic(t)
@@ -99,12 +115,38 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer c.Close()
 
+	if *tlsCAOut != "" {
+		if err := os.WriteFile(*tlsCAOut, c.TLSCAPEM(), 0o644); err != nil {
+			return fmt.Errorf("-tls-ca-out: %w", err)
+		}
+	}
 	for id, a := range c.Addrs() {
 		fmt.Fprintf(stdout, "broker %d listening on %s\n", id, a)
 	}
 	fmt.Fprintf(stdout, "cluster %s ready; seed brokers: %s\n", c.ClusterID(), strings.Join(c.Addrs(), ","))
 	<-ctx.Done()
 	return nil
+}
+
+// tlsFlags checks the TLS flags and turns them into the option, nil for plain text.
+func tlsFlags(cert, key, caOut string) (testbroker.Opt, error) {
+	switch {
+	case caOut != "" && (cert != "" || key != ""):
+		return nil, errors.New("-tls-ca-out generates the server certificate: drop -tls-cert and -tls-key, or -tls-ca-out")
+	case caOut != "":
+		return testbroker.GeneratedTLS(), nil
+	case cert == "" && key == "":
+		return nil, nil
+	case cert == "":
+		return nil, errors.New("-tls-key needs -tls-cert, the certificate it is the key of")
+	case key == "":
+		return nil, errors.New("-tls-cert needs -tls-key, the certificate's private key")
+	}
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return nil, fmt.Errorf("-tls-cert %s -tls-key %s: %w", cert, key, err)
+	}
+	return testbroker.TLS(&tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}), nil
 }
 
 func parseTopic(s string) (string, int32, error) {

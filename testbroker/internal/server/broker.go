@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -297,6 +298,9 @@ func (cn *conn) serve() {
 			f()
 		}
 	}()
+	if tc, ok := cn.nc.(*tls.Conn); ok && !cn.handshake(tc) {
+		return
+	}
 	c := cn.b.c
 	for {
 		frame, err := cn.readFrame()

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -31,6 +32,11 @@ type Config struct {
 	Listen func(addr string) (net.Listener, error)
 	// Dial reaches a broker's listener, for the replica fetchers; nil means TCP (net.Dialer).
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	// TLS, when set, makes every broker listener a TLS listener with this server config (Start
+	// wraps Listen, so a restarted broker's listener is TLS too), and the replica fetchers dial
+	// the brokers with InterBrokerTLS, whose ServerName defaults to the dialled host.
+	TLS            *tls.Config
+	InterBrokerTLS *tls.Config
 	// Clock runs every timer of the cluster; nil means the real clock.
 	Clock clock.Clock
 	// MaxFrameBytes is the largest request accepted; larger frames close the connection.
@@ -104,6 +110,12 @@ func Start(cfg Config) (*Cluster, error) {
 	if cfg.Dial == nil {
 		var d net.Dialer
 		cfg.Dial = d.DialContext
+	}
+	if cfg.TLS != nil {
+		if cfg.InterBrokerTLS == nil {
+			return nil, errors.New("server: TLS needs InterBrokerTLS for the replica fetchers")
+		}
+		cfg.Listen, cfg.Dial = tlsListen(cfg.Listen, cfg.TLS), tlsDial(cfg.Dial, cfg.InterBrokerTLS)
 	}
 	if cfg.MaxFrameBytes <= 0 {
 		cfg.MaxFrameBytes = wire.DefaultMaxFrameBytes
