@@ -52,7 +52,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:9092", "host:port of broker 0; broker i listens on port+i (port 0: free ports)")
 	verbose := fs.Bool("v", false, "log connection-level events (closed connections and why) to stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run, until SIGINT or SIGTERM, to this file (for go tool pprof)")
-	var topics, configs listFlag
+	saslMechs := fs.String("sasl", "", "require SASL with these mechanisms, comma-separated: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512")
+	var topics, configs, users listFlag
+	fs.Var(&users, "user", "SASL user as NAME:PASSWORD, for PLAIN and both SCRAM mechanisms (repeatable; needs -sasl)")
 	fs.Var(&topics, "topic", "topic to create at start, as name or name:partitions (repeatable)")
 	fs.Var(&configs, "config", "broker config as key=value, e.g. auto.create.topics.enable=false (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -80,6 +82,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		opts = append(opts, testbroker.BrokerConfig(k, v))
 	}
+
+	saslOpts, err := parseSASL(*saslMechs, users)
+	if err != nil {
+		return err
+	}
+	opts = append(opts, saslOpts...)
 
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -117,4 +125,22 @@ func parseTopic(s string) (string, int32, error) {
 		return "", 0, fmt.Errorf("-topic %q: partitions must be a positive number", s)
 	}
 	return name, int32(n), nil
+}
+
+// parseSASL turns -sasl and -user into options; the mechanisms themselves are checked by Start.
+func parseSASL(mechs string, users []string) ([]testbroker.Opt, error) {
+	var opts []testbroker.Opt
+	if mechs != "" {
+		opts = append(opts, testbroker.SASL(strings.Split(mechs, ",")...))
+	} else if len(users) > 0 {
+		return nil, fmt.Errorf("-user needs -sasl MECH[,MECH...]")
+	}
+	for _, u := range users {
+		name, pass, ok := strings.Cut(u, ":")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("-user %q: want NAME:PASSWORD", u)
+		}
+		opts = append(opts, testbroker.User(name, pass))
+	}
+	return opts, nil
 }
