@@ -6,7 +6,8 @@
 // Broker i listens on the port of -addr plus i (with port 0, every broker picks a free port).
 // It prints one line per broker with its node id and address, then serves until SIGINT or
 // SIGTERM, when it closes every connection and exits 0. With -cpuprofile it writes a CPU
-// profile of that run, for go tool pprof.
+// profile of that run, for go tool pprof. With -sasl PLAIN,SCRAM-SHA-256 and -user NAME:PASSWORD
+// (repeatable) every client must authenticate with SASL first.
 package main
 
 import (
