@@ -153,7 +153,8 @@ type conn struct {
 	clientID string
 	// sasl is the connection's SASL state, nil when the cluster requires no SASL.
 	sasl *saslConn
-	// principal is the authenticated principal ("User:name"), "" before or without SASL.
+	// principal is the authenticated principal ("User:name"), "" before or without SASL; under
+	// mu (Principal).
 	principal string
 	// closeAfterWrite closes the connection once the response being written is sent (a failed
 	// SASL exchange).

@@ -82,7 +82,17 @@ func (cn *conn) handleRawSaslToken(token []byte) (frame []byte, keep bool) {
 func (cn *conn) authenticated(user string) {
 	cn.sasl.state = saslComplete
 	cn.sasl.raw = false
+	cn.mu.Lock()
 	cn.principal = "User:" + user
+	cn.mu.Unlock()
+}
+
+// Principal returns the connection's authenticated principal ("User:name"), "" before
+// authentication or on a cluster without SASL.
+func (cn *conn) Principal() string {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.principal
 }
 
 func (b *Broker) handleSaslHandshake(cn *conn, req *kmsg.SASLHandshakeRequest) kmsg.Response {

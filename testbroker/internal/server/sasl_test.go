@@ -134,7 +134,7 @@ func TestSASLHandshakeV0RawToken(t *testing.T) {
 	token := []byte("\x00alice\x00secret")
 	r.writeFrame(append(binary.BigEndian.AppendUint32(nil, uint32(len(token))), token...))
 	assert.Equal(t, []byte{}, r.readFrame())
-	assert.Equal(t, "User:alice", onlyConn(t, c).principal)
+	assert.Equal(t, "User:alice", onlyConn(t, c).Principal())
 
 	require.True(t, r.roundTrip(metadataV1(), kmsg.NewPtrMetadataResponse()))
 	auth := kmsg.NewPtrSASLAuthenticateRequest()
