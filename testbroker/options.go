@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/testbroker/internal/clock"
+	"github.com/kshare/kshare/testbroker/internal/sasl"
 	"github.com/kshare/kshare/testbroker/internal/server"
 )
 
@@ -36,6 +37,9 @@ type cfg struct {
 	tls           *tls.Config // TLS(cfg); tlsSet tells TLS(nil) from no TLS
 	tlsSet        bool
 	generatedTLS  bool
+	sasl          bool
+	saslMechs     []string
+	users         map[string]string
 	// noReplicaFetchers is for this package's tests of the leader (export_test.go).
 	noReplicaFetchers bool
 }
@@ -127,6 +131,32 @@ func BrokerRacks(racks ...string) Opt {
 	return opt(func(c *cfg) { c.racks = append([]string(nil), racks...) })
 }
 
+// SASL makes every listener require SASL authentication with one of mechanisms: "PLAIN",
+// "SCRAM-SHA-256", "SCRAM-SHA-512" (Kafka's names, exact case); Start fails on any other. Users
+// are added with User. Before a client has authenticated, the brokers accept only ApiVersions,
+// SaslHandshake and SaslAuthenticate, as Kafka does: any other request closes the connection.
+// A wrong password or an unknown user is answered with SASL_AUTHENTICATION_FAILED and Kafka's
+// message, then the connection is closed. The cluster's replica fetchers authenticate as
+// "testbroker-inter-broker", with a random password, using the first mechanism.
+func SASL(mechanisms ...string) Opt {
+	return opt(func(c *cfg) {
+		c.sasl = true
+		c.saslMechs = append(c.saslMechs[:len(c.saslMechs):len(c.saslMechs)], mechanisms...)
+	})
+}
+
+// User adds a SASL user (repeatable; a later User with the same name replaces the password):
+// name and password authenticate with PLAIN, and with both SCRAM mechanisms through
+// credentials derived with a random salt and 4096 iterations (Kafka's default). It needs SASL.
+func User(name, password string) Opt {
+	return opt(func(c *cfg) {
+		if c.users == nil {
+			c.users = map[string]string{}
+		}
+		c.users[name] = password
+	})
+}
+
 // validate checks every option in one place and turns them into the server's config.
 func (c *cfg) validate() (server.Config, *clock.Manual, *clusterTLS, error) {
 	if c.brokers < 1 {
@@ -147,6 +177,15 @@ func (c *cfg) validate() (server.Config, *clock.Manual, *clusterTLS, error) {
 			return server.Config{}, nil, nil, fmt.Errorf("testbroker: MaxVersion(%d, %d): unknown API key", key, v)
 		}
 	}
+	var store *sasl.Store
+	if c.sasl || c.users != nil {
+		if !c.sasl {
+			return server.Config{}, nil, nil, fmt.Errorf("testbroker: User without SASL: enable SASL with SASL(mechanisms...)")
+		}
+		if store, err = sasl.NewStore(c.saslMechs, c.users); err != nil {
+			return server.Config{}, nil, nil, fmt.Errorf("testbroker: SASL: %w", err)
+		}
+	}
 	sc := server.Config{
 		Brokers:       c.brokers,
 		ListenAddrs:   addrs,
@@ -157,6 +196,7 @@ func (c *cfg) validate() (server.Config, *clock.Manual, *clusterTLS, error) {
 		Logger:        c.logger,
 		ClusterID:     c.clusterID,
 		Racks:         c.racks,
+		SASL:          store,
 
 		NoReplicaFetchers: c.noReplicaFetchers,
 	}

@@ -12,6 +12,9 @@
 // serves TLS with a certificate of a CA generated at start (for 127.0.0.1, ::1, localhost and the
 // -addr host, valid for seven days), and writes the CA's PEM to that file before printing the
 // broker lines, for clients to trust.
+//
+// With -sasl PLAIN,SCRAM-SHA-256 and -user NAME:PASSWORD (repeatable) every client must
+// authenticate with SASL first.
 package main
 
 import (
@@ -61,7 +64,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	tlsCert := fs.String("tls-cert", "", "serve TLS with this PEM server certificate (chain) file; needs -tls-key")
 	tlsKey := fs.String("tls-key", "", "PEM private key of -tls-cert")
 	tlsCAOut := fs.String("tls-ca-out", "", "serve TLS with a generated CA and server certificate, and write the CA's PEM to this file for clients")
-	var topics, configs listFlag
+	saslMechs := fs.String("sasl", "", "require SASL with these mechanisms, comma-separated: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512")
+	var topics, configs, users listFlag
+	fs.Var(&users, "user", "SASL user as NAME:PASSWORD, for PLAIN and both SCRAM mechanisms (repeatable; needs -sasl)")
 	fs.Var(&topics, "topic", "topic to create at start, as name or name:partitions (repeatable)")
 	fs.Var(&configs, "config", "broker config as key=value, e.g. auto.create.topics.enable=false (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -96,6 +101,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		opts = append(opts, testbroker.BrokerConfig(k, v))
 	}
+
+	saslOpts, err := parseSASL(*saslMechs, users)
+	if err != nil {
+		return err
+	}
+	opts = append(opts, saslOpts...)
 
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -159,4 +170,22 @@ func parseTopic(s string) (string, int32, error) {
 		return "", 0, fmt.Errorf("-topic %q: partitions must be a positive number", s)
 	}
 	return name, int32(n), nil
+}
+
+// parseSASL turns -sasl and -user into options; the mechanisms themselves are checked by Start.
+func parseSASL(mechs string, users []string) ([]testbroker.Opt, error) {
+	var opts []testbroker.Opt
+	if mechs != "" {
+		opts = append(opts, testbroker.SASL(strings.Split(mechs, ",")...))
+	} else if len(users) > 0 {
+		return nil, fmt.Errorf("-user needs -sasl MECH[,MECH...]")
+	}
+	for _, u := range users {
+		name, pass, ok := strings.Cut(u, ":")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("-user %q: want NAME:PASSWORD", u)
+		}
+		opts = append(opts, testbroker.User(name, pass))
+	}
+	return opts, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 func TestRunServesUntilCancelled(t *testing.T) {
@@ -61,6 +62,10 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"-config", "novalue"},
 		{"-brokers", "0"},
 		{"stray"},
+		{"-addr", "127.0.0.1:0", "-sasl", "PLAIN,KERBEROS"},
+		{"-addr", "127.0.0.1:0", "-sasl", "PLAIN", "-user", "nopassword"},
+		{"-addr", "127.0.0.1:0", "-sasl", "PLAIN", "-user", ":pw"},
+		{"-addr", "127.0.0.1:0", "-user", "a:b"},
 	} {
 		err := run(context.Background(), args, io.Discard, io.Discard)
 		assert.Error(t, err, "%v", args)
@@ -97,4 +102,51 @@ func TestRunWritesCPUProfile(t *testing.T) {
 func TestRunFailsOnUnwritableCPUProfile(t *testing.T) {
 	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir")}, io.Discard, io.Discard)
 	assert.Error(t, err)
+}
+
+func TestParseSASL(t *testing.T) {
+	opts, err := parseSASL("PLAIN,SCRAM-SHA-256", []string{"alice:pa:ss", "bob:"})
+	require.NoError(t, err)
+	assert.Len(t, opts, 3, "SASL and one User per -user; the password is everything after the first colon")
+	opts, err = parseSASL("", nil)
+	require.NoError(t, err)
+	assert.Empty(t, opts)
+
+	_, err = parseSASL("PLAIN", []string{"alice"})
+	assert.EqualError(t, err, `-user "alice": want NAME:PASSWORD`)
+	_, err = parseSASL("", []string{"alice:x"})
+	assert.EqualError(t, err, "-user needs -sasl MECH[,MECH...]")
+	err = run(context.Background(), []string{"-addr", "127.0.0.1:0", "-sasl", "PLAIN,KERBEROS"}, io.Discard, io.Discard)
+	assert.ErrorContains(t, err, `unknown SASL mechanism "KERBEROS"`)
+}
+
+// -sasl and -user: a client authenticates with SCRAM-SHA-512 and lists the topics.
+func TestRunServesSASL(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	out, w := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-topic", "orders", "-sasl", "PLAIN,SCRAM-SHA-512", "-user", "alice:secret"}, w, io.Discard)
+		w.Close()
+	}()
+	sc := bufio.NewScanner(out)
+	var seeds string
+	for sc.Scan() {
+		if _, s, ok := strings.Cut(sc.Text(), "seed brokers: "); ok {
+			seeds = s
+			break
+		}
+	}
+	require.NotEmpty(t, seeds)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(seeds, ",")...), kgo.SASL(scram.Auth{User: "alice", Pass: "secret"}.AsSha512Mechanism()))
+	require.NoError(t, err)
+	defer cl.Close()
+	reqCtx, reqCancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer reqCancel()
+	topics, err := kadm.NewClient(cl).ListTopics(reqCtx)
+	require.NoError(t, err)
+	assert.Contains(t, topics, "orders")
+	cancel()
+	go io.Copy(io.Discard, out)
+	require.NoError(t, <-done)
 }

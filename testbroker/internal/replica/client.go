@@ -27,8 +27,11 @@ type client struct {
 	stop     func() bool // stops closing nc when the context ends
 }
 
-// dial connects to addr and asks the leader for its API versions.
-func dial(ctx context.Context, d func(context.Context, string, string) (net.Conn, error), addr, clientID string) (*client, error) {
+// dial connects to addr, asks the leader for its API versions and authenticates with auth, if
+// set.
+func dial(ctx context.Context, d func(context.Context, string, string) (net.Conn, error), addr, clientID string,
+	auth func(func(kmsg.Request, kmsg.Response) error) error,
+) (*client, error) {
 	nc, err := d(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
@@ -49,6 +52,12 @@ func dial(ctx context.Context, d func(context.Context, string, string) (net.Conn
 	c.versions = make(map[int16]int16, len(resp.ApiKeys))
 	for _, k := range resp.ApiKeys {
 		c.versions[k.ApiKey] = k.MaxVersion
+	}
+	if auth != nil {
+		if err := auth(c.roundTrip); err != nil {
+			c.close()
+			return nil, fmt.Errorf("replica: authenticating to %s: %w", addr, err)
+		}
 	}
 	return c, nil
 }

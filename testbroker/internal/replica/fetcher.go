@@ -66,7 +66,7 @@ func (f *fetcher) run(ctx context.Context) {
 			continue
 		}
 		if f.cn == nil {
-			cn, err := dial(ctx, f.m.cfg.Dial, f.m.cfg.Addr(f.leader), fmt.Sprintf("broker-%d-fetcher-0", f.broker))
+			cn, err := dial(ctx, f.m.cfg.Dial, f.m.cfg.Addr(f.leader), fmt.Sprintf("broker-%d-fetcher-0", f.broker), f.m.cfg.Authenticate)
 			if err != nil {
 				f.m.cfg.Logger.Debug("replica fetcher cannot reach its leader", "broker", f.broker, "leader", f.leader, "err", err)
 				f.waitFor(ctx, topology, f.m.cfg.Settings().FetchBackoff)

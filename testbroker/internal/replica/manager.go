@@ -10,6 +10,7 @@ import (
 
 	"github.com/kshare/kshare/testbroker/internal/clock"
 	"github.com/kshare/kshare/testbroker/internal/log"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // ErrClosed is returned by waits that the cluster's shutdown ended.
@@ -34,9 +35,12 @@ type Config struct {
 	Clock    clock.Clock
 	Settings func() Settings
 	// Dial and Addr are how a follower's fetcher reaches a leader's listener.
-	Dial   func(ctx context.Context, network, address string) (net.Conn, error)
-	Addr   func(broker int32) string
-	Logger *slog.Logger
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	Addr func(broker int32) string
+	// Authenticate, when set, authenticates a new connection to a leader after ApiVersions,
+	// sending its requests with roundTrip (at the version each carries).
+	Authenticate func(roundTrip func(kmsg.Request, kmsg.Response) error) error
+	Logger       *slog.Logger
 	// LeaderChanged is called, outside every lock of the package, after a partition got a new
 	// leader (or lost its leader).
 	LeaderChanged func(p *Partition, old, next *State)

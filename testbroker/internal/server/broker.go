@@ -152,6 +152,14 @@ type conn struct {
 
 	// clientID is the client id of the request being handled, from its header ("" for null).
 	clientID string
+	// sasl is the connection's SASL state, nil when the cluster requires no SASL.
+	sasl *saslConn
+	// principal is the authenticated principal ("User:name"), "" before or without SASL; under
+	// mu (Principal).
+	principal string
+	// closeAfterWrite closes the connection once the response being written is sent (a failed
+	// SASL exchange).
+	closeAfterWrite bool
 
 	// Read by the connection's limits (connReader), on the real clock: the last time bytes
 	// moved either way, and when the frame being read started to arrive (zero between frames).
@@ -180,6 +188,9 @@ func newConn(b *Broker, nc net.Conn) *conn {
 		lastIO: time.Now(),
 	}
 	cn.r = bufio.NewReaderSize(connReader{cn}, 64<<10)
+	if b.c.cfg.SASL != nil {
+		cn.sasl = &saslConn{}
+	}
 	return cn
 }
 
@@ -308,6 +319,16 @@ func (cn *conn) serve() {
 			cn.logReadError(err)
 			return
 		}
+		if cn.sasl != nil && cn.sasl.raw {
+			out, keep := cn.handleRawSaslToken(frame)
+			if !keep {
+				return
+			}
+			if _, err := cn.nc.Write(out); err != nil {
+				return
+			}
+			continue
+		}
 		req, err := wire.ParseRequest(frame)
 		if err != nil && !errors.Is(err, wire.ErrUnsupportedVersion) {
 			c.logger.Warn("closing connection", "broker", cn.b.id, "remote", cn.nc.RemoteAddr().String(), "reason", err.Error())
@@ -337,7 +358,7 @@ func (cn *conn) serve() {
 		if cap(f.B) <= maxPooledFrame {
 			frames.Put(f)
 		}
-		if err != nil {
+		if err != nil || cn.closeAfterWrite {
 			return
 		}
 	}

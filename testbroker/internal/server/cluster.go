@@ -16,6 +16,7 @@ import (
 	"github.com/kshare/kshare/testbroker/internal/fault"
 	"github.com/kshare/kshare/testbroker/internal/group"
 	"github.com/kshare/kshare/testbroker/internal/replica"
+	"github.com/kshare/kshare/testbroker/internal/sasl"
 	"github.com/kshare/kshare/testbroker/internal/share"
 	"github.com/kshare/kshare/testbroker/internal/txn"
 	"github.com/kshare/kshare/testbroker/internal/wire"
@@ -54,6 +55,8 @@ type Config struct {
 	// Racks has broker i's rack (broker.rack) at index i, "" for none; nil gives no broker a
 	// rack.
 	Racks []string
+	// SASL, when set, makes every connection authenticate with one of its mechanisms first.
+	SASL *sasl.Store
 	// NoReplicaFetchers leaves the followers' fetchers off, for tests of the leader that send
 	// the followers' fetches themselves.
 	NoReplicaFetchers bool

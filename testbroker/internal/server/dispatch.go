@@ -128,10 +128,19 @@ func (c *Cluster) versionRange(key int16) (min, max int16, ok bool) {
 	return a.min, max, max >= a.min
 }
 
-// handle runs one request: version checks, injected faults, then the API's handler. A nil
+// handle runs one request: on a connection not yet authenticated, only what SASL admits
+// (handleBeforeAuth); then version checks, injected faults, then the API's handler. A nil
 // response with keep true means no response is sent (acks=0 produce); keep false closes the
 // connection.
 func (b *Broker) handle(cn *conn, req *wire.Request) (resp kmsg.Response, keep bool) {
+	if cn.sasl != nil && cn.sasl.state != saslComplete {
+		return b.handleBeforeAuth(cn, req)
+	}
+	return b.handleAuthenticated(cn, req)
+}
+
+// handleAuthenticated runs one request past authentication; see handle.
+func (b *Broker) handleAuthenticated(cn *conn, req *wire.Request) (resp kmsg.Response, keep bool) {
 	c := b.c
 	min, max, ok := c.versionRange(req.Key)
 	if req.Key == wire.ApiVersionsKey && (req.Body == nil || req.Version < min || req.Version > max) {

@@ -15,5 +15,6 @@ func (c *Cluster) newReplicaManager() *replica.Manager {
 		Addr:          func(broker int32) string { return c.broker(broker).addr },
 		Logger:        c.logger,
 		LeaderChanged: c.leaderChanged,
+		Authenticate:  c.interBrokerAuth(),
 	})
 }

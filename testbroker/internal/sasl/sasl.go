@@ -1,0 +1,347 @@
+// Package sasl is the server side of SASL PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 as Kafka runs
+// them (PlainSaslServer, ScramSaslServer), with Kafka's error messages, and the client side the
+// cluster's own replica fetchers use to authenticate to their leaders.
+package sasl
+
+import (
+	"crypto/hmac"
+	"crypto/pbkdf2"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/sha512"
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"hash"
+	"slices"
+	"strings"
+)
+
+// The mechanisms testbroker implements, with Kafka's names.
+const (
+	Plain       = "PLAIN"
+	ScramSHA256 = "SCRAM-SHA-256"
+	ScramSHA512 = "SCRAM-SHA-512"
+)
+
+// Mechanisms lists every implemented mechanism.
+var Mechanisms = []string{Plain, ScramSHA256, ScramSHA512}
+
+// Iterations is the SCRAM iteration count of every credential: Kafka's default (4096), also the
+// minimum Kafka accepts for both SCRAM mechanisms.
+const Iterations = 4096
+
+// InterBrokerUser is the user the cluster's replica fetchers authenticate as.
+const InterBrokerUser = "testbroker-inter-broker"
+
+// Failure is an authentication failure: Message is what Kafka sends the client with
+// SASL_AUTHENTICATION_FAILED.
+type Failure struct{ Message string }
+
+func (f *Failure) Error() string { return f.Message }
+
+// invalidCredentials is SaslServerAuthenticator's message for a SaslException, which it does not
+// pass on to the client.
+func invalidCredentials(mechanism string) error {
+	return &Failure{Message: "Authentication failed during authentication due to invalid credentials with SASL mechanism " + mechanism}
+}
+
+// Store holds the enabled mechanisms and every user's credentials.
+type Store struct {
+	mechanisms []string
+	plain      map[string]string
+	scram      map[string]map[string]*scramCredential // by mechanism, then user
+	interPass  string
+}
+
+// NewStore checks the mechanisms and derives each user's credentials: the password for PLAIN, a
+// salted SCRAM credential per hash with Iterations iterations.
+func NewStore(mechanisms []string, users map[string]string) (*Store, error) {
+	if len(mechanisms) == 0 {
+		return nil, fmt.Errorf("no SASL mechanism given: use one or more of %s", strings.Join(Mechanisms, ", "))
+	}
+	for _, m := range mechanisms {
+		if !slices.Contains(Mechanisms, m) {
+			return nil, fmt.Errorf("unknown SASL mechanism %q: testbroker implements %s", m, strings.Join(Mechanisms, ", "))
+		}
+	}
+	s := &Store{
+		mechanisms: slices.Compact(slices.Clone(mechanisms)),
+		plain:      make(map[string]string, len(users)+1),
+		scram:      map[string]map[string]*scramCredential{},
+		interPass:  rand.Text(),
+	}
+	all := make(map[string]string, len(users)+1)
+	for u, p := range users {
+		if u == "" {
+			return nil, fmt.Errorf("SASL user with an empty name")
+		}
+		all[u] = p
+	}
+	all[InterBrokerUser] = s.interPass
+	for u, p := range all {
+		s.plain[u] = p
+		for _, m := range []string{ScramSHA256, ScramSHA512} {
+			if s.scram[m] == nil {
+				s.scram[m] = map[string]*scramCredential{}
+			}
+			cred, err := newScramCredential(m, p)
+			if err != nil {
+				return nil, err
+			}
+			s.scram[m][u] = cred
+		}
+	}
+	return s, nil
+}
+
+// Mechanisms returns the enabled mechanisms, in the order given.
+func (s *Store) Mechanisms() []string { return slices.Clone(s.mechanisms) }
+
+// Enabled reports whether mechanism is enabled.
+func (s *Store) Enabled(mechanism string) bool { return slices.Contains(s.mechanisms, mechanism) }
+
+// Session is one server-side authentication exchange.
+type Session interface {
+	// Step evaluates the client's token and returns the token to send back; done reports that
+	// the client is authenticated. A *Failure error carries the message for the client.
+	Step(token []byte) (out []byte, done bool, err error)
+	// User is the authenticated user, once done.
+	User() string
+}
+
+// NewSession starts an exchange for an enabled mechanism.
+func (s *Store) NewSession(mechanism string) Session {
+	if mechanism == Plain {
+		return &plainSession{s: s}
+	}
+	return &scramSession{s: s, mechanism: mechanism}
+}
+
+// InterBroker returns the mechanism and a client session for the cluster's replica fetchers.
+func (s *Store) InterBroker() (string, ClientSession) {
+	m := s.mechanisms[0]
+	if m == Plain {
+		return m, &plainClient{user: InterBrokerUser, pass: s.interPass}
+	}
+	return m, &scramClient{mechanism: m, user: InterBrokerUser, pass: s.interPass}
+}
+
+// ClientSession is the client side of an exchange: Step takes the server's last token (nil at
+// first) and returns the next one to send.
+type ClientSession interface {
+	Step(serverToken []byte) ([]byte, error)
+}
+
+// plainSession is PlainSaslServer.
+type plainSession struct {
+	s    *Store
+	user string
+}
+
+func (p *plainSession) Step(token []byte) ([]byte, bool, error) {
+	parts := strings.SplitN(string(token), "\x00", 3)
+	if len(parts) != 3 || parts[1] == "" || parts[2] == "" {
+		return nil, false, invalidCredentials(Plain)
+	}
+	authzid, user, pass := parts[0], parts[1], parts[2]
+	want, ok := p.s.plain[user]
+	if !ok || subtle.ConstantTimeCompare([]byte(want), []byte(pass)) != 1 {
+		return nil, false, &Failure{Message: "Authentication failed: Invalid username or password"}
+	}
+	if authzid != "" && authzid != user {
+		return nil, false, &Failure{Message: "Authentication failed: Client requested an authorization id that is different from username"}
+	}
+	p.user = user
+	return []byte{}, true, nil
+}
+
+func (p *plainSession) User() string { return p.user }
+
+type plainClient struct{ user, pass string }
+
+func (p *plainClient) Step([]byte) ([]byte, error) {
+	return []byte("\x00" + p.user + "\x00" + p.pass), nil
+}
+
+// scramCredential is what Kafka stores for a SCRAM user (ScramCredential).
+type scramCredential struct {
+	salt                []byte
+	storedKey, serverKy []byte
+}
+
+func hashFor(mechanism string) func() hash.Hash {
+	if mechanism == ScramSHA512 {
+		return sha512.New
+	}
+	return sha256.New
+}
+
+func hmacOf(h func() hash.Hash, key []byte, msg string) []byte {
+	m := hmac.New(h, key)
+	m.Write([]byte(msg))
+	return m.Sum(nil)
+}
+
+func digest(h func() hash.Hash, b []byte) []byte {
+	d := h()
+	d.Write(b)
+	return d.Sum(nil)
+}
+
+// saltedPassword is SCRAM's Hi(password, salt, i).
+func saltedPassword(mechanism, password string, salt []byte, iterations int) ([]byte, error) {
+	h := hashFor(mechanism)
+	return pbkdf2.Key(h, password, salt, iterations, h().Size())
+}
+
+func newScramCredential(mechanism, password string) (*scramCredential, error) {
+	salt := make([]byte, 20)
+	_, _ = rand.Read(salt)
+	sp, err := saltedPassword(mechanism, password, salt, Iterations)
+	if err != nil {
+		return nil, err
+	}
+	h := hashFor(mechanism)
+	return &scramCredential{
+		salt:      salt,
+		storedKey: digest(h, hmacOf(h, sp, "Client Key")),
+		serverKy:  hmacOf(h, sp, "Server Key"),
+	}, nil
+}
+
+// scramSession is ScramSaslServer (RFC 5802).
+type scramSession struct {
+	s            *Store
+	mechanism    string
+	user         string
+	cred         *scramCredential
+	clientBare   string
+	serverFirst  string
+	nonce        string
+	done, failed bool
+}
+
+func (c *scramSession) Step(token []byte) ([]byte, bool, error) {
+	out, done, err := c.step(string(token))
+	if err != nil {
+		c.failed = true
+	}
+	return out, done, err
+}
+
+func (c *scramSession) step(msg string) ([]byte, bool, error) {
+	if c.failed || c.done {
+		return nil, false, invalidCredentials(c.mechanism)
+	}
+	if c.cred == nil {
+		// client-first-message: gs2-header ("n,," or "n,a=authzid,") then n=saslname,r=nonce.
+		gs2, bare, ok := cutGS2(msg)
+		if !ok {
+			return nil, false, invalidCredentials(c.mechanism)
+		}
+		attrs := strings.Split(bare, ",")
+		if len(attrs) < 2 || !strings.HasPrefix(attrs[0], "n=") || !strings.HasPrefix(attrs[1], "r=") || attrs[1] == "r=" {
+			return nil, false, invalidCredentials(c.mechanism)
+		}
+		user := strings.NewReplacer("=2C", ",", "=3D", "=").Replace(attrs[0][2:])
+		cred := c.s.scram[c.mechanism][user]
+		if cred == nil {
+			return nil, false, invalidCredentials(c.mechanism)
+		}
+		if gs2 != "" && gs2 != user {
+			return nil, false, &Failure{Message: "Authentication failed: Client requested an authorization id that is different from username"}
+		}
+		c.user, c.cred, c.clientBare = user, cred, bare
+		c.nonce = attrs[1][2:] + strings.ToLower(rand.Text())
+		c.serverFirst = "r=" + c.nonce + ",s=" + base64.StdEncoding.EncodeToString(cred.salt) + ",i=" + fmt.Sprint(Iterations)
+		return []byte(c.serverFirst), false, nil
+	}
+	// client-final-message: c=...,r=nonce[,extensions],p=proof.
+	i := strings.LastIndex(msg, ",p=")
+	if i < 0 {
+		return nil, false, invalidCredentials(c.mechanism)
+	}
+	withoutProof, proofB64 := msg[:i], msg[i+3:]
+	attrs := strings.Split(withoutProof, ",")
+	if len(attrs) < 2 || attrs[1] != "r="+c.nonce {
+		return nil, false, invalidCredentials(c.mechanism)
+	}
+	proof, err := base64.StdEncoding.DecodeString(proofB64)
+	h := hashFor(c.mechanism)
+	if err != nil || len(proof) != h().Size() {
+		return nil, false, invalidCredentials(c.mechanism)
+	}
+	authMessage := c.clientBare + "," + c.serverFirst + "," + withoutProof
+	sig := hmacOf(h, c.cred.storedKey, authMessage)
+	clientKey := make([]byte, len(proof))
+	subtle.XORBytes(clientKey, proof, sig)
+	if !hmac.Equal(digest(h, clientKey), c.cred.storedKey) {
+		return nil, false, invalidCredentials(c.mechanism)
+	}
+	c.done = true
+	return []byte("v=" + base64.StdEncoding.EncodeToString(hmacOf(h, c.cred.serverKy, authMessage))), true, nil
+}
+
+func (c *scramSession) User() string { return c.user }
+
+// cutGS2 splits a client-first-message into its authzid ("" for none) and its bare part.
+func cutGS2(msg string) (authzid, bare string, ok bool) {
+	flag, rest, ok := strings.Cut(msg, ",")
+	if !ok || (flag != "n" && flag != "y") {
+		return "", "", false
+	}
+	a, bare, ok := strings.Cut(rest, ",")
+	if !ok {
+		return "", "", false
+	}
+	if a != "" {
+		v, found := strings.CutPrefix(a, "a=")
+		if !found {
+			return "", "", false
+		}
+		a = v
+	}
+	return a, bare, true
+}
+
+// scramClient is the client side of SCRAM, for the replica fetchers.
+type scramClient struct {
+	mechanism, user, pass string
+	bare                  string
+}
+
+func (c *scramClient) Step(server []byte) ([]byte, error) {
+	if c.bare == "" {
+		c.bare = "n=" + strings.NewReplacer("=", "=3D", ",", "=2C").Replace(c.user) + ",r=" + rand.Text()
+		return []byte("n,," + c.bare), nil
+	}
+	first := string(server)
+	var nonce, saltB64 string
+	iterations := 0
+	for _, a := range strings.Split(first, ",") {
+		switch {
+		case strings.HasPrefix(a, "r="):
+			nonce = a[2:]
+		case strings.HasPrefix(a, "s="):
+			saltB64 = a[2:]
+		case strings.HasPrefix(a, "i="):
+			fmt.Sscan(a[2:], &iterations)
+		}
+	}
+	salt, err := base64.StdEncoding.DecodeString(saltB64)
+	if err != nil || iterations <= 0 {
+		return nil, fmt.Errorf("sasl: bad server-first-message %q", first)
+	}
+	sp, err := saltedPassword(c.mechanism, c.pass, salt, iterations)
+	if err != nil {
+		return nil, err
+	}
+	h := hashFor(c.mechanism)
+	clientKey := hmacOf(h, sp, "Client Key")
+	withoutProof := "c=biws,r=" + nonce
+	sig := hmacOf(h, digest(h, clientKey), c.bare+","+first+","+withoutProof)
+	proof := make([]byte, len(sig))
+	subtle.XORBytes(proof, clientKey, sig)
+	return []byte(withoutProof + ",p=" + base64.StdEncoding.EncodeToString(proof)), nil
+}
