@@ -36,12 +36,11 @@ cd "$root"
 # The root module alone, so that the suite is the franz-go version of the root go.mod.
 export GOWORK=off
 tmp="$(mktemp -d)"
-broker_pid=""
 test_pid=""
 cleanup() {
   # The suite first (it holds connections), then the broker; both are our own children.
   if [ -n "$test_pid" ]; then kill -- -"$test_pid" 2>/dev/null || true; wait "$test_pid" 2>/dev/null || true; fi
-  if [ -n "$broker_pid" ]; then kill "$broker_pid" 2>/dev/null || true; wait "$broker_pid" 2>/dev/null || true; fi
+  for pid in "${broker_pids[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -51,23 +50,42 @@ trap 'exit 143' TERM
 go build -o "$tmp/broker" "$pkg"
 go test -c -o "$tmp/kgo.test" github.com/twmb/franz-go/pkg/kgo
 
-: >"$tmp/broker.out" # exists before the broker, which opens it in the background
-"$tmp/broker" -brokers 3 -addr 127.0.0.1:0 >"$tmp/broker.out" 2>"$tmp/broker.err" &
-broker_pid=$!
-# Both programs print "broker N listening on HOST:PORT" once per broker when it accepts connections.
-seeds=""
-for _ in $(seq 1 200); do
-  if ! kill -0 "$broker_pid" 2>/dev/null; then
-    echo "kgo-suite: $broker exited at start:" >&2; cat "$tmp/broker.err" >&2; exit 1
-  fi
-  if [ "$(grep -c ' listening on ' "$tmp/broker.out" || true)" -ge 3 ]; then
-    seeds="$(awk '/ listening on /{print $NF}' "$tmp/broker.out" | paste -sd, -)"
-    break
-  fi
-  sleep 0.05
-done
-if [ -z "$seeds" ]; then echo "kgo-suite: $broker did not report 3 brokers within 10s" >&2; exit 1; fi
-echo "kgo-suite: $broker on $seeds"
+# start_broker NAME COUNT ARGS... starts the broker program with ARGS, waits until it reports
+# COUNT brokers, and sets seeds to their addresses. Both programs print "broker N listening on
+# HOST:PORT" once per broker when it accepts connections.
+broker_pids=()
+start_broker() {
+  local name="$1" count="$2"
+  shift 2
+  : >"$tmp/$name.out" # exists before the broker, which opens it in the background
+  "$tmp/broker" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+  local pid=$!
+  broker_pids+=("$pid")
+  seeds=""
+  for _ in $(seq 1 200); do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "kgo-suite: $broker ($name) exited at start:" >&2; cat "$tmp/$name.err" >&2; exit 1
+    fi
+    if [ "$(grep -c ' listening on ' "$tmp/$name.out" || true)" -ge "$count" ]; then
+      seeds="$(awk '/ listening on /{print $NF}' "$tmp/$name.out" | paste -sd, -)"
+      return
+    fi
+    sleep 0.05
+  done
+  echo "kgo-suite: $broker ($name) did not report $count brokers within 10s" >&2; exit 1
+}
+
+start_broker broker 3 -brokers 3 -addr 127.0.0.1:0
+main_seeds="$seeds"
+echo "kgo-suite: $broker on $main_seeds"
+# The suite's SASL tests (TestSCRAMAuth, TestSCRAMAuthBadCredentials) want a listener of their
+# own with a SCRAM-SHA-256 user; only testbroker's program takes SASL flags.
+sasl_env=()
+if [ "$broker" = testbroker ]; then
+  start_broker sasl 1 -brokers 1 -addr 127.0.0.1:0 -sasl SCRAM-SHA-256 -user kgo:kgo-secret
+  echo "kgo-suite: $broker with SASL on $seeds"
+  sasl_env=(KGO_TEST_SCRAM_SEEDS="$seeds" KGO_TEST_SCRAM=kgo:kgo-secret:256)
+fi
 
 args=(-test.v -test.count=1 -test.timeout="$timeout")
 [ -n "$run" ] && args+=(-test.run="$run")
@@ -77,7 +95,7 @@ set +e
 # The suite runs in its package directory, as go test would run it; its own process group lets
 # cleanup stop it and anything it started.
 (cd "$(go list -f '{{.Dir}}' github.com/twmb/franz-go/pkg/kgo)" && \
-  KGO_SEEDS="$seeds" exec setsid "$tmp/kgo.test" "${args[@]}") >"$tmp/suite.out" 2>&1 &
+  exec env KGO_SEEDS="$main_seeds" "${sasl_env[@]}" setsid "$tmp/kgo.test" "${args[@]}") >"$tmp/suite.out" 2>&1 &
 test_pid=$!
 wait "$test_pid"
 status=$?
