@@ -8,9 +8,17 @@
 //	go run ./examples/groups --create --group workers
 //	go run ./examples/groups --describe --group demo-share
 //	go run ./examples/groups --bootstrap-server 127.0.0.1:9092 --list --consumer
+//	go run ./examples/groups --bootstrap-server kafka:9093 --command-config client.properties --list
+//	go run ./examples/groups --bootstrap-server kafka:9093 --tls-ca ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-username u --sasl-password p --list
 //
 // Without --bootstrap-server it starts an embedded testbroker with one demo group of each type
 // it supports (see seedDemoGroups). Option errors and their messages are kafka-groups.sh's.
+//
+// A secured cluster is reached with --command-config, a file of Kafka's client properties
+// (security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.* in PEM,
+// ssl.endpoint.identification.algorithm: see securityFromProperties), or with the shortcut
+// flags --tls, --tls-ca, --sasl-mechanism, --sasl-username and --sasl-password (see
+// securityFromFlags). Every client the tool makes connects through one connection.
 package main
 
 import (
