@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/kshare/kshare/errors"
 	"github.com/kshare/kshare/shareconsumer"
 )
@@ -15,8 +13,8 @@ import (
 // group 'G' created.", or "Error: Group 'G' is not a share group." when group names a group of
 // another type, or "Error: " and the error otherwise; it reports whether the group is a share
 // group now.
-func createGroup(ctx context.Context, w io.Writer, seeds []string, group string) bool {
-	err := shareconsumer.CreateGroup(ctx, group, kgo.SeedBrokers(seeds...))
+func createGroup(ctx context.Context, w io.Writer, conn connection, group string) bool {
+	err := shareconsumer.CreateGroup(ctx, group, conn.opts()...)
 	switch {
 	case err == nil:
 		fmt.Fprintf(w, "Share group '%s' created.\n", group)

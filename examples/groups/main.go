@@ -8,9 +8,17 @@
 //	go run ./examples/groups --create --group workers
 //	go run ./examples/groups --describe --group demo-share
 //	go run ./examples/groups --bootstrap-server 127.0.0.1:9092 --list --consumer
+//	go run ./examples/groups --bootstrap-server kafka:9093 --command-config client.properties --list
+//	go run ./examples/groups --bootstrap-server kafka:9093 --tls-ca ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-username u --sasl-password p --list
 //
 // Without --bootstrap-server it starts an embedded testbroker with one demo group of each type
 // it supports (see seedDemoGroups). Option errors and their messages are kafka-groups.sh's.
+//
+// A secured cluster is reached with --command-config, a file of Kafka's client properties
+// (security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.* in PEM,
+// ssl.endpoint.identification.algorithm: see securityFromProperties), or with the shortcut
+// flags --tls, --tls-ca, --sasl-mechanism, --sasl-username and --sasl-password (see
+// securityFromFlags). Every client the tool makes connects through one connection.
 package main
 
 import (
@@ -46,6 +54,7 @@ type options struct {
 	consumer        bool
 	share           bool
 	streams         bool
+	connection      connectionFlags
 }
 
 // groupTypes are the types --group-type takes, as Kafka's GroupType parses them (case
@@ -71,6 +80,16 @@ func newFlagSet(o *options) *flag.FlagSet {
 		"This matches group type 'consumer', and group type 'classic' where the protocol type is 'consumer' or empty.")
 	fs.BoolVar(&o.share, "share", false, "Filter the groups to show share groups.")
 	fs.BoolVar(&o.streams, "streams", false, "Filter the groups to show streams groups.")
+	fs.StringVar(&o.connection.commandConfig, "command-config", "", "A file of Kafka client properties (Java properties format) to connect with: security.protocol, "+
+		"sasl.mechanism, sasl.jaas.config, ssl.truststore.type (PEM), ssl.truststore.location or ssl.truststore.certificates, "+
+		"ssl.endpoint.identification.algorithm. Other properties are not used (a warning names them); key stores and "+
+		"callback handler classes are refused.")
+	fs.BoolVar(&o.connection.tls, "tls", false, "Connect with TLS, trusting the system's CAs (beyond Kafka's tools; overrides --command-config).")
+	fs.StringVar(&o.connection.tlsCA, "tls-ca", "", "Connect with TLS, trusting the CA certificates of this PEM file (beyond Kafka's tools).")
+	fs.StringVar(&o.connection.saslMechanism, "sasl-mechanism", "", "Authenticate with SASL: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER "+
+		"(an unsecured token whose sub is --sasl-username) (beyond Kafka's tools; overrides --command-config).")
+	fs.StringVar(&o.connection.saslUsername, "sasl-username", "", "The SASL user, with --sasl-mechanism.")
+	fs.StringVar(&o.connection.saslPassword, "sasl-password", "", "The SASL password, with --sasl-mechanism.")
 	return fs
 }
 
@@ -135,6 +154,9 @@ func parseArgs(args []string) (options, error) {
 	if (o.create || o.describe) && !given["group"] {
 		return o, usageError{`Missing required argument "[group]"`}
 	}
+	if o.connection.given() && o.bootstrapServer == "" {
+		return o, stderrors.New("--command-config, --tls, --tls-ca and --sasl-* need --bootstrap-server: the embedded testbroker runs without security")
+	}
 	return o, nil
 }
 
@@ -179,7 +201,11 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	seeds := strings.Split(o.bootstrapServer, ",")
+	conn, err := newConnection(o.bootstrapServer, o.connection, func(msg string) { fmt.Fprintln(stderr, msg) })
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
 	if o.bootstrapServer == "" {
 		addrs, stop, err := startDemo(ctx)
 		if err != nil {
@@ -187,23 +213,30 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 			return 1
 		}
 		defer stop()
-		seeds = addrs
-		fmt.Fprintf(stderr, "started an embedded testbroker with demo groups: %s\n", strings.Join(seeds, ","))
+		conn.seeds = addrs
+		fmt.Fprintf(stderr, "started an embedded testbroker with demo groups: %s\n", strings.Join(addrs, ","))
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	cl, err := kgo.NewClient(conn.opts()...)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	defer cl.Close()
+	// A first request that fails to connect or authenticate fails the action at once, with
+	// the broker's error code and message (kgo keeps the message here but not on the way to a
+	// group coordinator).
+	if err := cl.Ping(ctx); err != nil {
+		writeActionError(stdout, o, err)
+		return 1
+	}
 	switch {
 	case o.list:
 		if err := listGroups(ctx, stdout, kadm.NewClient(cl), groupFilter{o.groupType, o.protocol, o.consumer, o.share, o.streams}); err != nil {
-			fmt.Fprintln(stdout, "Error while executing groups command : "+err.Error())
+			writeActionError(stdout, o, err)
 			return 1
 		}
 	case o.create:
-		if !createGroup(ctx, stdout, seeds, o.group) {
+		if !createGroup(ctx, stdout, conn, o.group) {
 			return 1
 		}
 	case o.describe:
@@ -212,4 +245,16 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 		}
 	}
 	return 0
+}
+
+// writeActionError writes err as the action's Kafka tool writes an error it did not expect.
+func writeActionError(w io.Writer, o options, err error) {
+	switch {
+	case o.list:
+		fmt.Fprintln(w, "Error while executing groups command : "+err.Error())
+	case o.create:
+		fmt.Fprintf(w, "Error: %v\n", err)
+	case o.describe:
+		printError(w, "Executing share group command failed due to "+err.Error())
+	}
 }
