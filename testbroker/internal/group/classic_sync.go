@@ -4,6 +4,8 @@ import (
 	"maps"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // SyncGroup is a SyncGroup request.
@@ -281,7 +283,7 @@ func (c *Coordinator) ClassicGroup(id string) (ClassicGroupInfo, error) {
 	defer c.mu.Unlock()
 	grp := c.groups[id]
 	if grp == nil {
-		return ClassicGroupInfo{}, errorf(kerr.GroupIDNotFound, "Group %s not found.", id)
+		return ClassicGroupInfo{}, kafkaerr.New(kerr.GroupIDNotFound, "Group %s not found.", id)
 	}
 	if grp.typ != TypeClassic {
 		return ClassicGroupInfo{}, notTypeError(id, TypeClassic)

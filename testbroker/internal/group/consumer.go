@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // ConsumerConfig is the configuration one consumer group runs with, read at every heartbeat.
@@ -279,7 +281,7 @@ func (g *consumerGroup) removeMember(m *consumerMember) {
 func (c *Coordinator) consumerGroupLocked(id string) (*consumerGroup, error) {
 	g := c.groups[id]
 	if g == nil {
-		return nil, errorf(kerr.GroupIDNotFound, "Group %s not found.", id)
+		return nil, kafkaerr.New(kerr.GroupIDNotFound, "Group %s not found.", id)
 	}
 	if g.typ != TypeConsumer {
 		return nil, notTypeError(id, TypeConsumer)

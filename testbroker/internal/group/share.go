@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // shareGroup is the state of a share group (Kafka's ShareGroup).
@@ -105,7 +107,7 @@ func (c *Coordinator) removeShareMember(s *shareGroup, m *shareMember) {
 func (c *Coordinator) shareGroupLocked(id string) (*shareGroup, error) {
 	g := c.groups[id]
 	if g == nil {
-		return nil, errorf(kerr.GroupIDNotFound, "Group %s not found.", id)
+		return nil, kafkaerr.New(kerr.GroupIDNotFound, "Group %s not found.", id)
 	}
 	if g.typ != TypeShare {
 		return nil, notTypeError(id, TypeShare)

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 func init() {
@@ -38,7 +40,7 @@ func (b *Broker) handleCreatePartitions(_ *conn, req *kmsg.CreatePartitionsReque
 		if count[rt.Topic] > 1 {
 			if !slices.Contains(dups, rt.Topic) {
 				dups = append(dups, rt.Topic)
-				add(rt.Topic, errorf(kerr.InvalidRequest, "Duplicate topic name."))
+				add(rt.Topic, kafkaerr.New(kerr.InvalidRequest, "Duplicate topic name."))
 			}
 			continue
 		}
@@ -65,9 +67,9 @@ func (c *Cluster) growTopic(name string, count int32, assignments [][]int32, val
 	have := int32(len(t.partitions))
 	switch {
 	case count == have:
-		return errorf(kerr.InvalidPartitions, "Topic already has %d partition(s).", have)
+		return kafkaerr.New(kerr.InvalidPartitions, "Topic already has %d partition(s).", have)
 	case count < have:
-		return errorf(kerr.InvalidPartitions, "The topic %s currently has %d partition(s); %d would not be an increase.", name, have, count)
+		return kafkaerr.New(kerr.InvalidPartitions, "The topic %s currently has %d partition(s); %d would not be an increase.", name, have, count)
 	}
 	additional := count - have
 	if err := checkBatchSize(additional); err != nil {
@@ -76,7 +78,7 @@ func (c *Cluster) growTopic(name string, count int32, assignments [][]int32, val
 	rf := len(t.partitions[0].State().Replicas)
 	if assignments != nil {
 		if len(assignments) != int(additional) {
-			return errorf(kerr.InvalidReplicaAssignment, "Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", additional, len(assignments))
+			return kafkaerr.New(kerr.InvalidReplicaAssignment, "Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", additional, len(assignments))
 		}
 		for i, r := range assignments {
 			if err := c.validateManualAssignment(have+int32(i), r, rf); err != nil {

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 func init() {
@@ -41,7 +43,7 @@ func (b *Broker) handleCreateTopics(_ *conn, req *kmsg.CreateTopicsRequest) kmsg
 	for _, rt := range req.Topics {
 		if count[rt.Topic] > 1 && !slices.Contains(dups, rt.Topic) {
 			dups = append(dups, rt.Topic)
-			resp.Topics = append(resp.Topics, createTopicsError(rt.Topic, errorf(kerr.InvalidRequest, "Duplicate topic name.")))
+			resp.Topics = append(resp.Topics, createTopicsError(rt.Topic, kafkaerr.New(kerr.InvalidRequest, "Duplicate topic name.")))
 		}
 	}
 	return resp

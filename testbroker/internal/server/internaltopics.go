@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // Kafka's internal topics (Topic.INTERNAL_TOPICS).
@@ -34,7 +36,7 @@ func isInternalTopic(name string) bool {
 // errInternalTopicAppend is Produce's answer for a partition of an internal topic
 // (ReplicaManager.appendToLocalLog), which only the broker's own coordinators write.
 func errInternalTopicAppend(topic string) error {
-	return errorf(kerr.InvalidTopicException, "Cannot append to internal topic %s", topic)
+	return kafkaerr.New(kerr.InvalidTopicException, "Cannot append to internal topic %s", topic)
 }
 
 // internalTopicShape returns the partition count, replication factor and configs an internal

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 	"github.com/kshare/kshare/testbroker/internal/share"
 )
 
@@ -22,10 +23,10 @@ const (
 // KafkaApis does first: a null group id, then an invalid member id, is INVALID_REQUEST.
 func shareIDsError(group, member *string) error {
 	if group == nil {
-		return errorf(kerr.InvalidRequest, msgInvalidShareGroupID)
+		return kafkaerr.New(kerr.InvalidRequest, msgInvalidShareGroupID)
 	}
 	if !validShareMemberID(member) {
-		return errorf(kerr.InvalidRequest, msgInvalidShareMemberID)
+		return kafkaerr.New(kerr.InvalidRequest, msgInvalidShareMemberID)
 	}
 	return nil
 }

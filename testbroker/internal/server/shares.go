@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 	"github.com/kshare/kshare/testbroker/internal/share"
 )
 
@@ -112,9 +113,9 @@ func (c *Cluster) ShareSessions(broker int32) []ShareSessionState {
 func shareOffsetsGroupCheck(b *Broker, id string) error {
 	switch {
 	case id == "":
-		return errorf(kerr.InvalidGroupID, "The configured groupId is invalid.")
+		return kafkaerr.New(kerr.InvalidGroupID, "The configured groupId is invalid.")
 	case b.c.coordinatorFor(id) != b.id:
-		return errorf(kerr.NotCoordinator, "%s", kerr.NotCoordinator.Description)
+		return kafkaerr.New(kerr.NotCoordinator, "%s", kerr.NotCoordinator.Description)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 	"github.com/kshare/kshare/testbroker/internal/replica"
 )
 
@@ -42,7 +43,7 @@ func validateTopicName(name string) error {
 	default:
 		return nil
 	}
-	return errorf(kerr.InvalidTopicException, "Topic name is invalid: %s", reason)
+	return kafkaerr.New(kerr.InvalidTopicException, "Topic name is invalid: %s", reason)
 }
 
 // topicCreation is one topic to create, in CreateTopics' terms.
@@ -95,7 +96,7 @@ func (c *Cluster) createTopicFrom(tc topicCreation) (*Topic, error) {
 		return nil, err
 	}
 	if len(tc.nullConfigs) > 0 {
-		return nil, errorf(kerr.InvalidConfig, "Null value not supported for topic configs: %s", strings.Join(tc.nullConfigs, ","))
+		return nil, kafkaerr.New(kerr.InvalidConfig, "Null value not supported for topic configs: %s", strings.Join(tc.nullConfigs, ","))
 	}
 	configs, err := c.configs.ValidateTopic(tc.configs)
 	if err != nil {
@@ -143,7 +144,7 @@ const maxRecordsPerBatch = 10000
 // checkBatchSize refuses creating n partitions in one operation when Kafka's controller would.
 func checkBatchSize(n int32) error {
 	if int64(n)+1 > maxRecordsPerBatch {
-		return errorf(kerr.PolicyViolation, "Unable to perform excessively large batch operation.")
+		return kafkaerr.New(kerr.PolicyViolation, "Unable to perform excessively large batch operation.")
 	}
 	return nil
 }
@@ -151,7 +152,7 @@ func checkBatchSize(n int32) error {
 // checkNewNameLocked refuses a topic name that exists, or that collides with an existing one.
 func (c *Cluster) checkNewNameLocked(name string) error {
 	if _, ok := c.topics[name]; ok {
-		return errorf(kerr.TopicAlreadyExists, "Topic '%s' already exists.", name)
+		return kafkaerr.New(kerr.TopicAlreadyExists, "Topic '%s' already exists.", name)
 	}
 	if !strings.ContainsAny(name, "._") {
 		return nil
@@ -159,7 +160,7 @@ func (c *Cluster) checkNewNameLocked(name string) error {
 	unified := strings.ReplaceAll(name, ".", "_")
 	for existing := range c.topics {
 		if strings.ReplaceAll(existing, ".", "_") == unified {
-			return errorf(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", name, existing)
+			return kafkaerr.New(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", name, existing)
 		}
 	}
 	return nil
@@ -171,16 +172,16 @@ func (c *Cluster) checkNewNameLocked(name string) error {
 func (c *Cluster) topicShape(tc topicCreation) (n int32, rf int16, replicas [][]int32, err error) {
 	if len(tc.assignments) > 0 {
 		if tc.replicationFactor != -1 {
-			return 0, 0, nil, errorf(kerr.InvalidRequest, "A manual partition assignment was specified, but replication factor was not set to -1.")
+			return 0, 0, nil, kafkaerr.New(kerr.InvalidRequest, "A manual partition assignment was specified, but replication factor was not set to -1.")
 		}
 		if tc.partitions != -1 {
-			return 0, 0, nil, errorf(kerr.InvalidRequest, "A manual partition assignment was specified, but numPartitions was not set to -1.")
+			return 0, 0, nil, kafkaerr.New(kerr.InvalidRequest, "A manual partition assignment was specified, but numPartitions was not set to -1.")
 		}
 		byIndex := make(map[int32][]int32, len(tc.assignments))
 		want := -1
 		for _, a := range tc.assignments {
 			if _, dup := byIndex[a.partition]; dup {
-				return 0, 0, nil, errorf(kerr.InvalidReplicaAssignment, "Found multiple manual partition assignments for partition %d", a.partition)
+				return 0, 0, nil, kafkaerr.New(kerr.InvalidReplicaAssignment, "Found multiple manual partition assignments for partition %d", a.partition)
 			}
 			if err := c.validateManualAssignment(a.partition, a.replicas, want); err != nil {
 				return 0, 0, nil, err
@@ -192,17 +193,17 @@ func (c *Cluster) topicShape(tc topicCreation) (n int32, rf int16, replicas [][]
 		for i := range replicas {
 			r, ok := byIndex[int32(i)]
 			if !ok {
-				return 0, 0, nil, errorf(kerr.InvalidReplicaAssignment, "partitions should be a consecutive 0-based integer sequence")
+				return 0, 0, nil, kafkaerr.New(kerr.InvalidReplicaAssignment, "partitions should be a consecutive 0-based integer sequence")
 			}
 			replicas[i] = r
 		}
 		return int32(len(replicas)), int16(want), replicas, nil
 	}
 	if tc.replicationFactor < -1 || tc.replicationFactor == 0 {
-		return 0, 0, nil, errorf(kerr.InvalidReplicationFactor, "Replication factor must be larger than 0, or -1 to use the default value.")
+		return 0, 0, nil, kafkaerr.New(kerr.InvalidReplicationFactor, "Replication factor must be larger than 0, or -1 to use the default value.")
 	}
 	if tc.partitions < -1 || tc.partitions == 0 {
-		return 0, 0, nil, errorf(kerr.InvalidPartitions, "Number of partitions was set to an invalid non-positive value.")
+		return 0, 0, nil, kafkaerr.New(kerr.InvalidPartitions, "Number of partitions was set to an invalid non-positive value.")
 	}
 	n, rf = tc.partitions, tc.replicationFactor
 	cfg := c.configs.Snapshot()
@@ -213,10 +214,10 @@ func (c *Cluster) topicShape(tc topicCreation) (n int32, rf int16, replicas [][]
 		rf = cfg.DefaultReplicationFactor
 	}
 	if rf <= 0 {
-		return 0, 0, nil, errorf(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): Invalid replication factor %d: the replication factor must be positive.", rf, rf)
+		return 0, 0, nil, kafkaerr.New(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): Invalid replication factor %d: the replication factor must be positive.", rf, rf)
 	}
 	if int(rf) > c.NumBrokers() {
-		return 0, 0, nil, errorf(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.", rf, rf, c.NumBrokers())
+		return 0, 0, nil, kafkaerr.New(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.", rf, rf, c.NumBrokers())
 	}
 	return n, rf, nil, nil
 }
@@ -226,22 +227,22 @@ func (c *Cluster) topicShape(tc topicCreation) (n int32, rf int16, replicas [][]
 // least one of them running.
 func (c *Cluster) validateManualAssignment(partition int32, replicas []int32, rf int) error {
 	if len(replicas) == 0 {
-		return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list.")
+		return kafkaerr.New(kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list.")
 	}
 	sorted := slices.Sorted(slices.Values(replicas))
 	for i, id := range sorted {
 		if id < 0 || int(id) >= c.NumBrokers() {
-			return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes broker %d, but no such broker is registered.", id)
+			return kafkaerr.New(kerr.InvalidReplicaAssignment, "The manual partition assignment includes broker %d, but no such broker is registered.", id)
 		}
 		if i > 0 && sorted[i-1] == id {
-			return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes the broker %d more than once.", id)
+			return kafkaerr.New(kerr.InvalidReplicaAssignment, "The manual partition assignment includes the broker %d more than once.", id)
 		}
 	}
 	if rf >= 0 && len(replicas) != rf {
-		return errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes a partition with %d replica(s), but this is not consistent with previous partitions, which have %d replica(s).", len(replicas), rf)
+		return kafkaerr.New(kerr.InvalidReplicaAssignment, "The manual partition assignment includes a partition with %d replica(s), but this is not consistent with previous partitions, which have %d replica(s).", len(replicas), rf)
 	}
 	if !slices.ContainsFunc(replicas, c.alive) {
-		return errorf(kerr.InvalidReplicaAssignment, "All brokers specified in the manual partition assignment for partition %d are fenced or in controlled shutdown.", partition)
+		return kafkaerr.New(kerr.InvalidReplicaAssignment, "All brokers specified in the manual partition assignment for partition %d are fenced or in controlled shutdown.", partition)
 	}
 	return nil
 }
