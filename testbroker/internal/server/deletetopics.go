@@ -79,7 +79,7 @@ func (b *Broker) handleDeleteTopics(_ *conn, req *kmsg.DeleteTopicsRequest) kmsg
 				add(nil, e.id, kafkaerr.New(kerr.InvalidRequest, "Duplicate topic id."))
 			}
 		case e.name != nil:
-			t, err := c.deleteTopic(*e.name)
+			t, err := c.meta.Delete(*e.name)
 			if err != nil {
 				add(e.name, [16]byte{}, kafkaerr.New(kerr.UnknownTopicOrPartition, "%s", kerr.UnknownTopicOrPartition.Description))
 				continue
@@ -87,7 +87,7 @@ func (b *Broker) handleDeleteTopics(_ *conn, req *kmsg.DeleteTopicsRequest) kmsg
 			c.topicDeleted(t)
 			add(e.name, t.ID, nil)
 		default:
-			t := c.deleteTopicByID(e.id)
+			t := c.meta.DeleteByID(e.id)
 			if t == nil {
 				add(nil, e.id, kafkaerr.New(kerr.UnknownTopicID, "%s", kerr.UnknownTopicID.Description))
 				continue

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kshare/kshare/testbroker/internal/config"
 	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
+	"github.com/kshare/kshare/testbroker/internal/metadata"
 )
 
 func init() {
@@ -55,14 +56,14 @@ func (b *Broker) describeResource(typ kmsg.ConfigResourceType, name string, syno
 	c := b.c
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
-		if err := validateTopicName(name); err != nil {
+		if err := metadata.ValidateTopicName(name); err != nil {
 			return nil, err
 		}
-		t := c.topic(name)
+		t := c.meta.Topic(name)
 		if t == nil {
 			return nil, kerr.UnknownTopicOrPartition
 		}
-		return c.configs.TopicEntries(c.topicConfigs(t), b.id, synonyms), nil
+		return c.configs.TopicEntries(c.meta.TopicConfigs(t), b.id, synonyms), nil
 	case kmsg.ConfigResourceTypeBroker:
 		if name == "" {
 			return c.configs.BrokerEntries(-1, synonyms), nil

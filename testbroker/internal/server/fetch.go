@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/testbroker/internal/log"
+	"github.com/kshare/kshare/testbroker/internal/metadata"
 	"github.com/kshare/kshare/testbroker/internal/replica"
 	"github.com/kshare/kshare/testbroker/internal/wire"
 )
@@ -225,18 +226,18 @@ func (b *Broker) fetchParts(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) ([
 	var unknown []fetchPart
 	for i := range req.Topics {
 		rt := &req.Topics[i]
-		var t *Topic
+		var t *metadata.Topic
 		unknownTopic := kerr.UnknownTopicOrPartition
 		if req.Version >= 13 {
-			t, unknownTopic = c.topicByID(rt.TopicID), kerr.UnknownTopicID
+			t, unknownTopic = c.meta.TopicByID(rt.TopicID), kerr.UnknownTopicID
 		} else {
-			t = c.topic(rt.Topic)
+			t = c.meta.Topic(rt.Topic)
 		}
 		for j := range rt.Partitions {
 			fp := fetchPart{req: &rt.Partitions[j], topic: i}
 			if t == nil {
 				fp.err = unknownTopic
-			} else if fp.p = c.partition(t, fp.req.Partition); fp.p == nil {
+			} else if fp.p = c.meta.Partition(t, fp.req.Partition); fp.p == nil {
 				fp.err = kerr.UnknownTopicOrPartition
 			}
 			if fp.err != nil {

@@ -84,7 +84,7 @@ func (b *Broker) alterResource(r *kmsg.IncrementalAlterConfigsRequestResource, v
 	case kmsg.ConfigResourceTypeBroker:
 		return b.alterBrokerConfigs(r.ResourceName, r.Configs, validateOnly)
 	case kmsg.ConfigResourceTypeTopic:
-		return b.c.alterTopicConfigs(r.ResourceName, r.Configs, validateOnly)
+		return b.c.meta.AlterTopicConfigs(r.ResourceName, r.Configs, validateOnly)
 	case kmsg.ConfigResourceTypeGroupConfig:
 		return b.c.configs.AlterGroup(r.ResourceName, r.Configs, validateOnly)
 	case kmsg.ConfigResourceTypeBrokerLogger, kmsg.ConfigResourceTypeClientMetrics:
@@ -108,39 +108,6 @@ func (b *Broker) alterBrokerConfigs(name string, ops []config.Op, validateOnly b
 		id = b.id
 	}
 	return b.c.configs.AlterBroker(id, ops, validateOnly)
-}
-
-// alterTopicConfigs changes a topic's configs as Kafka's controller does: the operations are
-// applied, the result validated, then the topic's existence checked.
-func (c *Cluster) alterTopicConfigs(name string, ops []config.Op, validateOnly bool) error {
-	if name == "" {
-		return kafkaerr.New(kerr.InvalidRequest, "Default topic resources are not allowed.")
-	}
-	if err := validateTopicName(name); err != nil {
-		return err
-	}
-	c.topicsMu.Lock()
-	defer c.topicsMu.Unlock()
-	t := c.topics[name]
-	var current map[string]string
-	if t != nil {
-		current = t.configs
-	}
-	next, err := config.ApplyTopicOps(current, ops)
-	if err != nil {
-		return err
-	}
-	validated, err := c.configs.ValidateTopic(next)
-	if err != nil {
-		return err
-	}
-	if t == nil {
-		return kafkaerr.New(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", name)
-	}
-	if !validateOnly {
-		t.configs = validated
-	}
-	return nil
 }
 
 func failedIncrementalAlterConfigs(r *kmsg.IncrementalAlterConfigsRequest, code int16) kmsg.Response {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"crypto/rand"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -72,7 +71,7 @@ func (c *Cluster) internalTopicShape(name string) (partitions int32, rf int16, c
 // go offline in Metadata while its coordinators move on, where Kafka's would be unavailable.)
 // Internal topics do not count as created topics for the placement of later topics.
 func (c *Cluster) ensureInternalTopic(name string) {
-	if c.topic(name) != nil {
+	if c.meta.Topic(name) != nil {
 		return
 	}
 	n, rf, configs := c.internalTopicShape(name)
@@ -88,19 +87,5 @@ func (c *Cluster) ensureInternalTopic(name string) {
 		}
 	}
 
-	c.topicsMu.Lock()
-	defer c.topicsMu.Unlock()
-	if _, ok := c.topics[name]; ok {
-		return
-	}
-	t := &Topic{Name: name, configs: configs}
-	for {
-		_, _ = rand.Read(t.ID[:])
-		if _, taken := c.topicIDs[t.ID]; !taken && t.ID != ([16]byte{}) {
-			break
-		}
-	}
-	c.addPartitionsLocked(t, replicas)
-	c.topics[name] = t
-	c.topicIDs[t.ID] = t
+	c.meta.CreateInternalTopic(name, replicas, configs)
 }

@@ -141,7 +141,7 @@ func (b *Broker) handleShareAcknowledge(_ *conn, req *kmsg.ShareAcknowledgeReque
 		rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
 		rp.Partition, rp.ErrorCode, rp.ErrorMessage = o.Partition, o.Code, o.Message
 		if o.Code == kerr.NotLeaderForPartition.Code {
-			if p := c.partition(c.topicByID(o.Topic), o.Partition); p != nil {
+			if p := c.meta.Partition(c.meta.TopicByID(o.Topic), o.Partition); p != nil {
 				st := p.State()
 				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = st.Leader, st.LeaderEpoch
 				c.appendShareAckNodeEndpoint(resp, st.Leader)

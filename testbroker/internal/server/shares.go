@@ -27,10 +27,10 @@ func (c *Cluster) newShareManager() *share.Manager {
 // shareMetadata shows the cluster's topics to the share partition manager.
 type shareMetadata struct{ c *Cluster }
 
-func (m shareMetadata) TopicExists(id [16]byte) bool { return m.c.topicByID(id) != nil }
+func (m shareMetadata) TopicExists(id [16]byte) bool { return m.c.meta.TopicByID(id) != nil }
 
 func (m shareMetadata) Placement(tp share.TopicPartition) (share.Placement, bool) {
-	p := m.c.partition(m.c.topicByID(tp.Topic), tp.Partition)
+	p := m.c.meta.Partition(m.c.meta.TopicByID(tp.Topic), tp.Partition)
 	if p == nil {
 		return share.Placement{}, false
 	}
@@ -53,7 +53,7 @@ func (c *Cluster) shareLockDurationMs(group string) int32 {
 // SharePartitionState returns group's share partition of a topic partition, for inspection; ok is
 // false when the topic does not exist or no ShareFetch of the group has reached the partition.
 func (c *Cluster) SharePartitionState(group, topic string, partition int32) (*share.Partition, bool) {
-	t := c.topic(topic)
+	t := c.meta.Topic(topic)
 	if t == nil {
 		return nil, false
 	}
@@ -96,7 +96,7 @@ func (c *Cluster) ShareSessions(broker int32) []ShareSessionState {
 		}
 		for j := range st.Partitions {
 			tpi := &st.Partitions[j]
-			if t := c.topicByID(tpi.TopicID); t != nil {
+			if t := c.meta.TopicByID(tpi.TopicID); t != nil {
 				tpi.Topic = t.Name
 			}
 			slices.Sort(tpi.Partitions)
