@@ -34,13 +34,14 @@ type offsetMemberValidator interface {
 // topicSubscriber is implemented by group kinds whose members subscribe to topics (OffsetDelete).
 type topicSubscriber interface{ subscribedTo(topic string) bool }
 
-// CommittedOffset is one committed offset of a group.
+// CommittedOffset is a committed offset of a group.
 type CommittedOffset struct {
 	Offset int64
-	// LeaderEpoch is -1 when the commit did not carry one.
+	// LeaderEpoch is -1 when the commit carried none.
 	LeaderEpoch int32
 	Metadata    string
-	CommitTime  time.Time
+	// CommitTime is the cluster clock's time of the commit.
+	CommitTime time.Time
 }
 
 // offsetStore is a group's committed offsets, by topic and partition. The zero value is an

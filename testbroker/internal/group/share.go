@@ -118,11 +118,12 @@ func (c *Coordinator) shareGroupLocked(id string) (*shareGroup, error) {
 // ShareGroupInfo is a snapshot of a share group, as ShareGroupDescribe reports it.
 type ShareGroupInfo struct {
 	GroupID string
-	// State is "Empty" or "Stable".
+	// State is "Empty" (no members) or "Stable".
 	State string
-	// GroupEpoch is bumped by every change of membership, subscriptions or subscribed topics.
+	// GroupEpoch is bumped whenever a member joins, leaves, is fenced or changes its
+	// subscription, and when a subscribed topic is created, deleted or given partitions.
 	GroupEpoch int32
-	// AssignmentEpoch is the group epoch of the target assignment.
+	// AssignmentEpoch is the group epoch the target assignment was computed for.
 	AssignmentEpoch int32
 	// Members are sorted by member id.
 	Members []ShareMemberInfo

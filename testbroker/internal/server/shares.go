@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kshare/kshare/testbroker/internal/group"
 	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 	"github.com/kshare/kshare/testbroker/internal/share"
 )
@@ -61,35 +62,32 @@ func (c *Cluster) SharePartitionState(group, topic string, partition int32) (*sh
 	return sp, sp != nil
 }
 
-// ShareSessionState is a snapshot of one share session, for inspection.
-type ShareSessionState struct {
-	Group, Member string
-	// Epoch is the epoch the member's next ShareFetch or ShareAcknowledge must carry.
-	Epoch      int32
-	Partitions []TopicPartitionIndexes
-}
-
-// TopicPartitionIndexes are partitions of one topic; Topic is empty for an unknown topic id.
-type TopicPartitionIndexes struct {
-	TopicID    [16]byte
-	Topic      string
-	Partitions []int32
+// ShareSessionInfo is one share session of a broker.
+type ShareSessionInfo struct {
+	Group  string
+	Member string
+	// Epoch is the share session epoch the member's next ShareFetch or ShareAcknowledge must
+	// carry.
+	Epoch int32
+	// Partitions are the partitions the session fetches, by topic; Topic is empty for a topic
+	// id that was unknown or whose topic was deleted.
+	Partitions []group.TopicPartitions
 }
 
 // ShareSessions returns the share sessions of a broker, sorted by group then member; nil for an
 // unknown broker.
-func (c *Cluster) ShareSessions(broker int32) []ShareSessionState {
+func (c *Cluster) ShareSessions(broker int32) []ShareSessionInfo {
 	ss := c.shares.Sessions(broker)
 	if ss == nil {
 		return nil
 	}
-	var out []ShareSessionState
+	out := []ShareSessionInfo{}
 	for _, info := range ss.Snapshot() {
-		st := ShareSessionState{Group: info.Group, Member: info.Member, Epoch: info.Epoch}
+		st := ShareSessionInfo{Group: info.Group, Member: info.Member, Epoch: info.Epoch}
 		for _, tp := range info.Partitions {
-			i := slices.IndexFunc(st.Partitions, func(tpi TopicPartitionIndexes) bool { return tpi.TopicID == tp.Topic })
+			i := slices.IndexFunc(st.Partitions, func(tpi group.TopicPartitions) bool { return tpi.TopicID == tp.Topic })
 			if i < 0 {
-				st.Partitions = append(st.Partitions, TopicPartitionIndexes{TopicID: tp.Topic})
+				st.Partitions = append(st.Partitions, group.TopicPartitions{TopicID: tp.Topic})
 				i = len(st.Partitions) - 1
 			}
 			st.Partitions[i].Partitions = append(st.Partitions[i].Partitions, tp.Partition)
