@@ -13,6 +13,7 @@ import (
 	"github.com/kshare/kshare/testbroker/internal/clock"
 	"github.com/kshare/kshare/testbroker/internal/fault"
 	"github.com/kshare/kshare/testbroker/internal/memnet"
+	"github.com/kshare/kshare/testbroker/internal/metadata"
 	"github.com/kshare/kshare/testbroker/internal/server"
 )
 
@@ -111,7 +112,7 @@ func (c *Cluster) ClusterID() string { return c.s.ClusterID() }
 // CreateTopic creates a topic, with the same validation and errors as CreateTopics. configs may
 // be nil.
 func (c *Cluster) CreateTopic(name string, partitions int32, configs map[string]string) error {
-	return c.s.CreateTopic(server.TopicSpec{Name: name, Partitions: partitions, Configs: configs})
+	return c.s.CreateTopic(metadata.TopicSpec{Name: name, Partitions: partitions, Configs: configs})
 }
 
 // DropConnections closes every client connection of broker, or of every broker when broker

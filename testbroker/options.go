@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/testbroker/internal/clock"
+	"github.com/kshare/kshare/testbroker/internal/metadata"
 	"github.com/kshare/kshare/testbroker/internal/sasl"
 	"github.com/kshare/kshare/testbroker/internal/server"
 )
@@ -30,7 +31,7 @@ type cfg struct {
 	maxFrameBytes int32
 	maxVersions   map[int16]int16
 	brokerConfigs map[string]string
-	topics        []server.TopicSpec
+	topics        []metadata.TopicSpec
 	logger        *slog.Logger
 	clusterID     string
 	racks         []string
@@ -101,7 +102,7 @@ func Topic(name string, partitions int32) Opt {
 // TopicWithConfigs creates a topic with topic-level configs (e.g. "message.timestamp.type").
 func TopicWithConfigs(name string, partitions int32, configs map[string]string) Opt {
 	return opt(func(c *cfg) {
-		c.topics = append(c.topics, server.TopicSpec{Name: name, Partitions: partitions, Configs: configs})
+		c.topics = append(c.topics, metadata.TopicSpec{Name: name, Partitions: partitions, Configs: configs})
 	})
 }
 
@@ -111,7 +112,7 @@ func TopicWithConfigs(name string, partitions int32, configs map[string]string) 
 // NumBrokers makes Start fail with Kafka's INVALID_REPLICATION_FACTOR message.
 func ReplicatedTopic(name string, partitions int32, replicationFactor int16) Opt {
 	return opt(func(c *cfg) {
-		c.topics = append(c.topics, server.TopicSpec{Name: name, Partitions: partitions, ReplicationFactor: replicationFactor})
+		c.topics = append(c.topics, metadata.TopicSpec{Name: name, Partitions: partitions, ReplicationFactor: replicationFactor})
 	})
 }
 

@@ -1,15 +1,15 @@
 package testbroker
 
 import (
-	"time"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/server"
 	"github.com/kshare/kshare/testbroker/internal/share"
 )
 
-// ShareRecordState is the state of a record in a share partition, with Kafka's ids and names.
-type ShareRecordState int8
+// ShareRecordState is the state of a record in a share partition, with Kafka's ids and names
+// (String gives "AVAILABLE", "ACQUIRED", "ACKNOWLEDGED" or "ARCHIVED").
+type ShareRecordState = share.RecordState
 
 // The share record states. ShareAcknowledged and ShareArchived are terminal.
 const (
@@ -23,34 +23,11 @@ const (
 	ShareArchived ShareRecordState = ShareRecordState(share.Archived)
 )
 
-// String returns Kafka's name of the state ("AVAILABLE", "ACQUIRED", "ACKNOWLEDGED",
-// "ARCHIVED").
-func (s ShareRecordState) String() string { return share.RecordState(s).String() }
-
 // ShareRecordInfo is the state of one record of a share partition.
-type ShareRecordInfo struct {
-	Offset int64
-	State  ShareRecordState
-	// DeliveryCount is how many times the record has been acquired; a RENEW does not count.
-	DeliveryCount int16
-	// Member is the member holding the record while it is ShareAcquired, else empty.
-	Member string
-	// LockDeadline is when the acquisition lock expires on the cluster clock while the record is
-	// ShareAcquired, else the zero time.
-	LockDeadline time.Time
-}
+type ShareRecordInfo = share.RecordInfo
 
 // ShareSessionInfo is one share session of a broker.
-type ShareSessionInfo struct {
-	Group  string
-	Member string
-	// Epoch is the share session epoch the member's next ShareFetch or ShareAcknowledge must
-	// carry.
-	Epoch int32
-	// Partitions are the partitions the session fetches, by topic; Topic is empty for a topic
-	// id that was unknown or whose topic was deleted.
-	Partitions []TopicPartitions
-}
+type ShareSessionInfo = server.ShareSessionInfo
 
 // ShareRecords returns the state of every record a share group's share partition tracks, in
 // offset order: the records of its in-flight batches, from the first one (which may start with
@@ -63,12 +40,11 @@ func (c *Cluster) ShareRecords(group, topic string, partition int32) []ShareReco
 	if !ok {
 		return nil
 	}
-	infos := sp.Records()
-	out := make([]ShareRecordInfo, len(infos))
-	for i, ri := range infos {
-		out[i] = shareRecordInfo(ri)
+	if infos := sp.Records(); infos != nil {
+		return infos
 	}
-	return out
+	return []ShareRecordInfo{} // nil is for no share partition
+
 }
 
 // ShareRecord returns the state of one record of a share group's share partition; ok is false
@@ -82,17 +58,7 @@ func (c *Cluster) ShareRecord(group, topic string, partition int32, offset int64
 	if !ok {
 		return ShareRecordInfo{}, false
 	}
-	return shareRecordInfo(ri), true
-}
-
-func shareRecordInfo(ri share.RecordInfo) ShareRecordInfo {
-	return ShareRecordInfo{
-		Offset:        ri.Offset,
-		State:         ShareRecordState(ri.State),
-		DeliveryCount: ri.DeliveryCount,
-		Member:        ri.Member,
-		LockDeadline:  ri.LockDeadline,
-	}
+	return ri, true
 }
 
 // SharePartitionOffsets returns a share group's share-partition start offset (SPSO: every record
@@ -112,19 +78,7 @@ func (c *Cluster) SharePartitionOffsets(group, topic string, partition int32) (s
 // ShareFetch or ShareAcknowledge with epoch -1, a newer epoch-0 ShareFetch of the same member,
 // or the close of the connection that opened it.
 func (c *Cluster) ShareSessions(broker int32) []ShareSessionInfo {
-	states := c.s.ShareSessions(broker)
-	if states == nil {
-		return nil
-	}
-	out := make([]ShareSessionInfo, len(states))
-	for i, st := range states {
-		si := ShareSessionInfo{Group: st.Group, Member: st.Member, Epoch: st.Epoch}
-		for _, tp := range st.Partitions {
-			si.Partitions = append(si.Partitions, TopicPartitions(tp))
-		}
-		out[i] = si
-	}
-	return out
+	return c.s.ShareSessions(broker)
 }
 
 // Kafka41 makes the cluster speak the share-group protocol of Apache Kafka 4.1: ShareFetch and

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 	"github.com/kshare/kshare/testbroker/internal/log"
 )
 
@@ -175,12 +176,12 @@ func (s *Store) ValidateTopic(m map[string]string) (map[string]string, error) {
 	keys := sortedKeys(m)
 	for _, k := range keys {
 		if topicDefs[k] == nil {
-			return nil, errorf(kerr.InvalidConfig, "Unknown topic config name: %s", k)
+			return nil, kafkaerr.New(kerr.InvalidConfig, "Unknown topic config name: %s", k)
 		}
 	}
 	for _, k := range keys {
 		if _, err := topicDefs[k].parse(m[k]); err != nil {
-			return nil, errorf(kerr.InvalidConfig, "%s", err.Error())
+			return nil, kafkaerr.New(kerr.InvalidConfig, "%s", err.Error())
 		}
 	}
 	s.mu.RLock()
@@ -188,7 +189,7 @@ func (s *Store) ValidateTopic(m map[string]string) (map[string]string, error) {
 	maxLag, _ := strconv.ParseInt(s.topicValueLocked(m, -1, "max.compaction.lag.ms"), 10, 64)
 	s.mu.RUnlock()
 	if minLag > maxLag {
-		return nil, errorf(kerr.InvalidConfig, "conflict topic config setting min.compaction.lag.ms (%d) > max.compaction.lag.ms (%d)", minLag, maxLag)
+		return nil, kafkaerr.New(kerr.InvalidConfig, "conflict topic config setting min.compaction.lag.ms (%d) > max.compaction.lag.ms (%d)", minLag, maxLag)
 	}
 	return cloneConfigs(m), nil
 }
@@ -242,10 +243,10 @@ func (s *Store) AlterBroker(id int32, ops []Op, validateOnly bool) error {
 				verb = "subtract"
 			}
 			if d == nil {
-				return errorf(kerr.InvalidConfig, "Unknown config name: %s", op.Name)
+				return kafkaerr.New(kerr.InvalidConfig, "Unknown config name: %s", op.Name)
 			}
 			if d.typ != typeList {
-				return errorf(kerr.InvalidConfig, "Config value %s is not allowed for config key: %s", verb, op.Name)
+				return kafkaerr.New(kerr.InvalidConfig, "Config value %s is not allowed for config key: %s", verb, op.Name)
 			}
 			old, ok := next[op.Name]
 			if !ok {
@@ -261,12 +262,12 @@ func (s *Store) AlterBroker(id int32, ops []Op, validateOnly bool) error {
 		}
 	}
 	if len(static) > 0 {
-		return errorf(kerr.InvalidRequest, "Cannot update these configs dynamically: Set(%s)", strings.Join(static, ", "))
+		return kafkaerr.New(kerr.InvalidRequest, "Cannot update these configs dynamically: Set(%s)", strings.Join(static, ", "))
 	}
 	for _, k := range sortedKeys(next) {
 		if d := brokerDefs[k]; d != nil {
 			if _, err := d.parse(next[k]); err != nil {
-				return errorf(kerr.InvalidRequest, "%s", err.Error())
+				return kafkaerr.New(kerr.InvalidRequest, "%s", err.Error())
 			}
 		}
 	}
@@ -293,7 +294,7 @@ func ApplyTopicOps(current map[string]string, ops []Op) (map[string]string, erro
 // Kafka lets configs be set beforehand.
 func (s *Store) AlterGroup(group string, ops []Op, validateOnly bool) error {
 	if group == "" {
-		return errorf(kerr.InvalidRequest, "Default group resources are not allowed.")
+		return kafkaerr.New(kerr.InvalidRequest, "Default group resources are not allowed.")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -323,7 +324,7 @@ func (s *Store) AlterGroup(group string, ops []Op, validateOnly bool) error {
 func (s *Store) validateGroupLocked(m map[string]string) error {
 	for _, k := range sortedKeys(m) {
 		if groupDefsByName[k] == nil {
-			return errorf(kerr.InvalidConfig, "Unknown group config name: %s", k)
+			return kafkaerr.New(kerr.InvalidConfig, "Unknown group config name: %s", k)
 		}
 	}
 	values := make(map[string]int64, len(groupDefs))
@@ -335,7 +336,7 @@ func (s *Store) validateGroupLocked(m map[string]string) error {
 		}
 		v, err := d.parse(raw)
 		if err != nil {
-			return errorf(kerr.InvalidConfig, "%s", err.Error())
+			return kafkaerr.New(kerr.InvalidConfig, "%s", err.Error())
 		}
 		if n, isInt := v.(int64); isInt {
 			values[d.name] = n
@@ -343,15 +344,15 @@ func (s *Store) validateGroupLocked(m map[string]string) error {
 	}
 	for _, g := range groupBounds {
 		if g.min != "" && values[g.key] < int64(s.intLocked(g.min)) {
-			return errorf(kerr.InvalidConfig, "%s must be greater than or equal to %s", g.key, g.min)
+			return kafkaerr.New(kerr.InvalidConfig, "%s must be greater than or equal to %s", g.key, g.min)
 		}
 		if values[g.key] > int64(s.intLocked(g.max)) {
-			return errorf(kerr.InvalidConfig, "%s must be less than or equal to %s", g.key, g.max)
+			return kafkaerr.New(kerr.InvalidConfig, "%s must be less than or equal to %s", g.key, g.max)
 		}
 	}
 	for _, p := range sessionOverHeartbeat {
 		if values[p.session] <= values[p.heartbeat] {
-			return errorf(kerr.InvalidConfig, "%s must be greater than %s", p.session, p.heartbeat)
+			return kafkaerr.New(kerr.InvalidConfig, "%s must be greater than %s", p.session, p.heartbeat)
 		}
 	}
 	return nil
@@ -375,7 +376,7 @@ func applyControllerOps(current map[string]string, ops []Op, defs map[string]*co
 				if op.Op == kmsg.IncrementalAlterConfigOpSubtract {
 					verb = "SUBTRACT"
 				}
-				return nil, errorf(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", verb, op.Name)
+				return nil, kafkaerr.New(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", verb, op.Name)
 			}
 			old, ok := next[op.Name]
 			if !ok {

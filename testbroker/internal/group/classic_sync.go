@@ -4,6 +4,8 @@ import (
 	"maps"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // SyncGroup is a SyncGroup request.
@@ -245,15 +247,18 @@ func (g *classicGroup) removeCurrentMember(id string) {
 	g.remove(id)
 }
 
-// ClassicGroupInfo is a snapshot of a classic group.
+// ClassicGroupInfo is a snapshot of a classic group, as DescribeGroups reports it.
 type ClassicGroupInfo struct {
 	GroupID string
 	// State is "Empty", "PreparingRebalance", "CompletingRebalance" or "Stable".
-	State        string
+	State string
+	// GenerationID is bumped by every completed join phase.
 	GenerationID int32
-	// ProtocolType is "" for a simple group (one that only holds committed offsets).
+	// ProtocolType is the members' protocol type ("consumer", "connect", ...), "" for a group
+	// that only holds committed offsets.
 	ProtocolType string
-	// ProtocolName is the selected protocol, "" before the first generation with members.
+	// ProtocolName is the protocol the members voted for (the balancer, for consumers); "" until
+	// the first generation with members.
 	ProtocolName string
 	LeaderID     string
 	// Members are sorted by member id.
@@ -262,12 +267,13 @@ type ClassicGroupInfo struct {
 
 // ClassicMemberInfo is a snapshot of a classic group member.
 type ClassicMemberInfo struct {
-	MemberID        string
+	MemberID string
+	// GroupInstanceID is set for a static member.
 	GroupInstanceID *string
 	ClientID        string
 	// ClientHost is the client's address as Kafka prints it ("/127.0.0.1").
 	ClientHost string
-	// Metadata is the member's metadata for the selected protocol (nil before one is selected).
+	// Metadata is the member's metadata for the selected protocol.
 	Metadata []byte
 	// Assignment is what the leader assigned the member in this generation.
 	Assignment []byte
@@ -281,7 +287,7 @@ func (c *Coordinator) ClassicGroup(id string) (ClassicGroupInfo, error) {
 	defer c.mu.Unlock()
 	grp := c.groups[id]
 	if grp == nil {
-		return ClassicGroupInfo{}, errorf(kerr.GroupIDNotFound, "Group %s not found.", id)
+		return ClassicGroupInfo{}, kafkaerr.New(kerr.GroupIDNotFound, "Group %s not found.", id)
 	}
 	if grp.typ != TypeClassic {
 		return ClassicGroupInfo{}, notTypeError(id, TypeClassic)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // ConsumerConfig is the configuration one consumer group runs with, read at every heartbeat.
@@ -279,7 +281,7 @@ func (g *consumerGroup) removeMember(m *consumerMember) {
 func (c *Coordinator) consumerGroupLocked(id string) (*consumerGroup, error) {
 	g := c.groups[id]
 	if g == nil {
-		return nil, errorf(kerr.GroupIDNotFound, "Group %s not found.", id)
+		return nil, kafkaerr.New(kerr.GroupIDNotFound, "Group %s not found.", id)
 	}
 	if g.typ != TypeConsumer {
 		return nil, notTypeError(id, TypeConsumer)
@@ -287,16 +289,22 @@ func (c *Coordinator) consumerGroupLocked(id string) (*consumerGroup, error) {
 	return g.consumer, nil
 }
 
-// ConsumerGroupInfo is a snapshot of a consumer group, as ConsumerGroupDescribe reports it.
+// ConsumerGroupInfo is a snapshot of a consumer group (KIP-848), as ConsumerGroupDescribe
+// reports it plus each member's reconciliation state.
 type ConsumerGroupInfo struct {
 	GroupID string
-	// State is "Empty", "Assigning", "Reconciling" or "Stable".
+	// State is "Empty" (no members), "Assigning" (the group epoch moved past the target
+	// assignment, which the next heartbeat recomputes), "Reconciling" (a member has not
+	// reached its target assignment yet) or "Stable".
 	State string
-	// GroupEpoch is bumped by every change of membership, subscriptions or subscribed topics.
+	// GroupEpoch is bumped whenever a member joins, leaves, is fenced or changes its
+	// subscription, and when a subscribed topic is created, deleted, given partitions or
+	// matched by a member's regular expression.
 	GroupEpoch int32
-	// AssignmentEpoch is the group epoch of the target assignment.
+	// AssignmentEpoch is the group epoch the target assignment was computed for.
 	AssignmentEpoch int32
-	// AssignorName is the server-side assignor the group uses.
+	// AssignorName is the server-side assignor in use: the one most members ask for, else
+	// "uniform".
 	AssignorName string
 	// Members are sorted by member id.
 	Members []ConsumerMemberInfo

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // ConsumerHeartbeat is a ConsumerGroupHeartbeat request, with the client's identity taken
@@ -69,28 +71,28 @@ type ConsumerHeartbeatResult struct {
 func ValidateConsumerHeartbeat(req *ConsumerHeartbeat, assignors []string) error {
 	switch {
 	case (req.Version >= 1 || req.MemberEpoch > 0 || req.MemberEpoch == LeaveEpoch) && javaBlank(req.MemberID):
-		return errorf(kerr.InvalidRequest, "MemberId can't be empty.")
+		return kafkaerr.New(kerr.InvalidRequest, "MemberId can't be empty.")
 	case javaBlank(req.GroupID):
-		return errorf(kerr.InvalidRequest, "GroupId can't be empty.")
+		return kafkaerr.New(kerr.InvalidRequest, "GroupId can't be empty.")
 	case req.InstanceID != nil && javaBlank(*req.InstanceID):
-		return errorf(kerr.InvalidRequest, "InstanceId can't be empty.")
+		return kafkaerr.New(kerr.InvalidRequest, "InstanceId can't be empty.")
 	case req.RackID != nil && javaBlank(*req.RackID):
-		return errorf(kerr.InvalidRequest, "RackId can't be empty.")
+		return kafkaerr.New(kerr.InvalidRequest, "RackId can't be empty.")
 	}
 	switch {
 	case req.MemberEpoch == 0 && req.RebalanceTimeout == -time.Millisecond:
-		return errorf(kerr.InvalidRequest, "RebalanceTimeoutMs must be provided in first request.")
+		return kafkaerr.New(kerr.InvalidRequest, "RebalanceTimeoutMs must be provided in first request.")
 	case req.MemberEpoch == 0 && (req.Owned == nil || len(req.Owned) > 0):
-		return errorf(kerr.InvalidRequest, "TopicPartitions must be empty when (re-)joining.")
+		return kafkaerr.New(kerr.InvalidRequest, "TopicPartitions must be empty when (re-)joining.")
 	case req.MemberEpoch == 0 && req.SubscribedTopicNames == nil && req.SubscribedTopicRegex == nil:
-		return errorf(kerr.InvalidRequest, "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
+		return kafkaerr.New(kerr.InvalidRequest, "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
 	case req.MemberEpoch == staticLeaveEpoch && req.InstanceID == nil:
-		return errorf(kerr.InvalidRequest, "InstanceId can't be null.")
+		return kafkaerr.New(kerr.InvalidRequest, "InstanceId can't be null.")
 	case req.MemberEpoch < staticLeaveEpoch:
-		return errorf(kerr.InvalidRequest, "MemberEpoch is invalid.")
+		return kafkaerr.New(kerr.InvalidRequest, "MemberEpoch is invalid.")
 	}
 	if req.ServerAssignor != nil && !slices.Contains(assignors, *req.ServerAssignor) {
-		return errorf(kerr.UnsupportedAssignor, "ServerAssignor %s is not supported. Supported assignors: %s.",
+		return kafkaerr.New(kerr.UnsupportedAssignor, "ServerAssignor %s is not supported. Supported assignors: %s.",
 			*req.ServerAssignor, strings.Join(assignors, ", "))
 	}
 	return nil
@@ -148,7 +150,7 @@ func (c *Coordinator) ConsumerHeartbeat(req ConsumerHeartbeat) (ConsumerHeartbea
 	replace := false // g is nil or an empty classic group: register cg on success
 	switch {
 	case g == nil && req.MemberEpoch != 0:
-		return ConsumerHeartbeatResult{}, errorf(kerr.GroupIDNotFound, "Consumer group %s not found.", req.GroupID)
+		return ConsumerHeartbeatResult{}, kafkaerr.New(kerr.GroupIDNotFound, "Consumer group %s not found.", req.GroupID)
 	case g == nil:
 		cg, replace = newConsumerGroup(strings.Clone(req.GroupID)), true
 	case g.typ == TypeConsumer:
@@ -161,7 +163,7 @@ func (c *Coordinator) ConsumerHeartbeat(req ConsumerHeartbeat) (ConsumerHeartbea
 		return ConsumerHeartbeatResult{}, notTypeError(req.GroupID, TypeConsumer)
 	}
 	if len(cg.members) >= cfg.MaxSize && (req.MemberID == "" || cg.members[req.MemberID] == nil) {
-		return ConsumerHeartbeatResult{}, errorf(kerr.GroupMaxSizeReached, "The consumer group has reached its maximum capacity of %d members.", cfg.MaxSize)
+		return ConsumerHeartbeatResult{}, kafkaerr.New(kerr.GroupMaxSizeReached, "The consumer group has reached its maximum capacity of %d members.", cfg.MaxSize)
 	}
 	if req.MemberID == "" {
 		req.MemberID = newConsumerMemberID()
@@ -217,11 +219,11 @@ func (c *Coordinator) ConsumerHeartbeat(req ConsumerHeartbeat) (ConsumerHeartbea
 func classicUpgradeError(g *Group, maxSize int) error {
 	switch {
 	case g.kind.protocolType() != "consumer":
-		return errorf(kerr.GroupIDNotFound, "Cannot upgrade classic group %s to consumer group because the group does not use the consumer embedded protocol.", g.id)
+		return kafkaerr.New(kerr.GroupIDNotFound, "Cannot upgrade classic group %s to consumer group because the group does not use the consumer embedded protocol.", g.id)
 	case g.kind.memberCount() > maxSize:
-		return errorf(kerr.GroupIDNotFound, "Cannot upgrade classic group %s to consumer group because the group size exceeds the consumer group maximum size.", g.id)
+		return kafkaerr.New(kerr.GroupIDNotFound, "Cannot upgrade classic group %s to consumer group because the group size exceeds the consumer group maximum size.", g.id)
 	}
-	return errorf(kerr.GroupIDNotFound, "Cannot upgrade classic group %s to consumer group because online upgrade is disabled.", g.id)
+	return kafkaerr.New(kerr.GroupIDNotFound, "Cannot upgrade classic group %s to consumer group because online upgrade is disabled.", g.id)
 }
 
 // lookupMember finds or creates the heartbeat's member without changing the group. replaced
@@ -232,7 +234,7 @@ func (g *consumerGroup) lookupMember(req ConsumerHeartbeat) (m, replaced *consum
 		m = g.members[req.MemberID]
 		if m == nil {
 			if !join {
-				return nil, nil, errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, req.GroupID)
+				return nil, nil, kafkaerr.New(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, req.GroupID)
 			}
 			return newConsumerMember(req.MemberID), nil, nil
 		}
@@ -251,16 +253,16 @@ func (g *consumerGroup) lookupMember(req ConsumerHeartbeat) (m, replaced *consum
 			return m, nil, nil
 		}
 		if existing.epoch != staticLeaveEpoch {
-			return nil, nil, errorf(kerr.UnreleasedInstanceID, "Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.",
+			return nil, nil, kafkaerr.New(kerr.UnreleasedInstanceID, "Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.",
 				req.MemberID, instance, existing.id)
 		}
 		return existing.copyAs(req.MemberID), existing, nil
 	}
 	switch {
 	case existing == nil:
-		return nil, nil, errorf(kerr.UnknownMemberID, "Instance id %s is unknown.", instance)
+		return nil, nil, kafkaerr.New(kerr.UnknownMemberID, "Instance id %s is unknown.", instance)
 	case existing.id != req.MemberID:
-		return nil, nil, errorf(kerr.FencedInstanceID, "Static member %s with instance id %s was fenced by member %s.", req.MemberID, instance, existing.id)
+		return nil, nil, kafkaerr.New(kerr.FencedInstanceID, "Static member %s with instance id %s was fenced by member %s.", req.MemberID, instance, existing.id)
 	}
 	return existing, nil, checkConsumerMemberEpoch(existing, req.MemberEpoch, req.Owned)
 }
@@ -299,9 +301,9 @@ func checkConsumerMemberEpoch(m *consumerMember, received int32, owned map[[16]b
 	case received == 0:
 		return nil
 	case received > m.epoch:
-		return errorf(kerr.FencedMemberEpoch, "The consumer group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", received, m.epoch)
+		return kafkaerr.New(kerr.FencedMemberEpoch, "The consumer group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", received, m.epoch)
 	case received < m.epoch && (received != m.prevEpoch || !ownedWithin(owned, m.assigned)):
-		return errorf(kerr.FencedMemberEpoch, "The consumer group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", received, m.epoch)
+		return kafkaerr.New(kerr.FencedMemberEpoch, "The consumer group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", received, m.epoch)
 	}
 	return nil
 }
@@ -330,7 +332,7 @@ func checkRegex(re string) error {
 		if errors.As(err, &se) {
 			why = string(se.Code)
 		}
-		return errorf(kerr.InvalidRegularExpression, "SubscribedTopicRegex `%s` is not a valid regular expression: %s.", re, why)
+		return kafkaerr.New(kerr.InvalidRegularExpression, "SubscribedTopicRegex `%s` is not a valid regular expression: %s.", re, why)
 	}
 	return nil
 }
@@ -421,7 +423,7 @@ func (c *Coordinator) consumerLeaveLocked(req ConsumerHeartbeat) (ConsumerHeartb
 	var m *consumerMember
 	if req.InstanceID == nil {
 		if m = g.members[req.MemberID]; m == nil {
-			return ConsumerHeartbeatResult{}, errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, req.GroupID)
+			return ConsumerHeartbeatResult{}, kafkaerr.New(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, req.GroupID)
 		}
 	} else {
 		if id, ok := g.static[*req.InstanceID]; ok {
@@ -429,9 +431,9 @@ func (c *Coordinator) consumerLeaveLocked(req ConsumerHeartbeat) (ConsumerHeartb
 		}
 		switch {
 		case m == nil:
-			return ConsumerHeartbeatResult{}, errorf(kerr.UnknownMemberID, "Instance id %s is unknown.", *req.InstanceID)
+			return ConsumerHeartbeatResult{}, kafkaerr.New(kerr.UnknownMemberID, "Instance id %s is unknown.", *req.InstanceID)
 		case m.id != req.MemberID:
-			return ConsumerHeartbeatResult{}, errorf(kerr.FencedInstanceID, "Static member %s with instance id %s was fenced by member %s.", req.MemberID, *req.InstanceID, m.id)
+			return ConsumerHeartbeatResult{}, kafkaerr.New(kerr.FencedInstanceID, "Static member %s with instance id %s was fenced by member %s.", req.MemberID, *req.InstanceID, m.id)
 		}
 		if req.MemberEpoch == staticLeaveEpoch {
 			g.setAssignment(m, memberAssignment{state: m.state, epoch: staticLeaveEpoch, prevEpoch: m.epoch, assigned: m.assigned, pendingRevocation: partitionSet{}})

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kshare/kshare/testbroker/internal/clock"
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // listedTopics is a fakeTopics that also lists its topics, for regular expressions.
@@ -113,7 +114,7 @@ func requireCode(t *testing.T, err error, code *kerr.Error, message string) {
 	t.Helper()
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, code), "got %v", err)
-	var ge *Error
+	var ge *kafkaerr.Error
 	require.ErrorAs(t, err, &ge)
 	assert.Equal(t, message, ge.Message)
 }

@@ -87,28 +87,31 @@ func (m *consumerMember) reconciledTo(assignmentEpoch int32) bool {
 
 // ConsumerMemberInfo is a snapshot of a consumer group member.
 type ConsumerMemberInfo struct {
-	MemberID   string
+	MemberID string
+	// InstanceID is set for a static member.
 	InstanceID *string
 	RackID     *string
 	ClientID   string
 	// ClientHost is the client's address as Kafka prints it ("/127.0.0.1").
 	ClientHost string
-	// MemberEpoch is the epoch of the member's current assignment; -2 for a static member
-	// that left and may come back within its session timeout.
+	// MemberEpoch is the epoch of the member's current assignment. A member that must revoke
+	// partitions keeps its epoch until it reports them revoked; -2 is a static member that
+	// left and may come back within its session timeout.
 	MemberEpoch int32
-	// PreviousMemberEpoch is the epoch before the last change of MemberEpoch.
+	// PreviousMemberEpoch is the epoch before the last change; a heartbeat with it is
+	// accepted (its response may have been lost).
 	PreviousMemberEpoch int32
-	// State is the member's reconciliation state: "stable", "unrevoked_partitions" or
-	// "unreleased_partitions".
+	// State is "stable", "unrevoked_partitions" (it must revoke PendingRevocation first) or
+	// "unreleased_partitions" (part of its target is still owned by members revoking it).
 	State                string
 	SubscribedTopicNames []string
-	// SubscribedTopicRegex is nil when the member subscribes by names only.
+	// SubscribedTopicRegex is nil for a member subscribing by names only.
 	SubscribedTopicRegex *string
 	// ServerAssignor is the assignor the member asked for; "" if none.
 	ServerAssignor string
-	// Assignment is what the member owns, or is being given, at MemberEpoch.
+	// Assignment is what the member owns, or has just been given, at MemberEpoch.
 	Assignment []TopicPartitions
-	// TargetAssignment is what the assignor gave the member at the group's assignment epoch.
+	// TargetAssignment is what the assignor gave the member at the assignment epoch.
 	TargetAssignment []TopicPartitions
 	// PendingRevocation is what the member must give up before it gets anything new.
 	PendingRevocation []TopicPartitions

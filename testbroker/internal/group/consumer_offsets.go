@@ -1,6 +1,10 @@
 package group
 
-import "github.com/twmb/franz-go/pkg/kerr"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
+)
 
 // validateOffsetCommit checks an OffsetCommit's member as Kafka's ConsumerGroup does: a
 // commit with a negative epoch (an admin client, or a consumer outside group management) is
@@ -20,7 +24,7 @@ func (g *consumerGroup) validateOffsetCommit(m OffsetCommitMember) error {
 		return err
 	}
 	if m.Version < 9 && !m.Transactional {
-		return errorf(kerr.UnsupportedVersion, "OffsetCommit version 9 or above must be used by members using the modern group protocol")
+		return kafkaerr.New(kerr.UnsupportedVersion, "OffsetCommit version 9 or above must be used by members using the modern group protocol")
 	}
 	return checkOffsetEpoch(m.GenerationIDOrMemberEpoch, member.epoch)
 }
@@ -44,14 +48,14 @@ func (g *consumerGroup) validateOffsetFetch(m OffsetCommitMember) error {
 func (g *consumerGroup) offsetMember(id string) (*consumerMember, error) {
 	member := g.members[id]
 	if member == nil {
-		return nil, errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", id, g.id)
+		return nil, kafkaerr.New(kerr.UnknownMemberID, "Member %s is not a member of group %s.", id, g.id)
 	}
 	return member, nil
 }
 
 func checkOffsetEpoch(received, expected int32) error {
 	if received != expected {
-		return errorf(kerr.StaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", received, expected)
+		return kafkaerr.New(kerr.StaleMemberEpoch, "The received member epoch %d does not match the expected member epoch %d.", received, expected)
 	}
 	return nil
 }

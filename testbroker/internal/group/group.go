@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kshare/kshare/testbroker/internal/clock"
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // Type is a group's type, as Kafka's Group.GroupType names it.
@@ -82,8 +83,8 @@ type kind interface {
 
 // notTypeError is Kafka's answer to an RPC of one group type on a group of another:
 // GROUP_ID_NOT_FOUND "Group <id> is not a <type> group.".
-func notTypeError(id string, want Type) *Error {
-	return errorf(kerr.GroupIDNotFound, "Group %s is not a %s group.", id, want)
+func notTypeError(id string, want Type) error {
+	return kafkaerr.New(kerr.GroupIDNotFound, "Group %s is not a %s group.", id, want)
 }
 
 // TopicMeta is what the coordinator needs to know about a topic: its name, id and partition

@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // ListGroups returns the groups ListGroups reports, sorted by id, filtered as Kafka's
@@ -57,7 +59,7 @@ func (c *Coordinator) DeleteGroups(ids []string) []error {
 		g := c.groups[id]
 		switch {
 		case g == nil:
-			errs[i] = errorf(kerr.GroupIDNotFound, "Group %s not found.", id)
+			errs[i] = kafkaerr.New(kerr.GroupIDNotFound, "Group %s not found.", id)
 		case g.kind.memberCount() > 0:
 			errs[i] = kerr.NonEmptyGroup
 		default:

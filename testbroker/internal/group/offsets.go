@@ -8,6 +8,8 @@ import (
 	"unicode/utf16"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // OffsetCommitMember is the member part of an OffsetCommit or OffsetFetch.
@@ -32,13 +34,14 @@ type offsetMemberValidator interface {
 // topicSubscriber is implemented by group kinds whose members subscribe to topics (OffsetDelete).
 type topicSubscriber interface{ subscribedTo(topic string) bool }
 
-// CommittedOffset is one committed offset of a group.
+// CommittedOffset is a committed offset of a group.
 type CommittedOffset struct {
 	Offset int64
-	// LeaderEpoch is -1 when the commit did not carry one.
+	// LeaderEpoch is -1 when the commit carried none.
 	LeaderEpoch int32
 	Metadata    string
-	CommitTime  time.Time
+	// CommitTime is the cluster clock's time of the commit.
+	CommitTime time.Time
 }
 
 // offsetStore is a group's committed offsets, by topic and partition. The zero value is an
@@ -213,14 +216,14 @@ func (c *Coordinator) offsetCommitGroupLocked(req *OffsetCommit) (*Group, error)
 			grp.kind = newClassicGroup(grp.id)
 			c.groups[grp.id] = grp
 		case req.Member.Version >= 9 && !req.Member.Transactional:
-			return nil, errorf(kerr.GroupIDNotFound, "Group %s not found.", req.GroupID)
+			return nil, kafkaerr.New(kerr.GroupIDNotFound, "Group %s not found.", req.GroupID)
 		default:
 			return nil, kerr.IllegalGeneration
 		}
 	}
 	v, ok := grp.kind.(offsetMemberValidator)
 	if !ok {
-		return nil, errorf(kerr.GroupIDNotFound, "Group %s is not a consumer group.", req.GroupID)
+		return nil, kafkaerr.New(kerr.GroupIDNotFound, "Group %s is not a consumer group.", req.GroupID)
 	}
 	if err := v.validateOffsetCommit(req.Member); err != nil {
 		return nil, err
@@ -352,7 +355,7 @@ func (c *Coordinator) FetchOffsets(req OffsetFetch) ([]FetchedTopic, error) {
 }
 
 func isGroupIDNotFound(err error) bool {
-	ge, ok := err.(*Error)
+	ge, ok := err.(*kafkaerr.Error)
 	return ok && ge.Code == kerr.GroupIDNotFound
 }
 
@@ -381,11 +384,11 @@ func (c *Coordinator) DeleteOffsets(groupID string, topics []OffsetDeleteTopic) 
 	}
 	grp := c.groups[groupID]
 	if grp == nil {
-		return nil, errorf(kerr.GroupIDNotFound, "Group %s not found.", groupID)
+		return nil, kafkaerr.New(kerr.GroupIDNotFound, "Group %s not found.", groupID)
 	}
 	sub, ok := grp.kind.(topicSubscriber)
 	if !ok {
-		return nil, errorf(kerr.GroupIDNotFound, "Group %s is not a consumer group.", groupID)
+		return nil, kafkaerr.New(kerr.GroupIDNotFound, "Group %s is not a consumer group.", groupID)
 	}
 	if g, ok := grp.kind.(*classicGroup); ok {
 		if g.phase != classicEmpty && !g.usesConsumerProtocol() {

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // shareGroup is the state of a share group (Kafka's ShareGroup).
@@ -105,7 +107,7 @@ func (c *Coordinator) removeShareMember(s *shareGroup, m *shareMember) {
 func (c *Coordinator) shareGroupLocked(id string) (*shareGroup, error) {
 	g := c.groups[id]
 	if g == nil {
-		return nil, errorf(kerr.GroupIDNotFound, "Group %s not found.", id)
+		return nil, kafkaerr.New(kerr.GroupIDNotFound, "Group %s not found.", id)
 	}
 	if g.typ != TypeShare {
 		return nil, notTypeError(id, TypeShare)
@@ -116,11 +118,12 @@ func (c *Coordinator) shareGroupLocked(id string) (*shareGroup, error) {
 // ShareGroupInfo is a snapshot of a share group, as ShareGroupDescribe reports it.
 type ShareGroupInfo struct {
 	GroupID string
-	// State is "Empty" or "Stable".
+	// State is "Empty" (no members) or "Stable".
 	State string
-	// GroupEpoch is bumped by every change of membership, subscriptions or subscribed topics.
+	// GroupEpoch is bumped whenever a member joins, leaves, is fenced or changes its
+	// subscription, and when a subscribed topic is created, deleted or given partitions.
 	GroupEpoch int32
-	// AssignmentEpoch is the group epoch of the target assignment.
+	// AssignmentEpoch is the group epoch the target assignment was computed for.
 	AssignmentEpoch int32
 	// Members are sorted by member id.
 	Members []ShareMemberInfo

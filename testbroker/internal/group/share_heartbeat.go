@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // LeaveEpoch is the member epoch of a heartbeat that leaves the group.
@@ -49,15 +51,15 @@ type ShareHeartbeatResult struct {
 func ValidateShareHeartbeat(req *ShareHeartbeat) error {
 	switch {
 	case javaBlank(req.MemberID):
-		return errorf(kerr.InvalidRequest, "MemberId can't be empty.")
+		return kafkaerr.New(kerr.InvalidRequest, "MemberId can't be empty.")
 	case javaBlank(req.GroupID):
-		return errorf(kerr.InvalidRequest, "GroupId can't be empty.")
+		return kafkaerr.New(kerr.InvalidRequest, "GroupId can't be empty.")
 	case req.RackID != nil && javaBlank(*req.RackID):
-		return errorf(kerr.InvalidRequest, "RackId can't be empty.")
+		return kafkaerr.New(kerr.InvalidRequest, "RackId can't be empty.")
 	case req.MemberEpoch == 0 && len(req.SubscribedTopicNames) == 0:
-		return errorf(kerr.InvalidRequest, "SubscribedTopicNames must be set in first request.")
+		return kafkaerr.New(kerr.InvalidRequest, "SubscribedTopicNames must be set in first request.")
 	case req.MemberEpoch < LeaveEpoch:
-		return errorf(kerr.InvalidRequest, "MemberEpoch is invalid.")
+		return kafkaerr.New(kerr.InvalidRequest, "MemberEpoch is invalid.")
 	}
 	return nil
 }
@@ -113,7 +115,7 @@ func (c *Coordinator) ShareHeartbeat(req ShareHeartbeat) (ShareHeartbeatResult, 
 	g := c.groups[req.GroupID]
 	switch {
 	case g == nil && req.MemberEpoch != 0:
-		return ShareHeartbeatResult{}, errorf(kerr.GroupIDNotFound, "Share group %s not found.", req.GroupID)
+		return ShareHeartbeatResult{}, kafkaerr.New(kerr.GroupIDNotFound, "Share group %s not found.", req.GroupID)
 	case g == nil:
 		// A new group can refuse nothing below, so it is registered at once.
 		s := newShareGroup()
@@ -125,12 +127,12 @@ func (c *Coordinator) ShareHeartbeat(req ShareHeartbeat) (ShareHeartbeatResult, 
 	s := g.share
 	m := s.members[req.MemberID]
 	if m == nil && len(s.members) >= cfg.MaxSize {
-		return ShareHeartbeatResult{}, errorf(kerr.GroupMaxSizeReached, "The share group has reached its maximum capacity of %d members.", cfg.MaxSize)
+		return ShareHeartbeatResult{}, kafkaerr.New(kerr.GroupMaxSizeReached, "The share group has reached its maximum capacity of %d members.", cfg.MaxSize)
 	}
 	joined := m == nil
 	if joined {
 		if req.MemberEpoch != 0 {
-			return ShareHeartbeatResult{}, errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, req.GroupID)
+			return ShareHeartbeatResult{}, kafkaerr.New(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, req.GroupID)
 		}
 		m = &shareMember{id: strings.Clone(req.MemberID)}
 	} else if err := checkShareMemberEpoch(m, req.MemberEpoch); err != nil {
@@ -181,9 +183,9 @@ func checkShareMemberEpoch(m *shareMember, received int32) error {
 	case received == 0:
 		return nil
 	case received > m.epoch:
-		return errorf(kerr.FencedMemberEpoch, "The share group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", received, m.epoch)
+		return kafkaerr.New(kerr.FencedMemberEpoch, "The share group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", received, m.epoch)
 	case received < m.epoch && received != m.prevEpoch:
-		return errorf(kerr.FencedMemberEpoch, "The share group member has a smaller member epoch (%d) than the one known by the group coordinator (%d), and it does not match the previous member epoch (%d). The member must abandon all its partitions and rejoin.", received, m.epoch, m.prevEpoch)
+		return kafkaerr.New(kerr.FencedMemberEpoch, "The share group member has a smaller member epoch (%d) than the one known by the group coordinator (%d), and it does not match the previous member epoch (%d). The member must abandon all its partitions and rejoin.", received, m.epoch, m.prevEpoch)
 	}
 	return nil
 }
@@ -195,7 +197,7 @@ func (c *Coordinator) shareLeaveLocked(req ShareHeartbeat) (ShareHeartbeatResult
 	}
 	m := s.members[req.MemberID]
 	if m == nil {
-		return ShareHeartbeatResult{}, errorf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, req.GroupID)
+		return ShareHeartbeatResult{}, kafkaerr.New(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, req.GroupID)
 	}
 	c.removeShareMember(s, m)
 	return ShareHeartbeatResult{MemberID: req.MemberID, MemberEpoch: LeaveEpoch}, nil

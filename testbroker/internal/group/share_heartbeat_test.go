@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kshare/kshare/testbroker/internal/clock"
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // fakeTopics is a topic table a test can change between heartbeats.
@@ -83,8 +84,8 @@ func (f fixture) group(t *testing.T) ShareGroupInfo {
 func requireKafkaError(t *testing.T, err error, code *kerr.Error, message string) {
 	t.Helper()
 	require.ErrorIs(t, err, code)
-	var ge *Error
-	require.True(t, errors.As(err, &ge), "%v is a *group.Error", err)
+	var ge *kafkaerr.Error
+	require.True(t, errors.As(err, &ge), "%v is a *kafkaerr.Error", err)
 	assert.Equal(t, message, ge.Message)
 }
 

@@ -35,17 +35,18 @@ func (m *shareMember) stopSession() {
 // ShareMemberInfo is a snapshot of a share group member.
 type ShareMemberInfo struct {
 	MemberID string
-	// MemberEpoch is the epoch of the member's current assignment.
+	// MemberEpoch is the epoch of the member's current assignment. A member takes the group's
+	// new assignment, and its epoch, only at its own next heartbeat.
 	MemberEpoch int32
-	// PreviousMemberEpoch is the epoch before the member's last assignment change.
+	// PreviousMemberEpoch is the epoch before the last assignment change; a heartbeat with it
+	// is accepted (its response may have been lost).
 	PreviousMemberEpoch int32
 	RackID              *string
 	ClientID            string
 	// ClientHost is the client's address as Kafka prints it ("/127.0.0.1").
 	ClientHost           string
 	SubscribedTopicNames []string
-	// Assignment is the member's current assignment, by topic name. A topic deleted since it
-	// was assigned is left out.
+	// Assignment is the member's current assignment, by topic name.
 	Assignment []TopicPartitions
 }
 

@@ -4,11 +4,13 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // errShareGroupNotEmpty is Kafka's refusal to alter or delete the offsets of a share group that
 // has members: NON_EMPTY_GROUP with the code's own description as its message.
-var errShareGroupNotEmpty = &Error{Code: kerr.NonEmptyGroup, Message: "The group is not empty."}
+var errShareGroupNotEmpty = &kafkaerr.Error{Code: kerr.NonEmptyGroup, Message: "The group is not empty."}
 
 // AlterShareGroupOffsets checks a share group as Kafka's GroupMetadataManager.alterShareGroupOffsets
 // does before the share-partition start offsets are set, and calls apply, which sets them, while

@@ -6,6 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // TestAlterShareGroupOffsets: the group checks of an alter, and the group it creates.
@@ -78,7 +80,7 @@ func TestDeleteShareGroupOffsets(t *testing.T) {
 func assertGroupError(t *testing.T, err error, code *kerr.Error, message string) {
 	t.Helper()
 	require.ErrorIs(t, err, code)
-	var ge *Error
+	var ge *kafkaerr.Error
 	require.ErrorAs(t, err, &ge)
 	assert.Equal(t, message, ge.Message)
 }

@@ -1,6 +1,10 @@
 package group
 
-import "github.com/twmb/franz-go/pkg/kerr"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
+)
 
 // CommitTxnOffsets runs the group part of a TxnOffsetCommit as Kafka's OffsetMetadataManager
 // does: the checks of CommitOffsets, with the leniency of a transactional commit (see
@@ -15,7 +19,7 @@ func (c *Coordinator) CommitTxnOffsets(producerID int64, req OffsetCommit) []Top
 	out := c.commitOffsetsLocked(req, c.pendingStore(producerID))
 	for i := range out {
 		for j := range out[i].Partitions {
-			if ge, ok := out[i].Partitions[j].Err.(*Error); ok && ge.Code == kerr.StaleMemberEpoch {
+			if ge, ok := out[i].Partitions[j].Err.(*kafkaerr.Error); ok && ge.Code == kerr.StaleMemberEpoch {
 				out[i].Partitions[j].Err = kerr.IllegalGeneration
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"hash/crc32"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // HeaderSize is the size of a v2 record batch header, from BaseOffset through NumRecords.
@@ -121,7 +123,7 @@ func SplitBatches(records []byte) ([]Batch, error) {
 	return batches, nil
 }
 
-var errNoBatch = errorf(kerr.InvalidRecord, "the records hold no record batch")
+var errNoBatch = kafkaerr.Detailed(kerr.InvalidRecord, "the records hold no record batch")
 
 // nextBatch validates the batch that starts at records[pos:].
 func nextBatch(records []byte, pos int) (Batch, error) {
@@ -149,7 +151,7 @@ func frame(b []byte, pos int) (int, error) {
 	case magic < 0 || magic > 2:
 		return 0, corruptf(pos, "invalid magic byte %d", magic)
 	case magic != 2:
-		return 0, errorf(kerr.InvalidRecord, "the batch at byte %d has magic %d: only magic 2 batches are accepted", pos, magic)
+		return 0, kafkaerr.Detailed(kerr.InvalidRecord, "the batch at byte %d has magic %d: only magic 2 batches are accepted", pos, magic)
 	case length < minBatchLength:
 		return 0, corruptf(pos, "batch length %d is below the %d bytes of a v2 header", length, minBatchLength)
 	case int64(length) > int64(len(b)-frameOverhead):
@@ -169,11 +171,11 @@ func checkBatch(h *BatchHeader, raw []byte, pos int) error {
 	}
 	switch {
 	case h.LastOffsetDelta < 0:
-		return errorf(kerr.InvalidRecord, "the batch at byte %d has a negative last offset delta %d", pos, h.LastOffsetDelta)
+		return kafkaerr.Detailed(kerr.InvalidRecord, "the batch at byte %d has a negative last offset delta %d", pos, h.LastOffsetDelta)
 	case h.NumRecords <= 0:
-		return errorf(kerr.InvalidRecord, "the batch at byte %d declares %d records", pos, h.NumRecords)
+		return kafkaerr.Detailed(kerr.InvalidRecord, "the batch at byte %d declares %d records", pos, h.NumRecords)
 	case int64(h.NumRecords) != int64(h.LastOffsetDelta)+1:
-		return errorf(kerr.InvalidRecord, "the batch at byte %d declares %d records but spans %d offsets", pos, h.NumRecords, int64(h.LastOffsetDelta)+1)
+		return kafkaerr.Detailed(kerr.InvalidRecord, "the batch at byte %d declares %d records but spans %d offsets", pos, h.NumRecords, int64(h.LastOffsetDelta)+1)
 	}
 	return nil
 }

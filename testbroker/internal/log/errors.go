@@ -21,21 +21,6 @@ func (e *CorruptError) Error() string {
 // Unwrap returns kerr.CorruptMessage.
 func (e *CorruptError) Unwrap() error { return kerr.CorruptMessage }
 
-// codeError is a refusal carrying the Kafka error code to answer it with; its message says what
-// was wrong without repeating the code's generic description.
-type codeError struct {
-	code *kerr.Error
-	msg  string
-}
-
-func (e *codeError) Error() string { return e.msg }
-
-func (e *codeError) Unwrap() error { return e.code }
-
-func errorf(code *kerr.Error, format string, args ...any) error {
-	return &codeError{code: code, msg: fmt.Sprintf(format, args...)}
-}
-
 func corruptf(pos int, format string, args ...any) error {
 	return &CorruptError{Pos: pos, Reason: fmt.Sprintf(format, args...)}
 }

@@ -4,6 +4,8 @@ import (
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // IncrementLogStartOffset moves the log start offset up to offset, as Kafka's
@@ -21,7 +23,7 @@ func (p *Partition) IncrementLogStartOffset(offset int64) (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if offset > p.hwm {
-		return p.logStart, errorf(kerr.OffsetOutOfRange, "Cannot increment the log start offset to %d since it is larger than the high watermark %d", offset, p.hwm)
+		return p.logStart, kafkaerr.Detailed(kerr.OffsetOutOfRange, "Cannot increment the log start offset to %d since it is larger than the high watermark %d", offset, p.hwm)
 	}
 	if offset > p.logStart {
 		p.moveStart(offset)

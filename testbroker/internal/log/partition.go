@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // DefaultMaxMessageBytes is Kafka's default max.message.bytes: 1 MiB plus the 12 bytes of a
@@ -161,7 +163,7 @@ func (p *Partition) Append(records []byte, now time.Time) (AppendResult, error) 
 			return AppendResult{}, err
 		}
 		if ps.txnFirst >= 0 && h.Attributes&attrTransactional == 0 {
-			return AppendResult{}, errorf(kerr.InvalidTxnState, "expected a transactional write from producer %d, whose transaction began at offset %d", h.ProducerID, ps.txnFirst)
+			return AppendResult{}, kafkaerr.Detailed(kerr.InvalidTxnState, "expected a transactional write from producer %d, whose transaction began at offset %d", h.ProducerID, ps.txnFirst)
 		}
 	}
 
@@ -204,14 +206,14 @@ func (p *Partition) validate(records []byte) (BatchHeader, error) {
 		return BatchHeader{}, err
 	}
 	if n < len(records) {
-		return BatchHeader{}, errorf(kerr.InvalidRecord, "a produce request may carry one record batch per partition, but %d bytes follow the first batch", len(records)-n)
+		return BatchHeader{}, kafkaerr.Detailed(kerr.InvalidRecord, "a produce request may carry one record batch per partition, but %d bytes follow the first batch", len(records)-n)
 	}
 	h := parseHeader(records)
 	if h.BaseOffset != 0 {
-		return BatchHeader{}, errorf(kerr.InvalidRecord, "the base offset of a produced batch must be 0, not %d", h.BaseOffset)
+		return BatchHeader{}, kafkaerr.Detailed(kerr.InvalidRecord, "the base offset of a produced batch must be 0, not %d", h.BaseOffset)
 	}
 	if n > p.maxMessageBytes {
-		return BatchHeader{}, errorf(kerr.MessageTooLarge, "the batch has %d bytes, more than max.message.bytes (%d)", n, p.maxMessageBytes)
+		return BatchHeader{}, kafkaerr.Detailed(kerr.MessageTooLarge, "the batch has %d bytes, more than max.message.bytes (%d)", n, p.maxMessageBytes)
 	}
 	if err := checkBatch(&h, records, 0); err != nil {
 		return BatchHeader{}, err
@@ -220,17 +222,17 @@ func (p *Partition) validate(records []byte) (BatchHeader, error) {
 	case h.Attributes&attrControl != 0:
 		return BatchHeader{}, errClientControl
 	case h.ProducerID >= 0 && h.BaseSequence < 0:
-		return BatchHeader{}, errorf(kerr.InvalidRecord, "producer %d sent the invalid sequence %d", h.ProducerID, h.BaseSequence)
+		return BatchHeader{}, kafkaerr.Detailed(kerr.InvalidRecord, "producer %d sent the invalid sequence %d", h.ProducerID, h.BaseSequence)
 	case h.Attributes&attrLogAppendTime != 0 && (p.logAppendTime || h.MaxTimestamp == -1):
 		// Kafka refuses the producer's LogAppendTime type wherever the records' timestamps are
 		// not checked as create times: on LogAppendTime topics, and when the timestamp is
 		// missing (-1).
-		return BatchHeader{}, errorf(kerr.InvalidTimestamp, "the producer must not set the LogAppendTime timestamp type")
+		return BatchHeader{}, kafkaerr.Detailed(kerr.InvalidTimestamp, "the producer must not set the LogAppendTime timestamp type")
 	}
 	return h, nil
 }
 
-var errClientControl = errorf(kerr.InvalidRecord, "clients are not allowed to write control records")
+var errClientControl = kafkaerr.Detailed(kerr.InvalidRecord, "clients are not allowed to write control records")
 
 // push adds s, a batch that starts at the log end offset, to the stored batches and the
 // timestamp index.
@@ -321,7 +323,7 @@ func (p *Partition) AppendSpans(dst [][]byte, offset int64, maxBytes int, limit 
 // error.
 func (p *Partition) readRange(offset int64, maxBytes int, limit int64) (i, j int, err error) {
 	if offset < p.logStart || offset > p.leo {
-		return 0, 0, errorf(kerr.OffsetOutOfRange, "offset %d is outside the log, which spans [%d, %d)", offset, p.logStart, p.leo)
+		return 0, 0, kafkaerr.Detailed(kerr.OffsetOutOfRange, "offset %d is outside the log, which spans [%d, %d)", offset, p.logStart, p.leo)
 	}
 	i = sort.Search(len(p.batches), func(i int) bool { return p.batches[i].last >= offset })
 	total := 0

@@ -4,6 +4,8 @@ import (
 	"math"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // retainedBatches is how many of a producer's latest batches a partition remembers to detect
@@ -62,7 +64,7 @@ func (s *producerState) duplicate(h *BatchHeader) (producerBatch, bool) {
 // checkSequence) to a batch that is not a duplicate.
 func (s *producerState) check(h *BatchHeader) error {
 	if h.ProducerEpoch < s.epoch {
-		return errorf(kerr.InvalidProducerEpoch, "producer %d has epoch %d, older than the partition's epoch %d for it", h.ProducerID, h.ProducerEpoch, s.epoch)
+		return kafkaerr.Detailed(kerr.InvalidProducerEpoch, "producer %d has epoch %d, older than the partition's epoch %d for it", h.ProducerID, h.ProducerEpoch, s.epoch)
 	}
 	if s.epoch == noEpoch {
 		// Kafka accepts any sequence from a producer it has no state for: its batches may have
@@ -71,7 +73,7 @@ func (s *producerState) check(h *BatchHeader) error {
 	}
 	if h.ProducerEpoch != s.epoch {
 		if h.BaseSequence != 0 {
-			return errorf(kerr.OutOfOrderSequenceNumber, "producer %d starts epoch %d at sequence %d, not 0", h.ProducerID, h.ProducerEpoch, h.BaseSequence)
+			return kafkaerr.Detailed(kerr.OutOfOrderSequenceNumber, "producer %d starts epoch %d at sequence %d, not 0", h.ProducerID, h.ProducerEpoch, h.BaseSequence)
 		}
 		return nil
 	}
@@ -81,7 +83,7 @@ func (s *producerState) check(h *BatchHeader) error {
 		last = s.batches[(s.next+s.n-1)%retainedBatches].lastSeq
 	}
 	if !inSequence(last, h.BaseSequence) {
-		return errorf(kerr.OutOfOrderSequenceNumber, "producer %d sent sequence %d after %d in epoch %d", h.ProducerID, h.BaseSequence, last, h.ProducerEpoch)
+		return kafkaerr.Detailed(kerr.OutOfOrderSequenceNumber, "producer %d sent sequence %d after %d in epoch %d", h.ProducerID, h.BaseSequence, last, h.ProducerEpoch)
 	}
 	return nil
 }

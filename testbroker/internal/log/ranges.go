@@ -4,6 +4,8 @@ import (
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // Extent locates one stored batch without decoding it: the offsets of its first and last
@@ -26,7 +28,7 @@ func (p *Partition) AppendExtents(dst []Extent, offset int64, maxBytes int, limi
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if offset < p.logStart || offset > p.leo {
-		return dst, errorf(kerr.OffsetOutOfRange, "offset %d is outside the log, which spans [%d, %d)", offset, p.logStart, p.leo)
+		return dst, kafkaerr.Detailed(kerr.OffsetOutOfRange, "offset %d is outside the log, which spans [%d, %d)", offset, p.logStart, p.leo)
 	}
 	i := sort.Search(len(p.batches), func(i int) bool { return p.batches[i].last >= offset })
 	total := 0

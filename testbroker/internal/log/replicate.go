@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // minRecordLength is the smallest BatchLength Kafka reads as a frame at all (LegacyRecord's
@@ -113,11 +115,11 @@ func splitReplicated(records []byte) ([]Batch, error) {
 		}
 		switch {
 		case h.Attributes&attrControl != 0 && !isMarker(raw):
-			return nil, errorf(kerr.InvalidRecord, "the control batch at byte %d holds no readable end transaction marker", pos)
+			return nil, kafkaerr.Detailed(kerr.InvalidRecord, "the control batch at byte %d holds no readable end transaction marker", pos)
 		case h.PartitionLeaderEpoch < 0:
-			return nil, errorf(kerr.InvalidRecord, "the batch at byte %d carries no partition leader epoch", pos)
+			return nil, kafkaerr.Detailed(kerr.InvalidRecord, "the batch at byte %d carries no partition leader epoch", pos)
 		case h.BaseOffset < 0 || h.BaseOffset > math.MaxInt64-int64(h.LastOffsetDelta)-1:
-			return nil, errorf(kerr.InvalidRecord, "the batch at byte %d has the base offset %d, outside the offsets of a log", pos, h.BaseOffset)
+			return nil, kafkaerr.Detailed(kerr.InvalidRecord, "the batch at byte %d has the base offset %d, outside the offsets of a log", pos, h.BaseOffset)
 		}
 		if k := len(batches); k > 0 {
 			if next := batches[k-1].Header.LastOffset() + 1; h.BaseOffset != next {
@@ -151,7 +153,7 @@ func replicatedFrame(b []byte, pos int) (int, error) {
 	case int64(length) > int64(len(b)-frameOverhead):
 		return 0, nil
 	case magic != 2:
-		return 0, errorf(kerr.InvalidRecord, "the batch at byte %d has magic %d: only magic 2 batches are accepted", pos, magic)
+		return 0, kafkaerr.Detailed(kerr.InvalidRecord, "the batch at byte %d has magic %d: only magic 2 batches are accepted", pos, magic)
 	case length < minBatchLength:
 		return 0, corruptf(pos, "batch length %d is below the %d bytes of a v2 header", length, minBatchLength)
 	}
@@ -175,7 +177,7 @@ func replicatedFrame(b []byte, pos int) (int, error) {
 // forgotten, never overwritten.
 func (p *Partition) TruncateTo(offset int64) error {
 	if offset < 0 {
-		return errorf(kerr.UnknownServerError, "cannot truncate the log to the negative offset %d", offset)
+		return kafkaerr.Detailed(kerr.UnknownServerError, "cannot truncate the log to the negative offset %d", offset)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -199,7 +201,7 @@ func (p *Partition) TruncateTo(offset int64) error {
 // kerr.UnknownServerError and changes nothing. It wakes the Notify channel.
 func (p *Partition) TruncateFullyAndStartAt(offset int64) error {
 	if offset < 0 {
-		return errorf(kerr.UnknownServerError, "cannot start the log at the negative offset %d", offset)
+		return kafkaerr.Detailed(kerr.UnknownServerError, "cannot start the log at the negative offset %d", offset)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -288,9 +290,9 @@ func (p *Partition) DivergingEpoch(lastFetchedEpoch int32, fetchOffset int64) (e
 	epoch, endOffset = p.epochs.endOffsetFor(lastFetchedEpoch, p.leo)
 	switch {
 	case epoch == UndefinedEpoch || endOffset == UndefinedEpochOffset:
-		return UndefinedEpoch, UndefinedEpochOffset, false, errorf(kerr.OffsetOutOfRange, "could not determine the end offset of the last fetched epoch %d", lastFetchedEpoch)
+		return UndefinedEpoch, UndefinedEpochOffset, false, kafkaerr.Detailed(kerr.OffsetOutOfRange, "could not determine the end offset of the last fetched epoch %d", lastFetchedEpoch)
 	case fetchOffset < p.logStart:
-		return UndefinedEpoch, UndefinedEpochOffset, false, errorf(kerr.OffsetOutOfRange, "offset %d is outside the log, which spans [%d, %d)", fetchOffset, p.logStart, p.leo)
+		return UndefinedEpoch, UndefinedEpochOffset, false, kafkaerr.Detailed(kerr.OffsetOutOfRange, "offset %d is outside the log, which spans [%d, %d)", fetchOffset, p.logStart, p.leo)
 	case epoch < lastFetchedEpoch || endOffset < fetchOffset:
 		return epoch, endOffset, true, nil
 	}

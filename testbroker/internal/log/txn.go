@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // Control record types of an end transaction marker's key (Kafka's ControlRecordType).
@@ -93,10 +95,10 @@ func (p *Partition) AppendTxnMarkerVersion(producerID int64, producerEpoch int16
 			if transactionVersion >= 2 {
 				rel = "<="
 			}
-			return -1, errorf(kerr.InvalidProducerEpoch, "epoch of producer %d at offset %d is %d, which is %s the last seen epoch %d (TV%d)", producerID, p.leo, producerEpoch, rel, ps.epoch, transactionVersion)
+			return -1, kafkaerr.Detailed(kerr.InvalidProducerEpoch, "epoch of producer %d at offset %d is %d, which is %s the last seen epoch %d (TV%d)", producerID, p.leo, producerEpoch, rel, ps.epoch, transactionVersion)
 		}
 		if coordinatorEpoch < ps.coordEpoch {
-			return -1, errorf(kerr.TransactionCoordinatorFenced, "invalid coordinator epoch for producer %d: %d (zombie), %d (current)", producerID, coordinatorEpoch, ps.coordEpoch)
+			return -1, kafkaerr.Detailed(kerr.TransactionCoordinatorFenced, "invalid coordinator epoch for producer %d: %d (zombie), %d (current)", producerID, coordinatorEpoch, ps.coordEpoch)
 		}
 	}
 	base := p.leo

@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // txn is a batch of n records in producer pid's transaction, at sequence seq of epoch.
@@ -319,7 +321,9 @@ func TestTxnMarkerVersion2Epochs(t *testing.T) {
 	appendAll(t, p, txn(1, 3, 0, 1))
 	_, err := p.AppendTxnMarkerVersion(1, 3, true, 0, 2)
 	requireCode(t, kerr.InvalidProducerEpoch, err)
-	assert.Equal(t, "epoch of producer 1 at offset 1 is 3, which is <= the last seen epoch 3 (TV2)", err.Error())
+	var ke *kafkaerr.Error
+	require.ErrorAs(t, err, &ke)
+	assert.Equal(t, "epoch of producer 1 at offset 1 is 3, which is <= the last seen epoch 3 (TV2)", ke.Detail)
 	_, ok := p.OngoingTxn(1)
 	assert.True(t, ok)
 	off, err := p.AppendTxnMarkerVersion(1, 4, true, 0, 2)

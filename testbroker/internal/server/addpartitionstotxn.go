@@ -56,10 +56,10 @@ func (b *Broker) addPartitionsToTxn(rt *kmsg.AddPartitionsToTxnRequestTransactio
 	var parts []txn.TopicPartition
 	unknown := map[txn.TopicPartition]bool{}
 	for _, t := range rt.Topics {
-		topic := c.topic(t.Topic)
+		topic := c.meta.Topic(t.Topic)
 		for _, p := range t.Partitions {
 			tp := txn.TopicPartition{Topic: t.Topic, Partition: p}
-			if c.partition(topic, p) == nil {
+			if c.meta.Partition(topic, p) == nil {
 				unknown[tp] = true
 			}
 			parts = append(parts, tp)

@@ -49,10 +49,10 @@ func (b *Broker) handleAlterShareGroupOffsets(_ *conn, req *kmsg.AlterShareGroup
 	for _, rt := range req.Topics {
 		out := kmsg.NewAlterShareGroupOffsetsResponseTopic()
 		out.Topic = rt.Topic
-		t := c.topic(rt.Topic)
+		t := c.meta.Topic(rt.Topic)
 		n := int32(0)
 		if t != nil {
-			out.TopicID, n = t.ID, int32(len(c.partitions(t)))
+			out.TopicID, n = t.ID, int32(len(c.meta.Partitions(t)))
 		}
 		for _, p := range rt.Partitions {
 			rp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()

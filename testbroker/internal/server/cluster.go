@@ -15,6 +15,7 @@ import (
 	"github.com/kshare/kshare/testbroker/internal/config"
 	"github.com/kshare/kshare/testbroker/internal/fault"
 	"github.com/kshare/kshare/testbroker/internal/group"
+	"github.com/kshare/kshare/testbroker/internal/metadata"
 	"github.com/kshare/kshare/testbroker/internal/replica"
 	"github.com/kshare/kshare/testbroker/internal/sasl"
 	"github.com/kshare/kshare/testbroker/internal/share"
@@ -47,7 +48,7 @@ type Config struct {
 	// BrokerConfigs are broker-level settings (server.properties keys) that override defaults.
 	BrokerConfigs map[string]string
 	// Topics are created before the cluster accepts connections.
-	Topics []TopicSpec
+	Topics []metadata.TopicSpec
 	// Logger receives connection-level events (closed connections and why). nil discards them.
 	Logger *slog.Logger
 	// ClusterID is reported in Metadata and DescribeCluster; empty picks a random one.
@@ -62,14 +63,6 @@ type Config struct {
 	NoReplicaFetchers bool
 }
 
-// TopicSpec describes a topic to create.
-type TopicSpec struct {
-	Name              string
-	Partitions        int32
-	ReplicationFactor int16
-	Configs           map[string]string
-}
-
 // Cluster is a running fake cluster.
 type Cluster struct {
 	cfg       Config
@@ -80,10 +73,7 @@ type Cluster struct {
 	faults    *fault.Set
 	configs   *config.Store
 
-	topicsMu   sync.RWMutex
-	topics     map[string]*Topic
-	topicIDs   map[[16]byte]*Topic
-	topicCount int // topics ever created; spreads the first leader of each new topic
+	meta *metadata.Controller
 
 	producerIDs producerIDs
 	groups      *group.Coordinator
@@ -138,13 +128,12 @@ func Start(cfg Config) (*Cluster, error) {
 		clusterID: cfg.ClusterID,
 		faults:    fault.NewSet(),
 		configs:   configs,
-		topics:    make(map[string]*Topic),
-		topicIDs:  make(map[[16]byte]*Topic),
 		closed:    make(chan struct{}),
 	}
 	c.groups = c.newGroupCoordinator()
 	c.shares = c.newShareManager()
 	c.replicas = c.newReplicaManager()
+	c.meta = metadata.New(cfg.Brokers, c.configs, c.replicas)
 	c.txns = c.newTxnCoordinator()
 	if c.clusterID == "" {
 		var id [16]byte
@@ -152,7 +141,7 @@ func Start(cfg Config) (*Cluster, error) {
 		c.clusterID = base64.RawURLEncoding.EncodeToString(id[:])
 	}
 	for _, t := range cfg.Topics {
-		if _, err := c.createTopic(t); err != nil {
+		if _, err := c.meta.CreateTopic(t); err != nil {
 			return nil, fmt.Errorf("server: creating topic %q: %w", t.Name, err)
 		}
 	}

@@ -28,7 +28,7 @@ func (c *Cluster) consumerGroupConfig(id string) group.ConsumerConfig {
 
 // TopicNames lists every topic, for consumer groups' regular expression subscriptions.
 func (t coordinatorTopics) TopicNames() []string {
-	topics := t.c.sortedTopics()
+	topics := t.c.meta.SortedTopics()
 	names := make([]string, len(topics))
 	for i, tp := range topics {
 		names[i] = tp.Name
@@ -107,7 +107,7 @@ func failedConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, code 
 func consumerGroupHeartbeatScope(c *Cluster, req *kmsg.ConsumerGroupHeartbeatRequest) (topics, groups []string) {
 	topics = append(topics, req.SubscribedTopicNames...)
 	for _, t := range req.Topics {
-		if tp := c.topicByID(t.TopicID); tp != nil {
+		if tp := c.meta.TopicByID(t.TopicID); tp != nil {
 			topics = append(topics, tp.Name)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 func init() {
@@ -38,7 +40,7 @@ func (b *Broker) handleCreatePartitions(_ *conn, req *kmsg.CreatePartitionsReque
 		if count[rt.Topic] > 1 {
 			if !slices.Contains(dups, rt.Topic) {
 				dups = append(dups, rt.Topic)
-				add(rt.Topic, errorf(kerr.InvalidRequest, "Duplicate topic name."))
+				add(rt.Topic, kafkaerr.New(kerr.InvalidRequest, "Duplicate topic name."))
 			}
 			continue
 		}
@@ -49,51 +51,9 @@ func (b *Broker) handleCreatePartitions(_ *conn, req *kmsg.CreatePartitionsReque
 				assignments[i] = a.Replicas
 			}
 		}
-		add(rt.Topic, c.growTopic(rt.Topic, rt.Count, assignments, req.ValidateOnly))
+		add(rt.Topic, c.meta.GrowTopic(rt.Topic, rt.Count, assignments, req.ValidateOnly))
 	}
 	return resp
-}
-
-// growTopic raises a topic's partition count to count (handleCreatePartitions has the rules).
-func (c *Cluster) growTopic(name string, count int32, assignments [][]int32, validateOnly bool) error {
-	c.topicsMu.Lock()
-	defer c.topicsMu.Unlock()
-	t := c.topics[name]
-	if t == nil {
-		return kerr.UnknownTopicOrPartition
-	}
-	have := int32(len(t.partitions))
-	switch {
-	case count == have:
-		return errorf(kerr.InvalidPartitions, "Topic already has %d partition(s).", have)
-	case count < have:
-		return errorf(kerr.InvalidPartitions, "The topic %s currently has %d partition(s); %d would not be an increase.", name, have, count)
-	}
-	additional := count - have
-	if err := checkBatchSize(additional); err != nil {
-		return err
-	}
-	rf := len(t.partitions[0].State().Replicas)
-	if assignments != nil {
-		if len(assignments) != int(additional) {
-			return errorf(kerr.InvalidReplicaAssignment, "Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", additional, len(assignments))
-		}
-		for i, r := range assignments {
-			if err := c.validateManualAssignment(have+int32(i), r, rf); err != nil {
-				return err
-			}
-		}
-	} else {
-		assignments = c.placeReplicas(int(t.partitions[0].State().Replicas[0]), int(have), additional, int16(rf))
-	}
-	if !validateOnly {
-		cloned := make([][]int32, len(assignments))
-		for i, r := range assignments {
-			cloned[i] = slices.Clone(r)
-		}
-		c.addPartitionsLocked(t, cloned)
-	}
-	return nil
 }
 
 func failedCreatePartitions(r *kmsg.CreatePartitionsRequest, code int16) kmsg.Response {

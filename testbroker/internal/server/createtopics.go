@@ -5,6 +5,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
+	"github.com/kshare/kshare/testbroker/internal/metadata"
 )
 
 func init() {
@@ -30,7 +33,7 @@ func (b *Broker) handleCreateTopics(_ *conn, req *kmsg.CreateTopicsRequest) kmsg
 		if count[rt.Topic] > 1 {
 			continue
 		}
-		t, err := c.createTopicFrom(creationFromRequest(&rt, req.ValidateOnly))
+		t, err := c.meta.Create(creationFromRequest(&rt, req.ValidateOnly))
 		if err == nil {
 			resp.Topics = append(resp.Topics, c.createdTopicResult(t))
 			continue
@@ -41,7 +44,7 @@ func (b *Broker) handleCreateTopics(_ *conn, req *kmsg.CreateTopicsRequest) kmsg
 	for _, rt := range req.Topics {
 		if count[rt.Topic] > 1 && !slices.Contains(dups, rt.Topic) {
 			dups = append(dups, rt.Topic)
-			resp.Topics = append(resp.Topics, createTopicsError(rt.Topic, errorf(kerr.InvalidRequest, "Duplicate topic name.")))
+			resp.Topics = append(resp.Topics, createTopicsError(rt.Topic, kafkaerr.New(kerr.InvalidRequest, "Duplicate topic name.")))
 		}
 	}
 	return resp
@@ -49,23 +52,23 @@ func (b *Broker) handleCreateTopics(_ *conn, req *kmsg.CreateTopicsRequest) kmsg
 
 // creationFromRequest turns one CreateTopics entry into a topicCreation. A config with a null
 // value is kept as an error, reported as Kafka reports it once the name checks pass.
-func creationFromRequest(rt *kmsg.CreateTopicsRequestTopic, validateOnly bool) topicCreation {
-	tc := topicCreation{
-		name:              rt.Topic,
-		partitions:        rt.NumPartitions,
-		replicationFactor: rt.ReplicationFactor,
-		configs:           make(map[string]string, len(rt.Configs)),
-		validateOnly:      validateOnly,
+func creationFromRequest(rt *kmsg.CreateTopicsRequestTopic, validateOnly bool) metadata.Creation {
+	tc := metadata.Creation{
+		Name:              rt.Topic,
+		Partitions:        rt.NumPartitions,
+		ReplicationFactor: rt.ReplicationFactor,
+		Configs:           make(map[string]string, len(rt.Configs)),
+		ValidateOnly:      validateOnly,
 	}
 	for _, a := range rt.ReplicaAssignment {
-		tc.assignments = append(tc.assignments, manualAssignment{partition: a.Partition, replicas: a.Replicas})
+		tc.Assignments = append(tc.Assignments, metadata.ManualAssignment{Partition: a.Partition, Replicas: a.Replicas})
 	}
 	for _, cfg := range rt.Configs {
 		if cfg.Value == nil {
-			tc.nullConfigs = append(tc.nullConfigs, cfg.Name)
+			tc.NullConfigs = append(tc.NullConfigs, cfg.Name)
 			continue
 		}
-		tc.configs[cfg.Name] = *cfg.Value
+		tc.Configs[cfg.Name] = *cfg.Value
 	}
 	return tc
 }
@@ -81,12 +84,12 @@ func createTopicsError(name string, err error) kmsg.CreateTopicsResponseTopic {
 }
 
 // createdTopicResult is the result of a topic created or validated: its id, shape and configs.
-func (c *Cluster) createdTopicResult(t *Topic) kmsg.CreateTopicsResponseTopic {
+func (c *Cluster) createdTopicResult(t *metadata.Topic) kmsg.CreateTopicsResponseTopic {
 	rt := kmsg.NewCreateTopicsResponseTopic()
 	rt.Topic = t.Name
 	rt.TopicID = t.ID
-	rt.NumPartitions, rt.ReplicationFactor = c.topicShapeOf(t)
-	for _, e := range c.configs.TopicEntries(c.topicConfigs(t), -1, false) {
+	rt.NumPartitions, rt.ReplicationFactor = c.meta.ShapeOf(t)
+	for _, e := range c.configs.TopicEntries(c.meta.TopicConfigs(t), -1, false) {
 		rc := kmsg.NewCreateTopicsResponseTopicConfig()
 		rc.Name = e.Name
 		rc.Value = e.Value

@@ -3,6 +3,8 @@ package server
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/metadata"
 )
 
 func init() {
@@ -44,7 +46,7 @@ func (b *Broker) handleDeleteRecords(_ *conn, req *kmsg.DeleteRecordsRequest) km
 	answered := make(map[key]bool, len(offsets))
 	for _, rt := range req.Topics {
 		st := kmsg.DeleteRecordsResponseTopic{Topic: rt.Topic}
-		t := c.topic(rt.Topic)
+		t := c.meta.Topic(rt.Topic)
 		for _, rp := range rt.Partitions {
 			k := key{rt.Topic, rp.Partition}
 			if answered[k] {
@@ -67,8 +69,8 @@ func (b *Broker) handleDeleteRecords(_ *conn, req *kmsg.DeleteRecordsRequest) km
 }
 
 // deleteRecords moves one partition's log start offset and returns the low watermark.
-func (b *Broker) deleteRecords(t *Topic, name string, index int32, offset int64) (int64, *kerr.Error) {
-	p := b.c.partition(t, index)
+func (b *Broker) deleteRecords(t *metadata.Topic, name string, index int32, offset int64) (int64, *kerr.Error) {
+	p := b.c.meta.Partition(t, index)
 	switch {
 	case p == nil:
 		return -1, kerr.UnknownTopicOrPartition
@@ -79,7 +81,7 @@ func (b *Broker) deleteRecords(t *Topic, name string, index int32, offset int64)
 	if err := b.leaderError(st, -1); err != nil {
 		return -1, err
 	}
-	if !b.c.configs.LogPolicy(b.c.topicConfigs(t)).Delete {
+	if !b.c.configs.LogPolicy(b.c.meta.TopicConfigs(t)).Delete {
 		return -1, kerr.PolicyViolation
 	}
 	low, err := p.DeleteRecords(st, offset)

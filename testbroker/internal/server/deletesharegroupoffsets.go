@@ -44,7 +44,7 @@ func (b *Broker) handleDeleteShareGroupOffsets(_ *conn, req *kmsg.DeleteShareGro
 		for _, rt := range req.Topics {
 			out := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
 			out.Topic = rt.Topic
-			t := c.topic(rt.Topic)
+			t := c.meta.Topic(rt.Topic)
 			switch {
 			case t == nil:
 				out.ErrorCode, out.ErrorMessage = kerr.UnknownTopicOrPartition.Code, &kerr.UnknownTopicOrPartition.Description

@@ -3,6 +3,8 @@ package server
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 func init() {
@@ -43,7 +45,7 @@ func (b *Broker) handleDeleteTopics(_ *conn, req *kmsg.DeleteTopicsRequest) kmsg
 	if !c.configs.Snapshot().DeleteTopicEnable {
 		err := error(kerr.TopicDeletionDisabled)
 		if req.Version < 3 {
-			err = errorf(kerr.InvalidRequest, "Topic deletion is disabled.")
+			err = kafkaerr.New(kerr.InvalidRequest, "Topic deletion is disabled.")
 		}
 		for _, e := range entries {
 			add(e.name, e.id, err)
@@ -63,31 +65,31 @@ func (b *Broker) handleDeleteTopics(_ *conn, req *kmsg.DeleteTopicsRequest) kmsg
 	for _, e := range entries {
 		switch {
 		case e.name == nil && e.id == ([16]byte{}):
-			add(nil, e.id, errorf(kerr.InvalidRequest, "Neither topic name nor id were specified."))
+			add(nil, e.id, kafkaerr.New(kerr.InvalidRequest, "Neither topic name nor id were specified."))
 		case e.name != nil && e.id != ([16]byte{}):
-			add(e.name, e.id, errorf(kerr.InvalidRequest, "You may not specify both topic name and topic id."))
+			add(e.name, e.id, kafkaerr.New(kerr.InvalidRequest, "You may not specify both topic name and topic id."))
 		case e.name != nil && names[*e.name] > 1:
 			if !reported[*e.name] {
 				reported[*e.name] = true
-				add(e.name, [16]byte{}, errorf(kerr.InvalidRequest, "Duplicate topic name."))
+				add(e.name, [16]byte{}, kafkaerr.New(kerr.InvalidRequest, "Duplicate topic name."))
 			}
 		case e.name == nil && ids[e.id] > 1:
 			if !reported[e.id] {
 				reported[e.id] = true
-				add(nil, e.id, errorf(kerr.InvalidRequest, "Duplicate topic id."))
+				add(nil, e.id, kafkaerr.New(kerr.InvalidRequest, "Duplicate topic id."))
 			}
 		case e.name != nil:
-			t, err := c.deleteTopic(*e.name)
+			t, err := c.meta.Delete(*e.name)
 			if err != nil {
-				add(e.name, [16]byte{}, errorf(kerr.UnknownTopicOrPartition, "%s", kerr.UnknownTopicOrPartition.Description))
+				add(e.name, [16]byte{}, kafkaerr.New(kerr.UnknownTopicOrPartition, "%s", kerr.UnknownTopicOrPartition.Description))
 				continue
 			}
 			c.topicDeleted(t)
 			add(e.name, t.ID, nil)
 		default:
-			t := c.deleteTopicByID(e.id)
+			t := c.meta.DeleteByID(e.id)
 			if t == nil {
-				add(nil, e.id, errorf(kerr.UnknownTopicID, "%s", kerr.UnknownTopicID.Description))
+				add(nil, e.id, kafkaerr.New(kerr.UnknownTopicID, "%s", kerr.UnknownTopicID.Description))
 				continue
 			}
 			c.topicDeleted(t)

@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/testbroker/internal/config"
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
+	"github.com/kshare/kshare/testbroker/internal/metadata"
 )
 
 func init() {
@@ -54,48 +56,48 @@ func (b *Broker) describeResource(typ kmsg.ConfigResourceType, name string, syno
 	c := b.c
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
-		if err := validateTopicName(name); err != nil {
+		if err := metadata.ValidateTopicName(name); err != nil {
 			return nil, err
 		}
-		t := c.topic(name)
+		t := c.meta.Topic(name)
 		if t == nil {
 			return nil, kerr.UnknownTopicOrPartition
 		}
-		return c.configs.TopicEntries(c.topicConfigs(t), b.id, synonyms), nil
+		return c.configs.TopicEntries(c.meta.TopicConfigs(t), b.id, synonyms), nil
 	case kmsg.ConfigResourceTypeBroker:
 		if name == "" {
 			return c.configs.BrokerEntries(-1, synonyms), nil
 		}
 		id, err := strconv.ParseInt(name, 10, 32)
 		if err != nil {
-			return nil, errorf(kerr.InvalidRequest, "Broker id must be an integer, but it is: %s", name)
+			return nil, kafkaerr.New(kerr.InvalidRequest, "Broker id must be an integer, but it is: %s", name)
 		}
 		if int32(id) != b.id {
-			return nil, errorf(kerr.InvalidRequest, "Unexpected broker id, expected %d or empty string, but received %s", b.id, name)
+			return nil, kafkaerr.New(kerr.InvalidRequest, "Unexpected broker id, expected %d or empty string, but received %s", b.id, name)
 		}
 		return c.configs.BrokerEntries(b.id, synonyms), nil
 	case kmsg.ConfigResourceTypeGroupConfig:
 		if name == "" {
-			return nil, errorf(kerr.InvalidRequest, "Group name must not be empty")
+			return nil, kafkaerr.New(kerr.InvalidRequest, "Group name must not be empty")
 		}
 		return c.configs.GroupEntries(name, synonyms), nil
 	case kmsg.ConfigResourceTypeBrokerLogger:
 		if name == "" {
-			return nil, errorf(kerr.InvalidRequest, "Broker id must not be empty")
+			return nil, kafkaerr.New(kerr.InvalidRequest, "Broker id must not be empty")
 		}
 		if id, err := strconv.ParseInt(name, 10, 32); err != nil {
-			return nil, errorf(kerr.InvalidRequest, "Broker id must be an integer, but it is: %s", name)
+			return nil, kafkaerr.New(kerr.InvalidRequest, "Broker id must be an integer, but it is: %s", name)
 		} else if int32(id) != b.id {
-			return nil, errorf(kerr.InvalidRequest, "Unexpected broker id, expected %d but received %s", b.id, name)
+			return nil, kafkaerr.New(kerr.InvalidRequest, "Unexpected broker id, expected %d but received %s", b.id, name)
 		}
 		return nil, nil
 	case kmsg.ConfigResourceTypeClientMetrics:
 		if name == "" {
-			return nil, errorf(kerr.InvalidRequest, "Client metrics subscription name must not be empty")
+			return nil, kafkaerr.New(kerr.InvalidRequest, "Client metrics subscription name must not be empty")
 		}
 		return nil, nil
 	}
-	return nil, errorf(kerr.InvalidRequest, "Unsupported resource type: %s", typ)
+	return nil, kafkaerr.New(kerr.InvalidRequest, "Unsupported resource type: %s", typ)
 }
 
 func failedDescribeConfigs(r *kmsg.DescribeConfigsRequest, code int16) kmsg.Response {

@@ -18,11 +18,11 @@ func (b *Broker) handleDescribeProducers(_ *conn, req *kmsg.DescribeProducersReq
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	for _, rt := range req.Topics {
-		t := c.topic(rt.Topic)
+		t := c.meta.Topic(rt.Topic)
 		st := kmsg.DescribeProducersResponseTopic{Topic: rt.Topic}
 		for _, idx := range rt.Partitions {
 			sp := kmsg.DescribeProducersResponseTopicPartition{Partition: idx}
-			p := c.partition(t, idx)
+			p := c.meta.Partition(t, idx)
 			if p == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				st.Partitions = append(st.Partitions, sp)

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/metadata"
 	"github.com/kshare/kshare/testbroker/internal/share"
 )
 
@@ -58,7 +59,7 @@ func (c *Cluster) shareOffsets(group string, topics []kmsg.DescribeShareGroupOff
 	for _, rt := range topics {
 		out := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
 		out.Topic = rt.Topic
-		t := c.topic(rt.Topic)
+		t := c.meta.Topic(rt.Topic)
 		for _, idx := range rt.Partitions {
 			rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
 			rp.Partition, rp.StartOffset = idx, -1
@@ -81,7 +82,7 @@ func (c *Cluster) shareOffsets(group string, topics []kmsg.DescribeShareGroupOff
 func (c *Cluster) allShareOffsets(group string) []kmsg.DescribeShareGroupOffsetsResponseGroupTopic {
 	out := []kmsg.DescribeShareGroupOffsetsResponseGroupTopic{}
 	for _, k := range c.shares.GroupPartitions(group) {
-		t := c.topicByID(k.Topic)
+		t := c.meta.TopicByID(k.Topic)
 		if t == nil {
 			continue
 		}
@@ -104,9 +105,9 @@ func (c *Cluster) allShareOffsets(group string) []kmsg.DescribeShareGroupOffsets
 }
 
 // describeSharePartition fills rp from the group's share partition of t's partition idx, if any.
-func (c *Cluster) describeSharePartition(rp *kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition, group string, t *Topic, idx int32) {
+func (c *Cluster) describeSharePartition(rp *kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition, group string, t *metadata.Topic, idx int32) {
 	sp := c.shares.Get(group, share.TopicPartition{Topic: t.ID, Partition: idx})
-	p := c.partition(t, idx)
+	p := c.meta.Partition(t, idx)
 	if sp == nil || p == nil {
 		return
 	}

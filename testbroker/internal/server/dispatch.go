@@ -84,7 +84,7 @@ func (s *scope) group(id string) { s.groups = append(s.groups, id) }
 
 // topicID adds the topic with this id, if the cluster has one.
 func (s *scope) topicID(id [16]byte) {
-	if t := s.c.topicByID(id); t != nil {
+	if t := s.c.meta.TopicByID(id); t != nil {
 		s.topics = append(s.topics, t.Name)
 	}
 }

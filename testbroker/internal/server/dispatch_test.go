@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/metadata"
 )
 
 // errorCodeFields returns the value of every int16 field whose name ends in ErrorCode, anywhere
@@ -282,11 +284,11 @@ func TestFailAcksZeroProduce(t *testing.T) {
 
 func TestScope(t *testing.T) {
 	t.Parallel()
-	c, err := Start(Config{Brokers: 1, ListenAddrs: []string{"127.0.0.1:0"}, Topics: []TopicSpec{{Name: "orders", Partitions: 1}, {Name: "payments", Partitions: 1}}})
+	c, err := Start(Config{Brokers: 1, ListenAddrs: []string{"127.0.0.1:0"}, Topics: []metadata.TopicSpec{{Name: "orders", Partitions: 1}, {Name: "payments", Partitions: 1}}})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
-	orders := c.topic("orders").ID
-	payments := c.topic("payments").ID
+	orders := c.meta.Topic("orders").ID
+	payments := c.meta.Topic("payments").ID
 	unknown := [16]byte{1}
 	name := "orders"
 	group := "workers:eu"

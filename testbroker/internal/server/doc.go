@@ -5,5 +5,6 @@
 // their leaders, the clock, faults) lives on Cluster; each Broker is a node with its own
 // listener and node id. Per-concept state lives in sibling packages: config for configs, share
 // for share partitions, sessions and the delayed share fetch, group for the group coordinator,
-// log for partition logs, fault for injected faults, clock for time.
+// log for partition logs, fault for injected faults, clock for time. Every refusal arrives as a
+// kafkaerr.Error, whose Message is what the response carries in its error message field.
 package server

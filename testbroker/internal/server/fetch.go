@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/testbroker/internal/log"
+	"github.com/kshare/kshare/testbroker/internal/metadata"
 	"github.com/kshare/kshare/testbroker/internal/replica"
 	"github.com/kshare/kshare/testbroker/internal/wire"
 )
@@ -70,14 +71,8 @@ type fetchPart struct {
 // FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH. Failed partitions report -1 for every offset.
 //
 // When the records found add up to less than MinBytes, MaxWaitMillis is positive and no
-// partition failed, the fetch waits (Kafka's DelayedFetch): every append (a transaction marker
-// included) or high watermark move on one of its partitions makes it read again, so a
-// READ_COMMITTED fetch sees the last stable offset move, and it answers as soon as it has
-// MinBytes, or with whatever it has once MaxWaitMillis has passed on the cluster clock. A
-// leader move of one of its partitions (Cluster.MoveLeader) makes it read again too, so that a
-// fetch waiting at the old leader answers NOT_LEADER_OR_FOLLOWER at once. The
-// wait's deadline is its only timer on the clock, stopped when data ends the wait early, so
-// that a test on the manual clock can see the fetch parked. A closing cluster ends the wait.
+// partition failed, the fetch waits for appends, high watermark and leader moves, as
+// replica.Manager.Fetch (Kafka's DelayedFetch) describes, reading again at each.
 //
 // A follower's fetch (ReplicaID, or ReplicaState from v15) reads up to the leader's log end
 // offset, as readAndWait describes. A consumer's fetch from v11 may read from a follower, up
@@ -125,58 +120,40 @@ func (b *Broker) handleFetch(cn *conn, req *kmsg.FetchRequest) kmsg.Response {
 }
 
 // readAndWait reads the parts into their response slots and, when they hold less than the
-// request's MinBytes, waits for more as handleFetch describes. A follower's fetch (from is
-// its broker id, -1 for a consumer) first records the follower's position at each partition
-// (replica.Partition.Fetched) and, with KIP-1166 on, is also answered at once when a
-// partition's watermark is ahead of the one the follower sent (complete).
+// request's MinBytes, waits for more (replica.Manager.Fetch). A follower's fetch (from is its
+// broker id, -1 for a consumer) first records the follower's position at each partition
+// (recordFollower); one whose log diverged is answered at once.
 func (b *Broker) readAndWait(req *kmsg.FetchRequest, parts []fetchPart, from fetcher) {
 	c := b.c
 	maxBytes := min(max(int(req.MaxBytes), 0), maxFetchBytes)
-	minBytes := min(int(req.MinBytes), maxBytes)
-	committed := req.IsolationLevel == 1
-
-	// A follower's fetch also waits on the topology as it was before anything was read, so
-	// that a change made meanwhile (a partition added, a leader moved) is not missed.
-	var topology <-chan struct{}
+	f := &replica.DelayedFetch{
+		Broker:     b.id,
+		Partitions: make([]*replica.Partition, len(parts)),
+		MinBytes:   min(int(req.MinBytes), maxBytes),
+		MaxWait:    time.Duration(req.MaxWaitMillis) * time.Millisecond,
+		Closed:     c.closed,
+		Hangup:     from.hangup,
+		Read: func() (int, bool) {
+			return b.readFetch(parts, maxBytes, req.IsolationLevel == 1, req.Version, from)
+		},
+		HighWatermark: func(i int) int64 { return parts[i].out.HighWatermark },
+	}
+	for i := range parts {
+		f.Partitions[i] = parts[i].p
+	}
 	if from.follower() {
-		topology = c.replicas.Topology()
-	}
-	diverged := from.follower() && b.recordFollower(parts, from)
-	n, failed := b.readFetch(parts, maxBytes, committed, req.Version, from)
-	if req.MaxWaitMillis <= 0 || len(parts) == 0 || n >= minBytes || failed || diverged || from.complete(parts) {
-		return
-	}
-
-	expired := make(chan struct{})
-	timer := c.clock.AfterFunc(time.Duration(req.MaxWaitMillis)*time.Millisecond, func() { close(expired) })
-	w := replica.NewWaiter(len(parts), expired, c.closed, from.hangup, topology)
-	for {
-		// Ask for the wake-ups before reading, so that an append or a leader move between the
-		// read and the wait is not missed.
-		for i := range parts {
-			st := parts[i].p.State()
-			w.Set(i, b.notify(st), st.Moved())
+		f.Topology = c.replicas.Topology()
+		if from.kip1166 {
+			f.SentHighWatermarks = make([]int64, len(parts))
+			for i := range parts {
+				f.SentHighWatermarks[i] = parts[i].req.HighWatermark
+			}
 		}
-		n, failed = b.readFetch(parts, maxBytes, committed, req.Version, from)
-		if n >= minBytes || failed || from.complete(parts) {
-			timer.Stop()
-			return
-		}
-		switch w.Wait() {
-		case replica.WaitExpired:
-			b.readFetch(parts, maxBytes, committed, req.Version, from)
-			return
-		case replica.WaitClosed:
-			timer.Stop()
-			return
-		}
-		if from.follower() && topologyChanged(topology) {
-			// The follower's fetcher has partitions to add or drop: answer, so it asks again.
-			timer.Stop()
-			b.readFetch(parts, maxBytes, committed, req.Version, from)
-			return
+		if b.recordFollower(parts, from) {
+			f.MaxWait = 0
 		}
 	}
+	c.replicas.Fetch(f)
 }
 
 // recordFollower applies a follower's fetch to the leader's view before the read, as Kafka's
@@ -211,15 +188,6 @@ func (b *Broker) recordFollower(parts []fetchPart, from fetcher) bool {
 	return diverged
 }
 
-func topologyChanged(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 // fetcher is who sends a fetch: a consumer (id -1) or a follower broker with its broker epoch,
 // whether the leader applies KIP-1166 to it, and the channel its connection's close closes.
 type fetcher struct {
@@ -230,35 +198,6 @@ type fetcher struct {
 }
 
 func (f fetcher) follower() bool { return f.id >= 0 }
-
-// complete reports whether a follower's fetch is answered at once under KIP-1166: some
-// partition's high watermark is above the one the follower sent (-1: unknown; the default
-// of versions before 18, MaxInt64, is never below). Kafka's KRaft leader applies this rule to
-// its metadata log (KafkaRaftClient.handleFetchRequest); package replica applies it to every
-// partition.
-func (f fetcher) complete(parts []fetchPart) bool {
-	if !f.follower() || !f.kip1166 {
-		return false
-	}
-	for i := range parts {
-		if fp := &parts[i]; fp.out.ErrorCode == 0 && replica.BehindOnHighWatermark(fp.req.HighWatermark, fp.out.HighWatermark) {
-			return true
-		}
-	}
-	return false
-}
-
-// closedChan is a channel that is always ready.
-var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
-
-// notify returns the wake-up of this broker's replica in st, or, when the broker holds none
-// (a reassignment took it away), a closed channel: the next read answers the error.
-func (b *Broker) notify(st *replica.State) <-chan struct{} {
-	if lg := st.Log(b.id); lg != nil {
-		return lg.Notify()
-	}
-	return closedChan
-}
 
 // appendFetchBroker adds the address of node id to brokers unless it is there already.
 func (c *Cluster) appendFetchBroker(brokers []kmsg.FetchResponseBroker, id int32) []kmsg.FetchResponseBroker {
@@ -287,18 +226,18 @@ func (b *Broker) fetchParts(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) ([
 	var unknown []fetchPart
 	for i := range req.Topics {
 		rt := &req.Topics[i]
-		var t *Topic
+		var t *metadata.Topic
 		unknownTopic := kerr.UnknownTopicOrPartition
 		if req.Version >= 13 {
-			t, unknownTopic = c.topicByID(rt.TopicID), kerr.UnknownTopicID
+			t, unknownTopic = c.meta.TopicByID(rt.TopicID), kerr.UnknownTopicID
 		} else {
-			t = c.topic(rt.Topic)
+			t = c.meta.Topic(rt.Topic)
 		}
 		for j := range rt.Partitions {
 			fp := fetchPart{req: &rt.Partitions[j], topic: i}
 			if t == nil {
 				fp.err = unknownTopic
-			} else if fp.p = c.partition(t, fp.req.Partition); fp.p == nil {
+			} else if fp.p = c.meta.Partition(t, fp.req.Partition); fp.p == nil {
 				fp.err = kerr.UnknownTopicOrPartition
 			}
 			if fp.err != nil {

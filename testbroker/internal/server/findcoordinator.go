@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 func init() {
@@ -50,11 +52,11 @@ func (b *Broker) handleFindCoordinator(_ *conn, req *kmsg.FindCoordinatorRequest
 				return -1, kerr.InvalidRequest
 			}
 			if !validShareKey(key) {
-				return -1, errorf(kerr.InvalidRequest, "Invalid key format: %s, should be of the form groupId:topicId:partition", key)
+				return -1, kafkaerr.New(kerr.InvalidRequest, "Invalid key format: %s, should be of the form groupId:topicId:partition", key)
 			}
 			return c.shareCoordinatorFor(key), nil
 		}
-		return -1, errorf(kerr.InvalidRequest, "Unknown coordinator type received: %d", req.CoordinatorType)
+		return -1, kafkaerr.New(kerr.InvalidRequest, "Unknown coordinator type received: %d", req.CoordinatorType)
 	}
 	if req.Version < 4 {
 		node, err := find(req.CoordinatorKey)

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/testbroker/internal/clock"
+	"github.com/kshare/kshare/testbroker/internal/metadata"
 	"github.com/kshare/kshare/testbroker/internal/wire"
 )
 
@@ -101,7 +102,7 @@ func FuzzServeFrame(f *testing.F) {
 		Brokers:     1,
 		ListenAddrs: []string{"127.0.0.1:0"},
 		Clock:       manual,
-		Topics:      []TopicSpec{{Name: "orders", Partitions: 2}},
+		Topics:      []metadata.TopicSpec{{Name: "orders", Partitions: 2}},
 	})
 	if err != nil {
 		f.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/testbroker/internal/config"
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 func init() {
@@ -46,7 +47,7 @@ func (b *Broker) handleIncrementalAlterConfigs(_ *conn, req *kmsg.IncrementalAlt
 	}
 	for i := range req.Resources {
 		r := &req.Resources[i]
-		err := errorf(kerr.InvalidRequest, "Each resource must appear at most once.")
+		err := kafkaerr.New(kerr.InvalidRequest, "Each resource must appear at most once.")
 		if count[resourceKey{r.ResourceType, r.ResourceName}] == 1 {
 			err = b.alterResource(r, req.ValidateOnly)
 		}
@@ -64,7 +65,7 @@ func (b *Broker) alterResource(r *kmsg.IncrementalAlterConfigsRequestResource, v
 	var nulls []string
 	for _, cfg := range r.Configs {
 		if seen[cfg.Name] {
-			return errorf(kerr.InvalidRequest, "Error due to duplicate config keys")
+			return kafkaerr.New(kerr.InvalidRequest, "Error due to duplicate config keys")
 		}
 		seen[cfg.Name] = true
 		if cfg.Op != kmsg.IncrementalAlterConfigOpDelete && cfg.Value == nil {
@@ -72,24 +73,24 @@ func (b *Broker) alterResource(r *kmsg.IncrementalAlterConfigsRequestResource, v
 		}
 	}
 	if len(nulls) > 0 {
-		return errorf(kerr.InvalidRequest, "Null value not supported for : %s", strings.Join(nulls, ", "))
+		return kafkaerr.New(kerr.InvalidRequest, "Null value not supported for : %s", strings.Join(nulls, ", "))
 	}
 	for _, cfg := range r.Configs {
 		if cfg.Op < kmsg.IncrementalAlterConfigOpSet || cfg.Op > kmsg.IncrementalAlterConfigOpSubtract {
-			return errorf(kerr.InvalidRequest, "Unknown operations type %d", cfg.Op)
+			return kafkaerr.New(kerr.InvalidRequest, "Unknown operations type %d", cfg.Op)
 		}
 	}
 	switch r.ResourceType {
 	case kmsg.ConfigResourceTypeBroker:
 		return b.alterBrokerConfigs(r.ResourceName, r.Configs, validateOnly)
 	case kmsg.ConfigResourceTypeTopic:
-		return b.c.alterTopicConfigs(r.ResourceName, r.Configs, validateOnly)
+		return b.c.meta.AlterTopicConfigs(r.ResourceName, r.Configs, validateOnly)
 	case kmsg.ConfigResourceTypeGroupConfig:
 		return b.c.configs.AlterGroup(r.ResourceName, r.Configs, validateOnly)
 	case kmsg.ConfigResourceTypeBrokerLogger, kmsg.ConfigResourceTypeClientMetrics:
-		return errorf(kerr.InvalidRequest, "testbroker does not support altering %s configs", r.ResourceType)
+		return kafkaerr.New(kerr.InvalidRequest, "testbroker does not support altering %s configs", r.ResourceType)
 	}
-	return errorf(kerr.InvalidRequest, "Unknown resource type %d", r.ResourceType)
+	return kafkaerr.New(kerr.InvalidRequest, "Unknown resource type %d", r.ResourceType)
 }
 
 // alterBrokerConfigs changes the dynamic configs of this broker (name "<id>") or of every
@@ -99,47 +100,14 @@ func (b *Broker) alterBrokerConfigs(name string, ops []config.Op, validateOnly b
 	if name != "" {
 		n, err := strconv.ParseInt(name, 10, 32)
 		if err != nil {
-			return errorf(kerr.InvalidRequest, "Node id must be an integer, but it is: %s", name)
+			return kafkaerr.New(kerr.InvalidRequest, "Node id must be an integer, but it is: %s", name)
 		}
 		if int32(n) != b.id {
-			return errorf(kerr.InvalidRequest, "Unexpected broker id, expected %d, but received %s", b.id, name)
+			return kafkaerr.New(kerr.InvalidRequest, "Unexpected broker id, expected %d, but received %s", b.id, name)
 		}
 		id = b.id
 	}
 	return b.c.configs.AlterBroker(id, ops, validateOnly)
-}
-
-// alterTopicConfigs changes a topic's configs as Kafka's controller does: the operations are
-// applied, the result validated, then the topic's existence checked.
-func (c *Cluster) alterTopicConfigs(name string, ops []config.Op, validateOnly bool) error {
-	if name == "" {
-		return errorf(kerr.InvalidRequest, "Default topic resources are not allowed.")
-	}
-	if err := validateTopicName(name); err != nil {
-		return err
-	}
-	c.topicsMu.Lock()
-	defer c.topicsMu.Unlock()
-	t := c.topics[name]
-	var current map[string]string
-	if t != nil {
-		current = t.configs
-	}
-	next, err := config.ApplyTopicOps(current, ops)
-	if err != nil {
-		return err
-	}
-	validated, err := c.configs.ValidateTopic(next)
-	if err != nil {
-		return err
-	}
-	if t == nil {
-		return errorf(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", name)
-	}
-	if !validateOnly {
-		t.configs = validated
-	}
-	return nil
 }
 
 func failedIncrementalAlterConfigs(r *kmsg.IncrementalAlterConfigsRequest, code int16) kmsg.Response {

@@ -1,10 +1,11 @@
 package server
 
 import (
-	"crypto/rand"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // Kafka's internal topics (Topic.INTERNAL_TOPICS).
@@ -34,7 +35,7 @@ func isInternalTopic(name string) bool {
 // errInternalTopicAppend is Produce's answer for a partition of an internal topic
 // (ReplicaManager.appendToLocalLog), which only the broker's own coordinators write.
 func errInternalTopicAppend(topic string) error {
-	return errorf(kerr.InvalidTopicException, "Cannot append to internal topic %s", topic)
+	return kafkaerr.New(kerr.InvalidTopicException, "Cannot append to internal topic %s", topic)
 }
 
 // internalTopicShape returns the partition count, replication factor and configs an internal
@@ -70,7 +71,7 @@ func (c *Cluster) internalTopicShape(name string) (partitions int32, rf int16, c
 // go offline in Metadata while its coordinators move on, where Kafka's would be unavailable.)
 // Internal topics do not count as created topics for the placement of later topics.
 func (c *Cluster) ensureInternalTopic(name string) {
-	if c.topic(name) != nil {
+	if c.meta.Topic(name) != nil {
 		return
 	}
 	n, rf, configs := c.internalTopicShape(name)
@@ -86,19 +87,5 @@ func (c *Cluster) ensureInternalTopic(name string) {
 		}
 	}
 
-	c.topicsMu.Lock()
-	defer c.topicsMu.Unlock()
-	if _, ok := c.topics[name]; ok {
-		return
-	}
-	t := &Topic{Name: name, configs: configs}
-	for {
-		_, _ = rand.Read(t.ID[:])
-		if _, taken := c.topicIDs[t.ID]; !taken && t.ID != ([16]byte{}) {
-			break
-		}
-	}
-	c.addPartitionsLocked(t, replicas)
-	c.topics[name] = t
-	c.topicIDs[t.ID] = t
+	c.meta.CreateInternalTopic(name, replicas, configs)
 }

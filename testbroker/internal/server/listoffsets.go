@@ -5,6 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/testbroker/internal/log"
+	"github.com/kshare/kshare/testbroker/internal/metadata"
 )
 
 func init() {
@@ -80,7 +81,7 @@ func (b *Broker) handleListOffsets(_ *conn, req *kmsg.ListOffsetsRequest) kmsg.R
 	for i := range req.Topics {
 		rt, st := &req.Topics[i], &resp.Topics[i]
 		st.Topic = rt.Topic
-		t := c.topic(rt.Topic)
+		t := c.meta.Topic(rt.Topic)
 		st.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, 0, len(rt.Partitions))
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
@@ -138,14 +139,14 @@ func duplicatePartitions(req *kmsg.ListOffsetsRequest) map[listOffsetsKey]bool {
 
 // listOffset answers one partition of a ListOffsets request into sp, which has Kafka's
 // defaults (offset, timestamp and leader epoch -1).
-func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, t *Topic, rp *kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) {
+func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, t *metadata.Topic, rp *kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) {
 	if rp.Timestamp < 0 {
 		if v := minVersionForTimestamp(rp.Timestamp); v < 0 || req.Version < v {
 			sp.ErrorCode = kerr.UnsupportedVersion.Code
 			return
 		}
 	}
-	p := b.c.partition(t, rp.Partition)
+	p := b.c.meta.Partition(t, rp.Partition)
 	if p == nil {
 		sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		return

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/metadata"
 )
 
 func init() {
@@ -34,7 +36,7 @@ func (b *Broker) handleMetadata(_ *conn, req *kmsg.MetadataRequest) kmsg.Respons
 	// v0 sends an empty list for "all topics"; v1+ sends null for all and empty for none.
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
-		for _, t := range c.sortedTopics() {
+		for _, t := range c.meta.SortedTopics() {
 			resp.Topics = append(resp.Topics, c.metadataTopic(t))
 		}
 		return resp
@@ -42,21 +44,21 @@ func (b *Broker) handleMetadata(_ *conn, req *kmsg.MetadataRequest) kmsg.Respons
 	cfg := c.configs.Snapshot()
 	autoCreate := (req.Version < 4 || req.AllowAutoTopicCreation) && cfg.AutoCreateTopics
 	for _, rt := range req.Topics {
-		var t *Topic
+		var t *metadata.Topic
 		switch {
 		case rt.Topic != nil && *rt.Topic != "":
-			t = c.topic(*rt.Topic)
+			t = c.meta.Topic(*rt.Topic)
 			if t == nil && autoCreate && isInternalTopic(*rt.Topic) {
 				c.ensureInternalTopic(*rt.Topic)
-				t = c.topic(*rt.Topic)
+				t = c.meta.Topic(*rt.Topic)
 			}
 			if t == nil && autoCreate {
-				created, err := c.createTopic(TopicSpec{Name: *rt.Topic, Partitions: cfg.NumPartitions, ReplicationFactor: cfg.DefaultReplicationFactor})
+				created, err := c.meta.CreateTopic(metadata.TopicSpec{Name: *rt.Topic, Partitions: cfg.NumPartitions, ReplicationFactor: cfg.DefaultReplicationFactor})
 				switch {
 				case err == nil:
 					t = created
 				case errors.Is(err, kerr.TopicAlreadyExists):
-					t = c.topic(*rt.Topic)
+					t = c.meta.Topic(*rt.Topic)
 				default:
 					resp.Topics = append(resp.Topics, kmsg.MetadataResponseTopic{Topic: rt.Topic, ErrorCode: codeOf(err)})
 					continue
@@ -67,7 +69,7 @@ func (b *Broker) handleMetadata(_ *conn, req *kmsg.MetadataRequest) kmsg.Respons
 				continue
 			}
 		default:
-			t = c.topicByID(rt.TopicID)
+			t = c.meta.TopicByID(rt.TopicID)
 			if t == nil {
 				resp.Topics = append(resp.Topics, kmsg.MetadataResponseTopic{TopicID: rt.TopicID, ErrorCode: kerr.UnknownTopicID.Code})
 				continue
@@ -93,10 +95,10 @@ func (c *Cluster) metadataBrokers() []kmsg.MetadataResponseBroker {
 // metadataTopic describes a topic's partitions as Kafka's metadata cache does: the replicas,
 // the ISR, the replicas on stopped brokers as offline, and LEADER_NOT_AVAILABLE with leader -1
 // for a partition no running ISR member can lead.
-func (c *Cluster) metadataTopic(t *Topic) kmsg.MetadataResponseTopic {
+func (c *Cluster) metadataTopic(t *metadata.Topic) kmsg.MetadataResponseTopic {
 	name := t.Name
 	mt := kmsg.MetadataResponseTopic{Topic: &name, TopicID: t.ID, IsInternal: isInternalTopic(name), AuthorizedOperations: -2147483648}
-	for _, p := range c.partitions(t) {
+	for _, p := range c.meta.Partitions(t) {
 		st := p.State()
 		mp := kmsg.MetadataResponseTopicPartition{
 			Partition:   p.Index,

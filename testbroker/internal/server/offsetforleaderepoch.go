@@ -3,6 +3,8 @@ package server
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/metadata"
 )
 
 func init() {
@@ -30,7 +32,7 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ *conn, req *kmsg.OffsetForLeaderEp
 	for i := range req.Topics {
 		rt, st := &req.Topics[i], &resp.Topics[i]
 		st.Topic = rt.Topic
-		t := b.c.topic(rt.Topic)
+		t := b.c.meta.Topic(rt.Topic)
 		st.Partitions = make([]kmsg.OffsetForLeaderEpochResponseTopicPartition, len(rt.Partitions))
 		for j := range rt.Partitions {
 			rp, sp := &rt.Partitions[j], &st.Partitions[j]
@@ -44,8 +46,8 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ *conn, req *kmsg.OffsetForLeaderEp
 
 // endOffsetForEpoch answers one partition into sp, which has Kafka's defaults (leader epoch
 // and end offset -1).
-func (b *Broker) endOffsetForEpoch(t *Topic, rp *kmsg.OffsetForLeaderEpochRequestTopicPartition, sp *kmsg.OffsetForLeaderEpochResponseTopicPartition) {
-	p := b.c.partition(t, rp.Partition)
+func (b *Broker) endOffsetForEpoch(t *metadata.Topic, rp *kmsg.OffsetForLeaderEpochRequestTopicPartition, sp *kmsg.OffsetForLeaderEpochResponseTopicPartition) {
+	p := b.c.meta.Partition(t, rp.Partition)
 	if p == nil {
 		sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		return

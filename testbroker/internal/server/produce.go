@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/testbroker/internal/log"
+	"github.com/kshare/kshare/testbroker/internal/metadata"
 	"github.com/kshare/kshare/testbroker/internal/replica"
 )
 
@@ -56,12 +57,12 @@ func (b *Broker) handleProduce(cn *conn, req *kmsg.ProduceRequest) kmsg.Response
 	for i := range req.Topics {
 		rt, st := &req.Topics[i], &resp.Topics[i]
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		var t *Topic
+		var t *metadata.Topic
 		unknownTopic := kerr.UnknownTopicOrPartition
 		if req.Version >= 13 {
-			t, unknownTopic = c.topicByID(rt.TopicID), kerr.UnknownTopicID
+			t, unknownTopic = c.meta.TopicByID(rt.TopicID), kerr.UnknownTopicID
 		} else {
-			t = c.topic(rt.Topic)
+			t = c.meta.Topic(rt.Topic)
 		}
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		for j := range rt.Partitions {
@@ -73,7 +74,7 @@ func (b *Broker) handleProduce(cn *conn, req *kmsg.ProduceRequest) kmsg.Response
 			var st *replica.State
 			var err error
 			if t != nil {
-				if p = c.partition(t, rp.Partition); p != nil {
+				if p = c.meta.Partition(t, rp.Partition); p != nil {
 					st = p.State()
 				}
 			}
@@ -105,7 +106,7 @@ func (b *Broker) handleProduce(cn *conn, req *kmsg.ProduceRequest) kmsg.Response
 				}
 				minISR := 0 // only acks=all reads min.insync.replicas: no config lookup for the others
 				if req.Acks == -1 {
-					minISR = c.configs.MinInSyncReplicas(c.topicConfigs(t))
+					minISR = c.configs.MinInSyncReplicas(c.meta.TopicConfigs(t))
 				}
 				var end int64
 				if end, err = b.appendProduced(p, st, rp.Records, now, req.Acks, minISR, sp); err == nil && req.Acks == -1 {

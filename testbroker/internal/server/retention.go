@@ -21,13 +21,13 @@ func (c *Cluster) startRetention() clock.Timer {
 // everything.
 func (c *Cluster) applyRetention() {
 	now := c.clock.Now()
-	for _, t := range c.sortedTopics() {
-		policy := c.configs.LogPolicy(c.topicConfigs(t))
+	for _, t := range c.meta.SortedTopics() {
+		policy := c.configs.LogPolicy(c.meta.TopicConfigs(t))
 		if !policy.Delete || policy.RetentionMs < 0 && policy.RetentionBytes < 0 {
 			continue
 		}
 		r := log.Retention{Ms: policy.RetentionMs, Bytes: policy.RetentionBytes}
-		for _, p := range c.partitions(t) {
+		for _, p := range c.meta.Partitions(t) {
 			st := p.State()
 			for _, broker := range st.Replicas {
 				if lg := st.Log(broker); lg != nil && c.replicas.Alive(broker) {

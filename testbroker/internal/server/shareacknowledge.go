@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 	"github.com/kshare/kshare/testbroker/internal/share"
 )
 
@@ -22,10 +23,10 @@ const (
 // KafkaApis does first: a null group id, then an invalid member id, is INVALID_REQUEST.
 func shareIDsError(group, member *string) error {
 	if group == nil {
-		return errorf(kerr.InvalidRequest, msgInvalidShareGroupID)
+		return kafkaerr.New(kerr.InvalidRequest, msgInvalidShareGroupID)
 	}
 	if !validShareMemberID(member) {
-		return errorf(kerr.InvalidRequest, msgInvalidShareMemberID)
+		return kafkaerr.New(kerr.InvalidRequest, msgInvalidShareMemberID)
 	}
 	return nil
 }
@@ -140,7 +141,7 @@ func (b *Broker) handleShareAcknowledge(_ *conn, req *kmsg.ShareAcknowledgeReque
 		rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
 		rp.Partition, rp.ErrorCode, rp.ErrorMessage = o.Partition, o.Code, o.Message
 		if o.Code == kerr.NotLeaderForPartition.Code {
-			if p := c.partition(c.topicByID(o.Topic), o.Partition); p != nil {
+			if p := c.meta.Partition(c.meta.TopicByID(o.Topic), o.Partition); p != nil {
 				st := p.State()
 				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = st.Leader, st.LeaderEpoch
 				c.appendShareAckNodeEndpoint(resp, st.Leader)

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 	"github.com/kshare/kshare/testbroker/internal/share"
 	"github.com/kshare/kshare/testbroker/internal/wire"
 )
@@ -70,7 +71,7 @@ func (b *Broker) handleShareFetch(cn *conn, req *kmsg.ShareFetchRequest) kmsg.Re
 	renew := req.Version >= 2 && req.IsRenewAck
 	if renew {
 		if msg := renewLimitsMessage(req); msg != "" {
-			return fail(errorf(kerr.InvalidRequest, "%s", msg))
+			return fail(kafkaerr.New(kerr.InvalidRequest, "%s", msg))
 		}
 	}
 	group, member := *req.GroupID, *req.MemberID
@@ -97,7 +98,7 @@ func (b *Broker) handleShareFetch(cn *conn, req *kmsg.ShareFetchRequest) kmsg.Re
 
 	fetching := !renew && !f.Final
 	if fetching && req.Version >= 2 && req.ShareAcquireMode != 0 && req.ShareAcquireMode != 1 {
-		return fail(errorf(kerr.UnknownServerError, "Unknown share acquire mode id: %d", req.ShareAcquireMode))
+		return fail(kafkaerr.New(kerr.UnknownServerError, "Unknown share acquire mode id: %d", req.ShareAcquireMode))
 	}
 	// The fetch reads nothing when asked for nothing (SharePartitionManager.processShareFetch).
 	polled := fetching && req.MaxRecords > 0 && req.MaxBytes > 0

@@ -34,15 +34,15 @@ func (c *Cluster) newGroupCoordinator() *group.Coordinator {
 type coordinatorTopics struct{ c *Cluster }
 
 func (t coordinatorTopics) TopicByName(name string) (group.TopicMeta, bool) {
-	tp := t.c.topic(name)
+	tp := t.c.meta.Topic(name)
 	if tp == nil {
 		return group.TopicMeta{}, false
 	}
-	return group.TopicMeta{Name: tp.Name, ID: tp.ID, Partitions: int32(len(t.c.partitions(tp)))}, true
+	return group.TopicMeta{Name: tp.Name, ID: tp.ID, Partitions: int32(len(t.c.meta.Partitions(tp)))}, true
 }
 
 func (t coordinatorTopics) TopicName(id [16]byte) (string, bool) {
-	tp := t.c.topicByID(id)
+	tp := t.c.meta.TopicByID(id)
 	if tp == nil {
 		return "", false
 	}

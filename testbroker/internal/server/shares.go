@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kshare/kshare/testbroker/internal/group"
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 	"github.com/kshare/kshare/testbroker/internal/share"
 )
 
@@ -26,10 +28,10 @@ func (c *Cluster) newShareManager() *share.Manager {
 // shareMetadata shows the cluster's topics to the share partition manager.
 type shareMetadata struct{ c *Cluster }
 
-func (m shareMetadata) TopicExists(id [16]byte) bool { return m.c.topicByID(id) != nil }
+func (m shareMetadata) TopicExists(id [16]byte) bool { return m.c.meta.TopicByID(id) != nil }
 
 func (m shareMetadata) Placement(tp share.TopicPartition) (share.Placement, bool) {
-	p := m.c.partition(m.c.topicByID(tp.Topic), tp.Partition)
+	p := m.c.meta.Partition(m.c.meta.TopicByID(tp.Topic), tp.Partition)
 	if p == nil {
 		return share.Placement{}, false
 	}
@@ -52,7 +54,7 @@ func (c *Cluster) shareLockDurationMs(group string) int32 {
 // SharePartitionState returns group's share partition of a topic partition, for inspection; ok is
 // false when the topic does not exist or no ShareFetch of the group has reached the partition.
 func (c *Cluster) SharePartitionState(group, topic string, partition int32) (*share.Partition, bool) {
-	t := c.topic(topic)
+	t := c.meta.Topic(topic)
 	if t == nil {
 		return nil, false
 	}
@@ -60,42 +62,39 @@ func (c *Cluster) SharePartitionState(group, topic string, partition int32) (*sh
 	return sp, sp != nil
 }
 
-// ShareSessionState is a snapshot of one share session, for inspection.
-type ShareSessionState struct {
-	Group, Member string
-	// Epoch is the epoch the member's next ShareFetch or ShareAcknowledge must carry.
-	Epoch      int32
-	Partitions []TopicPartitionIndexes
-}
-
-// TopicPartitionIndexes are partitions of one topic; Topic is empty for an unknown topic id.
-type TopicPartitionIndexes struct {
-	TopicID    [16]byte
-	Topic      string
-	Partitions []int32
+// ShareSessionInfo is one share session of a broker.
+type ShareSessionInfo struct {
+	Group  string
+	Member string
+	// Epoch is the share session epoch the member's next ShareFetch or ShareAcknowledge must
+	// carry.
+	Epoch int32
+	// Partitions are the partitions the session fetches, by topic; Topic is empty for a topic
+	// id that was unknown or whose topic was deleted.
+	Partitions []group.TopicPartitions
 }
 
 // ShareSessions returns the share sessions of a broker, sorted by group then member; nil for an
 // unknown broker.
-func (c *Cluster) ShareSessions(broker int32) []ShareSessionState {
+func (c *Cluster) ShareSessions(broker int32) []ShareSessionInfo {
 	ss := c.shares.Sessions(broker)
 	if ss == nil {
 		return nil
 	}
-	var out []ShareSessionState
+	out := []ShareSessionInfo{}
 	for _, info := range ss.Snapshot() {
-		st := ShareSessionState{Group: info.Group, Member: info.Member, Epoch: info.Epoch}
+		st := ShareSessionInfo{Group: info.Group, Member: info.Member, Epoch: info.Epoch}
 		for _, tp := range info.Partitions {
-			i := slices.IndexFunc(st.Partitions, func(tpi TopicPartitionIndexes) bool { return tpi.TopicID == tp.Topic })
+			i := slices.IndexFunc(st.Partitions, func(tpi group.TopicPartitions) bool { return tpi.TopicID == tp.Topic })
 			if i < 0 {
-				st.Partitions = append(st.Partitions, TopicPartitionIndexes{TopicID: tp.Topic})
+				st.Partitions = append(st.Partitions, group.TopicPartitions{TopicID: tp.Topic})
 				i = len(st.Partitions) - 1
 			}
 			st.Partitions[i].Partitions = append(st.Partitions[i].Partitions, tp.Partition)
 		}
 		for j := range st.Partitions {
 			tpi := &st.Partitions[j]
-			if t := c.topicByID(tpi.TopicID); t != nil {
+			if t := c.meta.TopicByID(tpi.TopicID); t != nil {
 				tpi.Topic = t.Name
 			}
 			slices.Sort(tpi.Partitions)
@@ -112,9 +111,9 @@ func (c *Cluster) ShareSessions(broker int32) []ShareSessionState {
 func shareOffsetsGroupCheck(b *Broker, id string) error {
 	switch {
 	case id == "":
-		return errorf(kerr.InvalidGroupID, "The configured groupId is invalid.")
+		return kafkaerr.New(kerr.InvalidGroupID, "The configured groupId is invalid.")
 	case b.c.coordinatorFor(id) != b.id:
-		return errorf(kerr.NotCoordinator, "%s", kerr.NotCoordinator.Description)
+		return kafkaerr.New(kerr.NotCoordinator, "%s", kerr.NotCoordinator.Description)
 	}
 	return nil
 }

@@ -13,8 +13,8 @@ import (
 // UNKNOWN_TOPIC_OR_PARTITION, a partition without a leader NOT_LEADER_OR_FOLLOWER. It returns
 // the marker's offset; the marker is replicated as any batch is, and does not wait for it.
 func (c *Cluster) WriteTxnMarker(topic string, partition int32, producerID int64, producerEpoch int16, commit bool, coordinatorEpoch int32, transactionVersion int16) (int64, error) {
-	t := c.topic(topic)
-	p := c.partition(t, partition)
+	t := c.meta.Topic(topic)
+	p := c.meta.Partition(t, partition)
 	if p == nil {
 		return -1, kerr.UnknownTopicOrPartition
 	}
@@ -22,6 +22,6 @@ func (c *Cluster) WriteTxnMarker(topic string, partition int32, producerID int64
 	if st.LeaderLog() == nil {
 		return -1, kerr.NotLeaderForPartition
 	}
-	minISR := c.configs.MinInSyncReplicas(c.topicConfigs(t))
+	minISR := c.configs.MinInSyncReplicas(c.meta.TopicConfigs(t))
 	return p.AppendTxnMarkerAsLeader(st, producerID, producerEpoch, commit, coordinatorEpoch, transactionVersion, minISR)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 	"github.com/kshare/kshare/testbroker/internal/log"
 	"github.com/kshare/kshare/testbroker/internal/txn"
 )
@@ -57,9 +58,9 @@ func txnVerifyError(err error, abortableSupported bool) error {
 	case errors.Is(err, kerr.TransactionAbortable) && abortableSupported:
 		return err
 	case errors.Is(err, kerr.TransactionAbortable), errors.Is(err, kerr.InvalidTxnState):
-		return errorf(kerr.InvalidTxnState, "Partition was not added to the transaction")
+		return kafkaerr.New(kerr.InvalidTxnState, "Partition was not added to the transaction")
 	case errors.Is(err, kerr.ConcurrentTransactions):
-		return errorf(kerr.NotEnoughReplicas, "Unable to verify the partition has been added to the transaction. Underlying error: CONCURRENT_TRANSACTIONS")
+		return kafkaerr.New(kerr.NotEnoughReplicas, "Unable to verify the partition has been added to the transaction. Underlying error: CONCURRENT_TRANSACTIONS")
 	}
 	return err
 }

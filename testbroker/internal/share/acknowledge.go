@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // AckBatch is one AcknowledgementBatch of a ShareFetch or ShareAcknowledge request: the offsets
@@ -25,7 +27,7 @@ const (
 // ackStates maps the types other than RENEW to the state they lead to.
 var ackStates = [...]RecordState{ackGap: Archived, ackAccept: Acknowledged, ackRelease: Available, ackReject: Archived}
 
-var errInvalidBatches = &Error{Code: kerr.InvalidRequest}
+var errInvalidBatches = kafkaerr.Code(kerr.InvalidRequest)
 
 // ValidateBatches checks one partition's acknowledgement batches before anything is applied,
 // as Kafka's KafkaApis.validateAcknowledgementBatches does, and fails with INVALID_REQUEST and
@@ -53,7 +55,7 @@ func ValidateBatches(batches []AckBatch, maxType int8, isRenewAck bool) error {
 
 // Acknowledge applies one partition's acknowledgement batches for member, all or nothing: if
 // any batch is refused, nothing changes (no state, no lock) and the first refusal is returned
-// as an *Error. It follows Kafka's SharePartition.acknowledge, batch by batch:
+// as a *kafkaerr.Error. It follows Kafka's SharePartition.acknowledge, batch by batch:
 //
 //   - A batch wholly below the SPSO is skipped: its records are already terminal.
 //   - A batch whose first offset has no tracked record at or before it fails with

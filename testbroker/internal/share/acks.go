@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // AckPartition is one partition's acknowledgement batches of a ShareFetch or ShareAcknowledge.
@@ -70,7 +72,7 @@ func (m *Manager) Acknowledge(broker int32, group, member string, parts []AckPar
 		}
 		if err := sp.Acknowledge(member, ap.Batches); err != nil {
 			o.Code = kerrOf(err).Code
-			var se *Error
+			var se *kafkaerr.Error
 			if errors.As(err, &se) && se.Message != "" {
 				o.Message = &se.Message
 			}

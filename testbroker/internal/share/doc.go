@@ -58,6 +58,6 @@
 //
 // # Errors
 //
-// Acknowledge refuses with an *Error carrying Kafka's error code and Kafka's exact message
+// Acknowledge refuses with a *kafkaerr.Error carrying Kafka's error code and Kafka's exact message
 // (INVALID_RECORD_STATE or INVALID_REQUEST), and then changes nothing for the whole request.
 package share

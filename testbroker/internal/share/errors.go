@@ -5,26 +5,9 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
-
-// Error is a refused acknowledgement: the Kafka error code to answer with, and the message
-// Kafka sends with it (empty when Kafka sends none). errors.Is(err, kerr.InvalidRecordState)
-// holds through it; the server copies Message into the response's error message field.
-type Error struct {
-	Code    *kerr.Error
-	Message string
-}
-
-// Error returns the code's name and description, then the message.
-func (e *Error) Error() string {
-	if e.Message == "" {
-		return e.Code.Error()
-	}
-	return e.Code.Error() + ": " + e.Message
-}
-
-// Unwrap returns the Kafka error code.
-func (e *Error) Unwrap() error { return e.Code }
 
 // Kafka's messages (SharePartition.acknowledge and its helpers, KIP-1222).
 const (
@@ -40,9 +23,13 @@ const (
 	msgInvalidAckTypeHead = "Invalid acknowledge type: "
 )
 
-func invalidState(msg string) error { return &Error{Code: kerr.InvalidRecordState, Message: msg} }
+func invalidState(msg string) error {
+	return &kafkaerr.Error{Code: kerr.InvalidRecordState, Message: msg}
+}
 
-func invalidRequest(msg string) error { return &Error{Code: kerr.InvalidRequest, Message: msg} }
+func invalidRequest(msg string) error {
+	return &kafkaerr.Error{Code: kerr.InvalidRequest, Message: msg}
+}
 
 // invalidAckType words an unknown type as Kafka does, with the types as a Java list prints them.
 func invalidAckType(types []int8) error {

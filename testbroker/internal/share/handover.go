@@ -5,13 +5,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 	"github.com/kshare/kshare/testbroker/internal/log"
 )
 
 // errFenced is what Acknowledge answers once the partition has been handed over. Kafka's old
 // leader learns that it was fenced when the share coordinator refuses its state write with
 // FENCED_LEADER_EPOCH and no message, which SharePartition reports as NOT_LEADER_OR_FOLLOWER.
-var errFenced = &Error{Code: kerr.NotLeaderForPartition}
+var errFenced = kafkaerr.Code(kerr.NotLeaderForPartition)
 
 // Handover ends p's leadership of its topic partition and returns the share partition the new
 // leader starts with: what Kafka's new leader loads from the share-group state when its

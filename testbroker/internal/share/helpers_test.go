@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/testbroker/internal/clock"
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 	"github.com/kshare/kshare/testbroker/internal/log"
 )
 
@@ -133,12 +134,12 @@ func rng(first, last int64, count int16) AcquiredRange {
 	return AcquiredRange{FirstOffset: first, LastOffset: last, DeliveryCount: count}
 }
 
-// requireShareError checks that err is an *Error with code and message.
+// requireShareError checks that err is a *kafkaerr.Error with code and message.
 func requireShareError(t *testing.T, err error, code *kerr.Error, message string) {
 	t.Helper()
 	require.Error(t, err)
-	var se *Error
-	require.True(t, errors.As(err, &se), "error %v is not a *share.Error", err)
+	var se *kafkaerr.Error
+	require.True(t, errors.As(err, &se), "error %v is not a *kafkaerr.Error", err)
 	require.ErrorIs(t, err, code)
 	require.Equal(t, message, se.Message)
 }

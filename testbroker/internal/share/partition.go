@@ -65,13 +65,17 @@ type AcquiredRange struct {
 	DeliveryCount           int16
 }
 
-// RecordInfo describes one record the partition holds, for inspection.
+// RecordInfo is the state of one record of a share partition, for inspection.
 type RecordInfo struct {
-	Offset        int64
-	State         RecordState
+	Offset int64
+	State  RecordState
+	// DeliveryCount is how many times the record has been acquired; a RENEW does not count.
 	DeliveryCount int16
-	Member        string    // the owner while ACQUIRED, else empty
-	LockDeadline  time.Time // when the acquisition lock expires while ACQUIRED, else zero
+	// Member is the member holding the record while it is Acquired, else empty.
+	Member string
+	// LockDeadline is when the acquisition lock expires on the cluster clock while the record is
+	// Acquired, else the zero time.
+	LockDeadline time.Time
 }
 
 // rec is the state of one record, or of every record of a batch that is not split.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 	"github.com/kshare/kshare/testbroker/internal/log"
 )
 
@@ -248,7 +249,7 @@ func runRandomOperations(t *testing.T, seed uint64) {
 			before, pending := f.p.Records(), f.clk.Pending()
 			err := f.p.Acknowledge(who, batches)
 			if !valid {
-				var se *Error
+				var se *kafkaerr.Error
 				require.ErrorAs(t, err, &se, "step %d: %s acknowledges %v", step, who, batches)
 				require.Equal(t, before, f.p.Records(), "a refused acknowledgement changes nothing")
 				require.Equal(t, pending, f.clk.Pending(), "a refused acknowledgement changes no timer")
