@@ -1,6 +1,7 @@
-// Package sasl is the server side of SASL PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 as Kafka runs
-// them (PlainSaslServer, ScramSaslServer), with Kafka's error messages, and the client side the
-// cluster's own replica fetchers use to authenticate to their leaders.
+// Package sasl is the server side of SASL PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER as
+// Kafka runs them (PlainSaslServer, ScramSaslServer, OAuthBearerSaslServer with the unsecured
+// validator), with Kafka's error messages, and the client side the cluster's own replica
+// fetchers use to authenticate to their leaders.
 package sasl
 
 import (
@@ -15,6 +16,7 @@ import (
 	"hash"
 	"slices"
 	"strings"
+	"time"
 )
 
 // The mechanisms testbroker implements, with Kafka's names.
@@ -25,7 +27,7 @@ const (
 )
 
 // Mechanisms lists every implemented mechanism.
-var Mechanisms = []string{Plain, ScramSHA256, ScramSHA512}
+var Mechanisms = []string{Plain, ScramSHA256, ScramSHA512, OAuthBearer}
 
 // Iterations is the SCRAM iteration count of every credential: Kafka's default (4096), also the
 // minimum Kafka accepts for both SCRAM mechanisms.
@@ -108,21 +110,33 @@ type Session interface {
 	Step(token []byte) (out []byte, done bool, err error)
 	// User is the authenticated user, once done.
 	User() string
+	// Expires is when the credential the client authenticated with expires (an OAUTHBEARER
+	// token's exp), once done; the zero time for a credential without a lifetime.
+	Expires() time.Time
 }
 
-// NewSession starts an exchange for an enabled mechanism.
-func (s *Store) NewSession(mechanism string) Session {
-	if mechanism == Plain {
+// NewSession starts an exchange for an enabled mechanism; now is the cluster clock, against
+// which an OAUTHBEARER token's times are checked.
+func (s *Store) NewSession(mechanism string, now func() time.Time) Session {
+	switch mechanism {
+	case Plain:
 		return &plainSession{s: s}
+	case OAuthBearer:
+		return &oauthSession{now: now}
 	}
 	return &scramSession{s: s, mechanism: mechanism}
 }
 
 // InterBroker returns the mechanism and a client session for the cluster's replica fetchers.
+// With OAUTHBEARER they present an unsecured token for InterBrokerUser that expires after
+// the year 9999, so that no cluster clock reaches its end.
 func (s *Store) InterBroker() (string, ClientSession) {
 	m := s.mechanisms[0]
-	if m == Plain {
+	switch m {
+	case Plain:
 		return m, &plainClient{user: InterBrokerUser, pass: s.interPass}
+	case OAuthBearer:
+		return m, &oauthClient{token: UnsecuredToken(InterBrokerUser, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))}
 	}
 	return m, &scramClient{mechanism: m, user: InterBrokerUser, pass: s.interPass}
 }
@@ -157,6 +171,8 @@ func (p *plainSession) Step(token []byte) ([]byte, bool, error) {
 }
 
 func (p *plainSession) User() string { return p.user }
+
+func (p *plainSession) Expires() time.Time { return time.Time{} }
 
 type plainClient struct{ user, pass string }
 
@@ -284,6 +300,8 @@ func (c *scramSession) step(msg string) ([]byte, bool, error) {
 }
 
 func (c *scramSession) User() string { return c.user }
+
+func (c *scramSession) Expires() time.Time { return time.Time{} }
 
 // cutGS2 splits a client-first-message into its authzid ("" for none) and its bare part.
 func cutGS2(msg string) (authzid, bare string, ok bool) {
