@@ -142,7 +142,8 @@ func (cn *conn) authenticated() (lifetimeMs int64) {
 			lifetimeMs = min(credential.UnixMilli()-nowMs, maxReauth.Milliseconds())
 		}
 		lifetimeMs = max(lifetimeMs, 0)
-		s.expiry = now.Add(time.Duration(lifetimeMs) * time.Millisecond)
+		// In milliseconds: a token's lifetime can exceed what a Duration holds.
+		s.expiry = time.UnixMilli(nowMs + lifetimeMs)
 	}
 	cn.mu.Lock()
 	cn.principal = "User:" + s.session.User()
