@@ -16,6 +16,7 @@ import (
 	"hash"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -48,12 +49,21 @@ func invalidCredentials(mechanism string) error {
 	return &Failure{Message: "Authentication failed during authentication due to invalid credentials with SASL mechanism " + mechanism}
 }
 
-// Store holds the enabled mechanisms and every user's credentials.
+// Store holds the enabled mechanisms and every user's credentials. Its SCRAM credentials
+// change at run time (AlterUserScramCredentials); the rest is fixed at NewStore.
 type Store struct {
 	mechanisms []string
 	plain      map[string]string
-	scram      map[string]map[string]*scramCredential // by mechanism, then user
 	interPass  string
+
+	mu    sync.RWMutex
+	scram map[string]map[string]*scramCredential // by mechanism, then user; under mu
+}
+
+// NewCredentialStore returns a store with no mechanism and no user, which only keeps the SCRAM
+// credentials of a cluster that requires no SASL: Kafka manages them all the same.
+func NewCredentialStore() *Store {
+	return &Store{plain: map[string]string{}, scram: map[string]map[string]*scramCredential{}}
 }
 
 // NewStore checks the mechanisms and derives each user's credentials: the password for PLAIN, a
@@ -87,7 +97,7 @@ func NewStore(mechanisms []string, users map[string]string) (*Store, error) {
 			if s.scram[m] == nil {
 				s.scram[m] = map[string]*scramCredential{}
 			}
-			cred, err := newScramCredential(m, p)
+			cred, err := newScramCredential(m, p, Iterations)
 			if err != nil {
 				return nil, err
 			}
@@ -184,6 +194,7 @@ func (p *plainClient) Step([]byte) ([]byte, error) {
 type scramCredential struct {
 	salt                []byte
 	storedKey, serverKy []byte
+	iterations          int
 }
 
 func hashFor(mechanism string) func() hash.Hash {
@@ -211,19 +222,88 @@ func saltedPassword(mechanism, password string, salt []byte, iterations int) ([]
 	return pbkdf2.Key(h, password, salt, iterations, h().Size())
 }
 
-func newScramCredential(mechanism, password string) (*scramCredential, error) {
+func newScramCredential(mechanism, password string, iterations int) (*scramCredential, error) {
 	salt := make([]byte, 20)
 	_, _ = rand.Read(salt)
-	sp, err := saltedPassword(mechanism, password, salt, Iterations)
+	sp, err := saltedPassword(mechanism, password, salt, iterations)
 	if err != nil {
 		return nil, err
 	}
+	return credentialFromSalted(mechanism, salt, sp, iterations), nil
+}
+
+// credentialFromSalted derives the stored and server keys from a salted password, as
+// ScramControlManager does with what AlterUserScramCredentials carries.
+func credentialFromSalted(mechanism string, salt, salted []byte, iterations int) *scramCredential {
 	h := hashFor(mechanism)
 	return &scramCredential{
-		salt:      salt,
-		storedKey: digest(h, hmacOf(h, sp, "Client Key")),
-		serverKy:  hmacOf(h, sp, "Server Key"),
-	}, nil
+		salt:       slices.Clone(salt),
+		storedKey:  digest(h, hmacOf(h, salted, "Client Key")),
+		serverKy:   hmacOf(h, salted, "Server Key"),
+		iterations: iterations,
+	}
+}
+
+// SetScram creates or replaces user's credential for a SCRAM mechanism from a salt and the
+// salted password (SCRAM's Hi(password, salt, iterations)); it authenticates at once.
+func (s *Store) SetScram(user, mechanism string, salt, salted []byte, iterations int) {
+	cred := credentialFromSalted(mechanism, salt, salted, iterations)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.scram[mechanism] == nil {
+		s.scram[mechanism] = map[string]*scramCredential{}
+	}
+	s.scram[mechanism][user] = cred
+}
+
+// DeleteScram removes user's credential for a SCRAM mechanism.
+func (s *Store) DeleteScram(user, mechanism string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.scram[mechanism], user)
+}
+
+// HasScram reports whether user has a credential for a SCRAM mechanism.
+func (s *Store) HasScram(user, mechanism string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.scram[mechanism][user] != nil
+}
+
+// ScramIterations returns the iteration count of each of user's SCRAM credentials, by
+// mechanism; empty for a user without one.
+func (s *Store) ScramIterations(user string) map[string]int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := map[string]int{}
+	for m, users := range s.scram {
+		if c := users[user]; c != nil {
+			out[m] = c.iterations
+		}
+	}
+	return out
+}
+
+// ScramUsers returns every user with a SCRAM credential but InterBrokerUser, sorted.
+func (s *Store) ScramUsers() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []string
+	for _, users := range s.scram {
+		for u := range users {
+			if u != InterBrokerUser && !slices.Contains(out, u) {
+				out = append(out, u)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (s *Store) scramCredential(mechanism, user string) *scramCredential {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.scram[mechanism][user]
 }
 
 // scramSession is ScramSaslServer (RFC 5802).
@@ -261,7 +341,7 @@ func (c *scramSession) step(msg string) ([]byte, bool, error) {
 			return nil, false, invalidCredentials(c.mechanism)
 		}
 		user := strings.NewReplacer("=2C", ",", "=3D", "=").Replace(attrs[0][2:])
-		cred := c.s.scram[c.mechanism][user]
+		cred := c.s.scramCredential(c.mechanism, user)
 		if cred == nil {
 			return nil, false, invalidCredentials(c.mechanism)
 		}
@@ -270,7 +350,7 @@ func (c *scramSession) step(msg string) ([]byte, bool, error) {
 		}
 		c.user, c.cred, c.clientBare = user, cred, bare
 		c.nonce = attrs[1][2:] + strings.ToLower(rand.Text())
-		c.serverFirst = "r=" + c.nonce + ",s=" + base64.StdEncoding.EncodeToString(cred.salt) + ",i=" + fmt.Sprint(Iterations)
+		c.serverFirst = "r=" + c.nonce + ",s=" + base64.StdEncoding.EncodeToString(cred.salt) + ",i=" + fmt.Sprint(cred.iterations)
 		return []byte(c.serverFirst), false, nil
 	}
 	// client-final-message: c=...,r=nonce[,extensions],p=proof.

@@ -79,6 +79,9 @@ type Cluster struct {
 	brokers   []*Broker
 	faults    *fault.Set
 	configs   *config.Store
+	// scram holds the SCRAM credentials: cfg.SASL's, or a store of its own on a cluster
+	// without SASL, where AlterUserScramCredentials works all the same.
+	scram *sasl.Store
 
 	topicsMu   sync.RWMutex
 	topics     map[string]*Topic
@@ -138,9 +141,13 @@ func Start(cfg Config) (*Cluster, error) {
 		clusterID: cfg.ClusterID,
 		faults:    fault.NewSet(),
 		configs:   configs,
+		scram:     cfg.SASL,
 		topics:    make(map[string]*Topic),
 		topicIDs:  make(map[[16]byte]*Topic),
 		closed:    make(chan struct{}),
+	}
+	if c.scram == nil {
+		c.scram = sasl.NewCredentialStore()
 	}
 	c.groups = c.newGroupCoordinator()
 	c.shares = c.newShareManager()
