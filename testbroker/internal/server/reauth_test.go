@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/binary"
 	"net"
 	"testing"
 	"time"
@@ -131,4 +132,20 @@ func TestReauthOffWithoutConfig(t *testing.T) {
 	assert.Equal(t, kerr.IllegalSaslState.Code, hsResp.ErrorCode)
 	require.True(t, r.roundTrip(metadataV1(), kmsg.NewPtrMetadataResponse()))
 	assert.Equal(t, "User:alice", onlyConn(t, c).Principal())
+}
+
+// A re-authentication through SaslHandshake v0 and a bare token as another principal closes
+// the connection unanswered, as Kafka's handleSaslToken does when ensurePrincipalUnchanged
+// throws.
+func TestReauthV0PrincipalChangeCloses(t *testing.T) {
+	c, _, r := dialReauthCluster(t)
+	require.Zero(t, r.authenticate(sasl.Plain, []byte("\x00alice\x00secret")).ErrorCode)
+	cn := onlyConn(t, c)
+	hsResp := kmsg.NewPtrSASLHandshakeResponse()
+	require.True(t, r.roundTrip(handshake(0, sasl.Plain), hsResp))
+	require.Zero(t, hsResp.ErrorCode)
+	token := []byte("\x00bob\x00secret")
+	r.writeFrame(append(binary.BigEndian.AppendUint32(nil, uint32(len(token))), token...))
+	assert.Nil(t, r.readFrame())
+	assert.Equal(t, "User:alice", cn.Principal())
 }

@@ -113,9 +113,28 @@ func (cn *conn) handleRawSaslToken(token []byte) (frame []byte, keep bool) {
 		return nil, false
 	}
 	if done {
-		cn.authenticated()
+		if _, refused := cn.completeAuth(); refused != "" {
+			cn.b.c.logger.Warn("closing connection", "broker", cn.b.id, "remote", cn.nc.RemoteAddr().String(), "reason", refused)
+			return nil, false
+		}
 	}
 	return append(binary.BigEndian.AppendUint32(nil, uint32(len(out))), out...), true
+}
+
+// completeAuth completes an exchange (authenticated) and, for a re-authentication, applies
+// ReauthInfo.ensurePrincipalUnchanged: a new principal is refused with Kafka's message and
+// the connection keeps its first one until it closes.
+func (cn *conn) completeAuth() (lifetimeMs int64, refused string) {
+	previous := cn.Principal()
+	reauth := cn.sasl.reauthenticating
+	lifetimeMs = cn.authenticated()
+	if now := cn.Principal(); reauth && now != previous {
+		cn.mu.Lock()
+		cn.principal = previous
+		cn.mu.Unlock()
+		return 0, fmt.Sprintf("Cannot change principals during re-authentication from %s: %s", dotted(previous), dotted(now))
+	}
+	return lifetimeMs, ""
 }
 
 // authenticated completes an exchange: the principal is set and the session's expiry
@@ -219,23 +238,16 @@ func (b *Broker) handleSaslAuthenticate(cn *conn, req *kmsg.SASLAuthenticateRequ
 	if !done {
 		return resp
 	}
-	previous := cn.Principal()
-	reauth := cn.sasl.reauthenticating
-	resp.SessionLifetimeMillis = cn.authenticated()
-	if reauth && cn.Principal() != previous {
-		// ReauthInfo.ensurePrincipalUnchanged; the connection keeps its first principal
-		// until it closes.
-		msg := fmt.Sprintf("Cannot change principals during re-authentication from %s: %s",
-			dotted(previous), dotted(cn.Principal()))
-		cn.mu.Lock()
-		cn.principal = previous
-		cn.mu.Unlock()
-		b.c.logger.Warn("closing connection", "broker", b.id, "remote", cn.nc.RemoteAddr().String(), "reason", msg)
-		*resp = *req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
+	lifetimeMs, refused := cn.completeAuth()
+	if refused != "" {
+		b.c.logger.Warn("closing connection", "broker", b.id, "remote", cn.nc.RemoteAddr().String(), "reason", refused)
+		resp.SASLAuthBytes = []byte{}
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
-		resp.ErrorMessage = &msg
+		resp.ErrorMessage = &refused
 		cn.closeAfterWrite = true
+		return resp
 	}
+	resp.SessionLifetimeMillis = lifetimeMs
 	return resp
 }
 
