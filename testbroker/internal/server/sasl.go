@@ -113,7 +113,7 @@ func (cn *conn) handleRawSaslToken(token []byte) (frame []byte, keep bool) {
 		return nil, false
 	}
 	if done {
-		if _, refused := cn.completeAuth(); refused != "" {
+		if _, refused := cn.authenticated(); refused != "" {
 			cn.b.c.logger.Warn("closing connection", "broker", cn.b.id, "remote", cn.nc.RemoteAddr().String(), "reason", refused)
 			return nil, false
 		}
@@ -121,28 +121,19 @@ func (cn *conn) handleRawSaslToken(token []byte) (frame []byte, keep bool) {
 	return append(binary.BigEndian.AppendUint32(nil, uint32(len(out))), out...), true
 }
 
-// completeAuth completes an exchange (authenticated) and, for a re-authentication, applies
-// ReauthInfo.ensurePrincipalUnchanged: a new principal is refused with Kafka's message and
-// the connection keeps its first one until it closes.
-func (cn *conn) completeAuth() (lifetimeMs int64, refused string) {
-	previous := cn.Principal()
-	reauth := cn.sasl.reauthenticating
-	lifetimeMs = cn.authenticated()
-	if now := cn.Principal(); reauth && now != previous {
-		cn.mu.Lock()
-		cn.principal = previous
-		cn.mu.Unlock()
-		return 0, fmt.Sprintf("Cannot change principals during re-authentication from %s: %s", dotted(previous), dotted(now))
-	}
-	return lifetimeMs, ""
-}
-
-// authenticated completes an exchange: the principal is set and the session's expiry
-// computed as SaslServerAuthenticator's calcCompletionTimesAndReturnSessionLifetimeMs does,
-// from connections.max.reauth.ms and the credential's own expiry. It returns the session
-// lifetime for SaslAuthenticate's SessionLifetimeMs, 0 for a session that never expires.
-func (cn *conn) authenticated() (lifetimeMs int64) {
+// authenticated completes an exchange. A re-authentication as another principal is refused
+// with ReauthInfo.ensurePrincipalUnchanged's message, and the connection keeps its first
+// principal until it closes. Otherwise the principal is set and the session's expiry computed
+// as SaslServerAuthenticator's calcCompletionTimesAndReturnSessionLifetimeMs does, from
+// connections.max.reauth.ms and the credential's own expiry; lifetimeMs is for
+// SaslAuthenticate's SessionLifetimeMs, 0 for a session that never expires.
+func (cn *conn) authenticated() (lifetimeMs int64, refused string) {
 	s := cn.sasl
+	previous := cn.Principal()
+	principal := "User:" + s.session.User()
+	if s.reauthenticating && principal != previous {
+		return 0, fmt.Sprintf("Cannot change principals during re-authentication from %s: %s", dotted(previous), dotted(principal))
+	}
 	s.state = saslComplete
 	s.raw = false
 	s.reauthenticating = false
@@ -165,9 +156,9 @@ func (cn *conn) authenticated() (lifetimeMs int64) {
 		s.expiry = time.UnixMilli(nowMs + lifetimeMs)
 	}
 	cn.mu.Lock()
-	cn.principal = "User:" + s.session.User()
+	cn.principal = principal
 	cn.mu.Unlock()
-	return lifetimeMs
+	return lifetimeMs, ""
 }
 
 // Principal returns the connection's authenticated principal ("User:name"), "" before
@@ -238,7 +229,7 @@ func (b *Broker) handleSaslAuthenticate(cn *conn, req *kmsg.SASLAuthenticateRequ
 	if !done {
 		return resp
 	}
-	lifetimeMs, refused := cn.completeAuth()
+	lifetimeMs, refused := cn.authenticated()
 	if refused != "" {
 		b.c.logger.Warn("closing connection", "broker", b.id, "remote", cn.nc.RemoteAddr().String(), "reason", refused)
 		resp.SASLAuthBytes = []byte{}
