@@ -133,8 +133,15 @@ func BrokerRacks(racks ...string) Opt {
 }
 
 // SASL makes every listener require SASL authentication with one of mechanisms: "PLAIN",
-// "SCRAM-SHA-256", "SCRAM-SHA-512" (Kafka's names, exact case); Start fails on any other. Users
-// are added with User. Before a client has authenticated, the brokers accept only ApiVersions,
+// "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER" (Kafka's names, exact case); Start fails on
+// any other. Users of PLAIN and SCRAM are added with User. OAUTHBEARER needs no user: it runs
+// Kafka's default unsecured validator, which accepts an unsigned JWS (alg "none") whose "sub"
+// claim names the principal and whose "exp" claim, checked against the cluster clock, has not
+// passed; any other token is answered with the challenge {"status":"invalid_token"}, then
+// SASL_AUTHENTICATION_FAILED with that text as the message. With BrokerConfig
+// "connections.max.reauth.ms" (or an OAUTHBEARER token's exp) a session has a lifetime that
+// SaslAuthenticate reports, and a client must re-authenticate on its connection before it
+// ends (KIP-368). Before a client has authenticated, the brokers accept only ApiVersions,
 // SaslHandshake and SaslAuthenticate, as Kafka does: any other request closes the connection.
 // A wrong password or an unknown user is answered with SASL_AUTHENTICATION_FAILED and Kafka's
 // message, then the connection is closed. The cluster's replica fetchers authenticate as

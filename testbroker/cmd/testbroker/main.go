@@ -14,7 +14,8 @@
 // broker lines, for clients to trust.
 //
 // With -sasl PLAIN,SCRAM-SHA-256 and -user NAME:PASSWORD (repeatable) every client must
-// authenticate with SASL first.
+// authenticate with SASL first. -sasl OAUTHBEARER needs no -user: a client presents an unsigned
+// JWS whose "sub" claim is its principal (Kafka's unsecured validator).
 package main
 
 import (
@@ -64,7 +65,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	tlsCert := fs.String("tls-cert", "", "serve TLS with this PEM server certificate (chain) file; needs -tls-key")
 	tlsKey := fs.String("tls-key", "", "PEM private key of -tls-cert")
 	tlsCAOut := fs.String("tls-ca-out", "", "serve TLS with a generated CA and server certificate, and write the CA's PEM to this file for clients")
-	saslMechs := fs.String("sasl", "", "require SASL with these mechanisms, comma-separated: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512")
+	saslMechs := fs.String("sasl", "", "require SASL with these mechanisms, comma-separated: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (OAUTHBEARER needs no -user)")
 	var topics, configs, users listFlag
 	fs.Var(&users, "user", "SASL user as NAME:PASSWORD, for PLAIN and both SCRAM mechanisms (repeatable; needs -sasl)")
 	fs.Var(&topics, "topic", "topic to create at start, as name or name:partitions (repeatable)")

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"compress/gzip"
 	"context"
+	"encoding/base64"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
@@ -120,33 +124,46 @@ func TestParseSASL(t *testing.T) {
 	assert.ErrorContains(t, err, `unknown SASL mechanism "KERBEROS"`)
 }
 
-// -sasl and -user: a client authenticates with SCRAM-SHA-512 and lists the topics.
+// -sasl and -user: a client authenticates with SCRAM-SHA-512 and lists the topics; -sasl
+// OAUTHBEARER needs no -user, and an unsigned token authenticates.
 func TestRunServesSASL(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	out, w := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-topic", "orders", "-sasl", "PLAIN,SCRAM-SHA-512", "-user", "alice:secret"}, w, io.Discard)
-		w.Close()
-	}()
-	sc := bufio.NewScanner(out)
-	var seeds string
-	for sc.Scan() {
-		if _, s, ok := strings.Cut(sc.Text(), "seed brokers: "); ok {
-			seeds = s
-			break
-		}
+	claims := base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, `{"sub":"alice","exp":%d}`, time.Now().Add(time.Hour).Unix()))
+	token := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none"}`)) + "." + claims + "."
+	for name, tc := range map[string]struct {
+		args []string
+		mech sasl.Mechanism
+	}{
+		"SCRAM":       {[]string{"-sasl", "PLAIN,SCRAM-SHA-512", "-user", "alice:secret"}, scram.Auth{User: "alice", Pass: "secret"}.AsSha512Mechanism()},
+		"OAUTHBEARER": {[]string{"-sasl", "OAUTHBEARER"}, oauth.Auth{Token: token}.AsMechanism()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			out, w := io.Pipe()
+			done := make(chan error, 1)
+			go func() {
+				done <- run(ctx, append([]string{"-addr", "127.0.0.1:0", "-topic", "orders"}, tc.args...), w, io.Discard)
+				w.Close()
+			}()
+			sc := bufio.NewScanner(out)
+			var seeds string
+			for sc.Scan() {
+				if _, s, ok := strings.Cut(sc.Text(), "seed brokers: "); ok {
+					seeds = s
+					break
+				}
+			}
+			require.NotEmpty(t, seeds)
+			cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(seeds, ",")...), kgo.SASL(tc.mech))
+			require.NoError(t, err)
+			defer cl.Close()
+			reqCtx, reqCancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer reqCancel()
+			topics, err := kadm.NewClient(cl).ListTopics(reqCtx)
+			require.NoError(t, err)
+			assert.Contains(t, topics, "orders")
+			cancel()
+			go io.Copy(io.Discard, out)
+			require.NoError(t, <-done)
+		})
 	}
-	require.NotEmpty(t, seeds)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(seeds, ",")...), kgo.SASL(scram.Auth{User: "alice", Pass: "secret"}.AsSha512Mechanism()))
-	require.NoError(t, err)
-	defer cl.Close()
-	reqCtx, reqCancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer reqCancel()
-	topics, err := kadm.NewClient(cl).ListTopics(reqCtx)
-	require.NoError(t, err)
-	assert.Contains(t, topics, "orders")
-	cancel()
-	go io.Copy(io.Discard, out)
-	require.NoError(t, <-done)
 }

@@ -128,6 +128,9 @@ var brokerDefs = defsByName(
 	// Socket server (SocketServerConfigs): a negative connections.max.idle.ms never closes an
 	// idle connection; the per-ip limits are dynamic, as in SocketServer.ReconfigurableConfigs.
 	def("connections.max.idle.ms", typeLong, "600000", nil),
+	// BrokerSecurityConfigs: a positive value is the longest a SASL session lasts before the
+	// client must re-authenticate (KIP-368); 0 (or less) leaves only a credential's own lifetime.
+	def("connections.max.reauth.ms", typeLong, "0", nil),
 	def("max.connections.per.ip", typeInt, maxInt, atLeast(0)).dyn(),
 	def("max.connections.per.ip.overrides", typeString, "", checkPerIPOverrides).dyn(),
 	// testbroker's own: how long a request frame may take to arrive once its first byte has.

@@ -79,6 +79,9 @@ type Connections struct {
 	// RequestReadTimeout is testbroker.request.read.timeout.ms: a connection that has sent part
 	// of a request frame and not the rest within this long is closed.
 	RequestReadTimeout time.Duration
+	// MaxReauth is connections.max.reauth.ms: when positive, the longest a SASL session lasts
+	// before the client must re-authenticate on its connection (KIP-368).
+	MaxReauth time.Duration
 	// MaxPerIP is max.connections.per.ip, the connections a broker accepts from one address
 	// unless MaxPerIPOverrides names it.
 	MaxPerIP int
@@ -171,6 +174,7 @@ func (s *Store) publishLocked() {
 		Connections: Connections{
 			MaxIdle:            ms("connections.max.idle.ms"),
 			RequestReadTimeout: ms("testbroker.request.read.timeout.ms"),
+			MaxReauth:          ms("connections.max.reauth.ms"),
 			MaxPerIP:           s.intLocked("max.connections.per.ip"),
 			MaxPerIPOverrides:  s.perIPOverridesLocked(),
 		},

@@ -1,6 +1,7 @@
-// Package sasl is the server side of SASL PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 as Kafka runs
-// them (PlainSaslServer, ScramSaslServer), with Kafka's error messages, and the client side the
-// cluster's own replica fetchers use to authenticate to their leaders.
+// Package sasl is the server side of SASL PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER as
+// Kafka runs them (PlainSaslServer, ScramSaslServer, OAuthBearerSaslServer with the unsecured
+// validator), with Kafka's error messages, and the client side the cluster's own replica
+// fetchers use to authenticate to their leaders.
 package sasl
 
 import (
@@ -15,6 +16,8 @@ import (
 	"hash"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 )
 
 // The mechanisms testbroker implements, with Kafka's names.
@@ -25,7 +28,7 @@ const (
 )
 
 // Mechanisms lists every implemented mechanism.
-var Mechanisms = []string{Plain, ScramSHA256, ScramSHA512}
+var Mechanisms = []string{Plain, ScramSHA256, ScramSHA512, OAuthBearer}
 
 // Iterations is the SCRAM iteration count of every credential: Kafka's default (4096), also the
 // minimum Kafka accepts for both SCRAM mechanisms.
@@ -46,12 +49,21 @@ func invalidCredentials(mechanism string) error {
 	return &Failure{Message: "Authentication failed during authentication due to invalid credentials with SASL mechanism " + mechanism}
 }
 
-// Store holds the enabled mechanisms and every user's credentials.
+// Store holds the enabled mechanisms and every user's credentials. Its SCRAM credentials
+// change at run time (AlterUserScramCredentials); the rest is fixed at NewStore.
 type Store struct {
 	mechanisms []string
 	plain      map[string]string
-	scram      map[string]map[string]*scramCredential // by mechanism, then user
 	interPass  string
+
+	mu    sync.RWMutex
+	scram map[string]map[string]*scramCredential // by mechanism, then user; under mu
+}
+
+// NewCredentialStore returns a store with no mechanism and no user, which only keeps the SCRAM
+// credentials of a cluster that requires no SASL: Kafka manages them all the same.
+func NewCredentialStore() *Store {
+	return &Store{plain: map[string]string{}, scram: map[string]map[string]*scramCredential{}}
 }
 
 // NewStore checks the mechanisms and derives each user's credentials: the password for PLAIN, a
@@ -85,7 +97,7 @@ func NewStore(mechanisms []string, users map[string]string) (*Store, error) {
 			if s.scram[m] == nil {
 				s.scram[m] = map[string]*scramCredential{}
 			}
-			cred, err := newScramCredential(m, p)
+			cred, err := newScramCredential(m, p, Iterations)
 			if err != nil {
 				return nil, err
 			}
@@ -108,21 +120,33 @@ type Session interface {
 	Step(token []byte) (out []byte, done bool, err error)
 	// User is the authenticated user, once done.
 	User() string
+	// Expires is when the credential the client authenticated with expires (an OAUTHBEARER
+	// token's exp), once done; the zero time for a credential without a lifetime.
+	Expires() time.Time
 }
 
-// NewSession starts an exchange for an enabled mechanism.
-func (s *Store) NewSession(mechanism string) Session {
-	if mechanism == Plain {
+// NewSession starts an exchange for an enabled mechanism; now is the cluster clock, against
+// which an OAUTHBEARER token's times are checked.
+func (s *Store) NewSession(mechanism string, now func() time.Time) Session {
+	switch mechanism {
+	case Plain:
 		return &plainSession{s: s}
+	case OAuthBearer:
+		return &oauthSession{now: now}
 	}
 	return &scramSession{s: s, mechanism: mechanism}
 }
 
 // InterBroker returns the mechanism and a client session for the cluster's replica fetchers.
+// With OAUTHBEARER they present an unsecured token for InterBrokerUser that expires after
+// the year 9999, so that no cluster clock reaches its end.
 func (s *Store) InterBroker() (string, ClientSession) {
 	m := s.mechanisms[0]
-	if m == Plain {
+	switch m {
+	case Plain:
 		return m, &plainClient{user: InterBrokerUser, pass: s.interPass}
+	case OAuthBearer:
+		return m, &oauthClient{token: UnsecuredToken(InterBrokerUser, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))}
 	}
 	return m, &scramClient{mechanism: m, user: InterBrokerUser, pass: s.interPass}
 }
@@ -158,6 +182,8 @@ func (p *plainSession) Step(token []byte) ([]byte, bool, error) {
 
 func (p *plainSession) User() string { return p.user }
 
+func (p *plainSession) Expires() time.Time { return time.Time{} }
+
 type plainClient struct{ user, pass string }
 
 func (p *plainClient) Step([]byte) ([]byte, error) {
@@ -168,6 +194,7 @@ func (p *plainClient) Step([]byte) ([]byte, error) {
 type scramCredential struct {
 	salt                []byte
 	storedKey, serverKy []byte
+	iterations          int
 }
 
 func hashFor(mechanism string) func() hash.Hash {
@@ -195,19 +222,88 @@ func saltedPassword(mechanism, password string, salt []byte, iterations int) ([]
 	return pbkdf2.Key(h, password, salt, iterations, h().Size())
 }
 
-func newScramCredential(mechanism, password string) (*scramCredential, error) {
+func newScramCredential(mechanism, password string, iterations int) (*scramCredential, error) {
 	salt := make([]byte, 20)
 	_, _ = rand.Read(salt)
-	sp, err := saltedPassword(mechanism, password, salt, Iterations)
+	sp, err := saltedPassword(mechanism, password, salt, iterations)
 	if err != nil {
 		return nil, err
 	}
+	return credentialFromSalted(mechanism, salt, sp, iterations), nil
+}
+
+// credentialFromSalted derives the stored and server keys from a salted password, as
+// ScramControlManager does with what AlterUserScramCredentials carries.
+func credentialFromSalted(mechanism string, salt, salted []byte, iterations int) *scramCredential {
 	h := hashFor(mechanism)
 	return &scramCredential{
-		salt:      salt,
-		storedKey: digest(h, hmacOf(h, sp, "Client Key")),
-		serverKy:  hmacOf(h, sp, "Server Key"),
-	}, nil
+		salt:       slices.Clone(salt),
+		storedKey:  digest(h, hmacOf(h, salted, "Client Key")),
+		serverKy:   hmacOf(h, salted, "Server Key"),
+		iterations: iterations,
+	}
+}
+
+// SetScram creates or replaces user's credential for a SCRAM mechanism from a salt and the
+// salted password (SCRAM's Hi(password, salt, iterations)); it authenticates at once.
+func (s *Store) SetScram(user, mechanism string, salt, salted []byte, iterations int) {
+	cred := credentialFromSalted(mechanism, salt, salted, iterations)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.scram[mechanism] == nil {
+		s.scram[mechanism] = map[string]*scramCredential{}
+	}
+	s.scram[mechanism][user] = cred
+}
+
+// DeleteScram removes user's credential for a SCRAM mechanism.
+func (s *Store) DeleteScram(user, mechanism string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.scram[mechanism], user)
+}
+
+// HasScram reports whether user has a credential for a SCRAM mechanism.
+func (s *Store) HasScram(user, mechanism string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.scram[mechanism][user] != nil
+}
+
+// ScramIterations returns the iteration count of each of user's SCRAM credentials, by
+// mechanism; empty for a user without one.
+func (s *Store) ScramIterations(user string) map[string]int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := map[string]int{}
+	for m, users := range s.scram {
+		if c := users[user]; c != nil {
+			out[m] = c.iterations
+		}
+	}
+	return out
+}
+
+// ScramUsers returns every user with a SCRAM credential but InterBrokerUser, sorted.
+func (s *Store) ScramUsers() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []string
+	for _, users := range s.scram {
+		for u := range users {
+			if u != InterBrokerUser && !slices.Contains(out, u) {
+				out = append(out, u)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (s *Store) scramCredential(mechanism, user string) *scramCredential {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.scram[mechanism][user]
 }
 
 // scramSession is ScramSaslServer (RFC 5802).
@@ -245,7 +341,7 @@ func (c *scramSession) step(msg string) ([]byte, bool, error) {
 			return nil, false, invalidCredentials(c.mechanism)
 		}
 		user := strings.NewReplacer("=2C", ",", "=3D", "=").Replace(attrs[0][2:])
-		cred := c.s.scram[c.mechanism][user]
+		cred := c.s.scramCredential(c.mechanism, user)
 		if cred == nil {
 			return nil, false, invalidCredentials(c.mechanism)
 		}
@@ -254,7 +350,7 @@ func (c *scramSession) step(msg string) ([]byte, bool, error) {
 		}
 		c.user, c.cred, c.clientBare = user, cred, bare
 		c.nonce = attrs[1][2:] + strings.ToLower(rand.Text())
-		c.serverFirst = "r=" + c.nonce + ",s=" + base64.StdEncoding.EncodeToString(cred.salt) + ",i=" + fmt.Sprint(Iterations)
+		c.serverFirst = "r=" + c.nonce + ",s=" + base64.StdEncoding.EncodeToString(cred.salt) + ",i=" + fmt.Sprint(cred.iterations)
 		return []byte(c.serverFirst), false, nil
 	}
 	// client-final-message: c=...,r=nonce[,extensions],p=proof.
@@ -284,6 +380,8 @@ func (c *scramSession) step(msg string) ([]byte, bool, error) {
 }
 
 func (c *scramSession) User() string { return c.user }
+
+func (c *scramSession) Expires() time.Time { return time.Time{} }
 
 // cutGS2 splits a client-first-message into its authzid ("" for none) and its bare part.
 func cutGS2(msg string) (authzid, bare string, ok bool) {

@@ -2,6 +2,7 @@ package sasl
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,7 +16,7 @@ func TestInterBrokerClient(t *testing.T) {
 			require.NoError(t, err)
 			mech, cl := s.InterBroker()
 			require.Equal(t, m, mech)
-			srv := s.NewSession(mech)
+			srv := s.NewSession(mech, time.Now)
 			var fromServer []byte
 			for range 3 {
 				toServer, err := cl.Step(fromServer)
@@ -39,7 +40,7 @@ func TestScramWrongPassword(t *testing.T) {
 	s, err := NewStore([]string{ScramSHA512}, map[string]string{"a": "right"})
 	require.NoError(t, err)
 	cl := &scramClient{mechanism: ScramSHA512, user: "a", pass: "wrong"}
-	srv := s.NewSession(ScramSHA512)
+	srv := s.NewSession(ScramSHA512, time.Now)
 	first, err := cl.Step(nil)
 	require.NoError(t, err)
 	serverFirst, done, err := srv.Step(first)

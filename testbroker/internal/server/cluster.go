@@ -72,6 +72,9 @@ type Cluster struct {
 	brokers   []*Broker
 	faults    *fault.Set
 	configs   *config.Store
+	// scram holds the SCRAM credentials: cfg.SASL's, or a store of its own on a cluster
+	// without SASL, where AlterUserScramCredentials works all the same.
+	scram *sasl.Store
 
 	meta *metadata.Controller
 
@@ -128,7 +131,11 @@ func Start(cfg Config) (*Cluster, error) {
 		clusterID: cfg.ClusterID,
 		faults:    fault.NewSet(),
 		configs:   configs,
+		scram:     cfg.SASL,
 		closed:    make(chan struct{}),
+	}
+	if c.scram == nil {
+		c.scram = sasl.NewCredentialStore()
 	}
 	c.groups = c.newGroupCoordinator()
 	c.shares = c.newShareManager()

@@ -133,6 +133,9 @@ func (c *Cluster) versionRange(key int16) (min, max int16, ok bool) {
 // response with keep true means no response is sent (acks=0 produce); keep false closes the
 // connection.
 func (b *Broker) handle(cn *conn, req *wire.Request) (resp kmsg.Response, keep bool) {
+	if cn.sasl != nil && cn.sasl.state == saslComplete && !b.checkSession(cn, req) {
+		return nil, false
+	}
 	if cn.sasl != nil && cn.sasl.state != saslComplete {
 		return b.handleBeforeAuth(cn, req)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,11 +31,49 @@ const (
 
 // saslConn is the SASL state of a connection of a cluster that requires SASL.
 type saslConn struct {
-	state   saslState
-	session sasl.Session
+	state     saslState
+	mechanism string
+	session   sasl.Session
 	// raw is set after a SaslHandshake v0: the client sends its tokens as bare size-prefixed
 	// frames, not in SaslAuthenticate requests.
 	raw bool
+	// expiry is when the authenticated session ends (KIP-368), the zero time for never: a
+	// request other than a SaslHandshake that begins a re-authentication after it closes the
+	// connection.
+	expiry time.Time
+	// reauthenticating is set from the SaslHandshake that begins a re-authentication until
+	// it completes; lastReauth is when the last one began.
+	reauthenticating bool
+	lastReauth       time.Time
+}
+
+// minReauthInterval is KafkaChannel's MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS: a connection may
+// begin a re-authentication at most once a second.
+const minReauthInterval = time.Second
+
+// checkSession applies KafkaChannel and SocketServer's rule to a request of an authenticated
+// connection: a SaslHandshake on a connection whose session has an expiry begins a
+// re-authentication (unless one began less than a second ago: then it is handled as any
+// SaslHandshake after authentication); any other request after the expiry closes the
+// connection. It reports whether the request may go on.
+func (b *Broker) checkSession(cn *conn, req *wire.Request) bool {
+	s := cn.sasl
+	if s.expiry.IsZero() {
+		return true
+	}
+	now := b.c.clock.Now()
+	if req.Key == int16(kmsg.SASLHandshake) && (s.lastReauth.IsZero() || now.Sub(s.lastReauth) >= minReauthInterval) {
+		s.lastReauth = now
+		s.reauthenticating = true
+		s.state = saslHandshake
+		return true
+	}
+	if now.After(s.expiry) {
+		b.c.logger.Info("closing connection", "broker", b.id, "remote", cn.nc.RemoteAddr().String(),
+			"reason", "SASL session expired at "+s.expiry.UTC().Format(time.RFC3339Nano)+" (connections.max.reauth.ms or the credential's lifetime) and the client sent "+kmsg.NameForKey(req.Key)+" without re-authenticating")
+		return false
+	}
+	return true
 }
 
 // handleBeforeAuth admits what Kafka's SaslServerAuthenticator admits before authentication:
@@ -74,17 +113,52 @@ func (cn *conn) handleRawSaslToken(token []byte) (frame []byte, keep bool) {
 		return nil, false
 	}
 	if done {
-		cn.authenticated(cn.sasl.session.User())
+		if _, refused := cn.authenticated(); refused != "" {
+			cn.b.c.logger.Warn("closing connection", "broker", cn.b.id, "remote", cn.nc.RemoteAddr().String(), "reason", refused)
+			return nil, false
+		}
 	}
-	return binary.BigEndian.AppendUint32(nil, uint32(len(out))), true
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(out))), out...), true
 }
 
-func (cn *conn) authenticated(user string) {
-	cn.sasl.state = saslComplete
-	cn.sasl.raw = false
+// authenticated completes an exchange. A re-authentication as another principal is refused
+// with ReauthInfo.ensurePrincipalUnchanged's message, and the connection keeps its first
+// principal until it closes. Otherwise the principal is set and the session's expiry computed
+// as SaslServerAuthenticator's calcCompletionTimesAndReturnSessionLifetimeMs does, from
+// connections.max.reauth.ms and the credential's own expiry; lifetimeMs is for
+// SaslAuthenticate's SessionLifetimeMs, 0 for a session that never expires.
+func (cn *conn) authenticated() (lifetimeMs int64, refused string) {
+	s := cn.sasl
+	previous := cn.Principal()
+	principal := "User:" + s.session.User()
+	if s.reauthenticating && principal != previous {
+		return 0, fmt.Sprintf("Cannot change principals during re-authentication from %s: %s", dotted(previous), dotted(principal))
+	}
+	s.state = saslComplete
+	s.raw = false
+	s.reauthenticating = false
+	now := cn.b.c.clock.Now()
+	maxReauth := cn.b.c.configs.Snapshot().Connections.MaxReauth
+	credential := s.session.Expires()
+	s.expiry = time.Time{}
+	if !credential.IsZero() || maxReauth > 0 {
+		nowMs := now.UnixMilli()
+		switch {
+		case credential.IsZero():
+			lifetimeMs = maxReauth.Milliseconds()
+		case maxReauth <= 0:
+			lifetimeMs = credential.UnixMilli() - nowMs
+		default:
+			lifetimeMs = min(credential.UnixMilli()-nowMs, maxReauth.Milliseconds())
+		}
+		lifetimeMs = max(lifetimeMs, 0)
+		// In milliseconds: a token's lifetime can exceed what a Duration holds.
+		s.expiry = time.UnixMilli(nowMs + lifetimeMs)
+	}
 	cn.mu.Lock()
-	cn.principal = "User:" + user
+	cn.principal = principal
 	cn.mu.Unlock()
+	return lifetimeMs, ""
 }
 
 // Principal returns the connection's authenticated principal ("User:name"), "" before
@@ -104,15 +178,23 @@ func (b *Broker) handleSaslHandshake(cn *conn, req *kmsg.SASLHandshakeRequest) k
 		return resp
 	}
 	resp.SupportedMechanisms = store.Mechanisms()
-	if !store.Enabled(req.Mechanism) {
-		b.c.logger.Warn("closing connection", "broker", b.id, "remote", cn.nc.RemoteAddr().String(),
-			"reason", fmt.Sprintf("Unsupported SASL mechanism %s", req.Mechanism))
+	reason := ""
+	switch {
+	case !store.Enabled(req.Mechanism):
+		reason = fmt.Sprintf("Unsupported SASL mechanism %s", req.Mechanism)
+	case cn.sasl.reauthenticating && req.Mechanism != cn.sasl.mechanism:
+		reason = fmt.Sprintf("SASL mechanism '%s' requested by client is not supported for re-authentication of mechanism '%s'",
+			req.Mechanism, cn.sasl.mechanism)
+	}
+	if reason != "" {
+		b.c.logger.Warn("closing connection", "broker", b.id, "remote", cn.nc.RemoteAddr().String(), "reason", reason)
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		cn.closeAfterWrite = true
 		return resp
 	}
 	cn.sasl.state = saslAuthenticate
-	cn.sasl.session = store.NewSession(req.Mechanism)
+	cn.sasl.mechanism = req.Mechanism
+	cn.sasl.session = store.NewSession(req.Mechanism, b.c.clock.Now)
 	cn.sasl.raw = req.Version == 0
 	return resp
 }
@@ -144,11 +226,27 @@ func (b *Broker) handleSaslAuthenticate(cn *conn, req *kmsg.SASLAuthenticateRequ
 	if resp.SASLAuthBytes == nil {
 		resp.SASLAuthBytes = []byte{}
 	}
-	if done {
-		cn.authenticated(cn.sasl.session.User())
+	if !done {
+		return resp
 	}
-	// SessionLifetimeMillis stays 0: no re-authentication (connections.max.reauth.ms unset).
+	lifetimeMs, refused := cn.authenticated()
+	if refused != "" {
+		b.c.logger.Warn("closing connection", "broker", b.id, "remote", cn.nc.RemoteAddr().String(), "reason", refused)
+		resp.SASLAuthBytes = []byte{}
+		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
+		resp.ErrorMessage = &refused
+		cn.closeAfterWrite = true
+		return resp
+	}
+	resp.SessionLifetimeMillis = lifetimeMs
 	return resp
+}
+
+// dotted writes a principal as KafkaPrincipal's type and name joined by a dot ("User.alice"),
+// the form of ensurePrincipalUnchanged's message.
+func dotted(principal string) string {
+	typ, name, _ := strings.Cut(principal, ":")
+	return typ + "." + name
 }
 
 func failedSaslAuthenticate(r *kmsg.SASLAuthenticateRequest, code int16) kmsg.Response {
@@ -192,7 +290,7 @@ func (c *Cluster) interBrokerAuth() func(func(kmsg.Request, kmsg.Response) error
 			if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 				return err
 			}
-			if mechanism == sasl.Plain || strings.HasPrefix(string(resp.SASLAuthBytes), "v=") {
+			if mechanism == sasl.Plain || mechanism == sasl.OAuthBearer || strings.HasPrefix(string(resp.SASLAuthBytes), "v=") {
 				return nil
 			}
 			token = resp.SASLAuthBytes

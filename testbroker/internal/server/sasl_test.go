@@ -182,3 +182,32 @@ func TestSASLHandshakeUnsupportedMechanismCloses(t *testing.T) {
 	assert.Equal(t, []string{sasl.Plain, sasl.ScramSHA256}, resp.SupportedMechanisms)
 	assert.True(t, r.closed())
 }
+
+// A SaslHandshake v0 with SCRAM: each bare token is answered with a bare frame carrying the
+// server's message (server-first, then server-final), and the connection then serves.
+func TestSASLHandshakeV0RawScram(t *testing.T) {
+	store, err := sasl.NewStore([]string{sasl.ScramSHA256}, nil)
+	require.NoError(t, err)
+	c, err := Start(Config{Brokers: 1, ListenAddrs: []string{"127.0.0.1:0"}, SASL: store})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	nc, err := net.Dial("tcp", c.Addrs()[0])
+	require.NoError(t, err)
+	t.Cleanup(func() { nc.Close() })
+	require.NoError(t, nc.SetDeadline(time.Now().Add(10*time.Second)))
+	r := &rawConn{t: t, nc: nc}
+
+	require.True(t, r.roundTrip(handshake(0, sasl.ScramSHA256), kmsg.NewPtrSASLHandshakeResponse()))
+	_, client := store.InterBroker()
+	var fromServer []byte
+	for range 2 {
+		token, err := client.Step(fromServer)
+		require.NoError(t, err)
+		r.writeFrame(append(binary.BigEndian.AppendUint32(nil, uint32(len(token))), token...))
+		fromServer = r.readFrame()
+		require.NotEmpty(t, fromServer)
+	}
+	assert.Contains(t, string(fromServer), "v=", "server-final-message")
+	assert.Equal(t, "User:"+sasl.InterBrokerUser, onlyConn(t, c).Principal())
+	require.True(t, r.roundTrip(metadataV1(), kmsg.NewPtrMetadataResponse()))
+}
