@@ -160,7 +160,9 @@ func TestFilters(t *testing.T) {
 		{"LITERAL", with(func(f *Filter) { f.PatternType = PatternLiteral }), []Binding{lit, wild, grp}},
 		{"LITERAL wildcard name is exact", with(func(f *Filter) { f.PatternType, f.ResourceName = PatternLiteral, ptr("*") }), []Binding{wild}},
 		{"PREFIXED", with(func(f *Filter) { f.PatternType = PatternPrefixed }), []Binding{pre}},
-		{"MATCH", with(func(f *Filter) { f.ResourceType, f.PatternType, f.ResourceName = ResourceTopic, PatternMatch, ptr("orders") }), []Binding{lit, wild, pre}},
+		{"MATCH", with(func(f *Filter) {
+			f.ResourceType, f.PatternType, f.ResourceName = ResourceTopic, PatternMatch, ptr("orders")
+		}), []Binding{lit, wild, pre}},
 		{"MATCH other name", with(func(f *Filter) { f.ResourceType, f.PatternType, f.ResourceName = ResourceTopic, PatternMatch, ptr("x") }), []Binding{wild}},
 		{"principal", with(func(f *Filter) { f.Principal = ptr("User:bob") }), []Binding{wild}},
 		{"host", with(func(f *Filter) { f.Host = ptr("10.0.0.1") }), nil},
