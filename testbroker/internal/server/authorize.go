@@ -1,0 +1,205 @@
+package server
+
+import (
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/acl"
+	"github.com/kshare/kshare/testbroker/internal/group"
+	"github.com/kshare/kshare/testbroker/internal/sasl"
+)
+
+// anonymous is the principal of a connection that has not authenticated, as Kafka's
+// KafkaPrincipal.ANONYMOUS.
+const anonymous = "User:ANONYMOUS"
+
+// newAuthorizer returns the cluster's authorizer, or nil when authorizer.class.name is unset.
+// On a cluster with SASL the replica fetchers' user is a super user, as a Kafka cluster's
+// inter-broker principal must be.
+func (c *Cluster) newAuthorizer() *acl.Authorizer {
+	settings := c.configs.Snapshot().Authorizer
+	if !settings.Enabled {
+		return nil
+	}
+	supers := settings.SuperUsers
+	if c.cfg.SASL != nil {
+		supers = append(supers[:len(supers):len(supers)], "User:"+sasl.InterBrokerUser)
+	}
+	return acl.New(supers, settings.AllowEveryoneIfNoACL)
+}
+
+// authorize reports whether the connection's principal, from its address, may perform op on
+// the resource; every request is authorized on a cluster without an authorizer.
+func (cn *conn) authorize(op acl.Operation, rt acl.ResourceType, name string) bool {
+	a := cn.b.c.authz
+	return a == nil || a.Authorize(cn.aclPrincipal(), cn.host(), op, rt, name)
+}
+
+// authorizeTopic is authorize on a topic.
+func (cn *conn) authorizeTopic(op acl.Operation, topic string) bool {
+	return cn.authorize(op, acl.ResourceTopic, topic)
+}
+
+// authorizeGroup is authorize on a group.
+func (cn *conn) authorizeGroup(op acl.Operation, group string) bool {
+	return cn.authorize(op, acl.ResourceGroup, group)
+}
+
+// authorizeCluster is authorize on the cluster.
+func (cn *conn) authorizeCluster(op acl.Operation) bool {
+	return cn.authorize(op, acl.ResourceCluster, acl.ClusterName)
+}
+
+// authorizedOperations is the authorized-operations bit field of a resource for the
+// connection's principal: every supported operation without an authorizer.
+func (cn *conn) authorizedOperations(rt acl.ResourceType, name string, all int32) int32 {
+	a := cn.b.c.authz
+	if a == nil {
+		return all
+	}
+	return a.AuthorizedOperations(cn.aclPrincipal(), cn.host(), rt, name)
+}
+
+// aclPrincipal is the principal ACLs are matched against: the authenticated one, else
+// User:ANONYMOUS.
+func (cn *conn) aclPrincipal() string {
+	if p := cn.Principal(); p != "" {
+		return p
+	}
+	return anonymous
+}
+
+// host is the client's address as Kafka's InetAddress.getHostAddress writes it, the form a
+// host in an ACL must take: dotted IPv4, or IPv6 as eight groups of hex without "::".
+func (cn *conn) host() string {
+	addr := cn.nc.RemoteAddr()
+	var ip net.IP
+	if tcp, ok := addr.(*net.TCPAddr); ok {
+		ip = tcp.IP
+	} else if h, _, err := net.SplitHostPort(addr.String()); err == nil {
+		ip = net.ParseIP(h)
+		if ip == nil {
+			return h
+		}
+	} else {
+		return addr.String()
+	}
+	if v4 := ip.To4(); v4 != nil {
+		return v4.String()
+	}
+	if len(ip) != net.IPv6len {
+		return ip.String()
+	}
+	groups := make([]string, 8)
+	for i := range groups {
+		groups[i] = strconv.FormatUint(uint64(ip[2*i])<<8|uint64(ip[2*i+1]), 16)
+	}
+	return strings.Join(groups, ":")
+}
+
+// splitTopics splits a request's topics into those the connection's principal may perform op
+// on and those it may not, in request order; name gives a topic's name, "" for one the
+// cluster does not know, which is kept for the handler to answer as it would without ACLs.
+func splitTopics[T any](cn *conn, op acl.Operation, topics []T, name func(*T) string) (allowed, denied []T) {
+	if cn.b.c.authz == nil {
+		return topics, nil
+	}
+	allowed = topics[:0:0]
+	for i := range topics {
+		if n := name(&topics[i]); n != "" && !cn.authorizeTopic(op, n) {
+			denied = append(denied, topics[i])
+			continue
+		}
+		allowed = append(allowed, topics[i])
+	}
+	return allowed, denied
+}
+
+// topicName returns the name of the topic with id, "" when the cluster has none.
+func (c *Cluster) topicName(id [16]byte) string {
+	if t := c.topicByID(id); t != nil {
+		return t.Name
+	}
+	return ""
+}
+
+// groupHeartbeatDenied is the error code of a ConsumerGroupHeartbeat or ShareGroupHeartbeat
+// the principal may not send, or 0: READ on the group, then DESCRIBE on every subscribed topic
+// name, as KafkaApis checks them before the group coordinator sees the request.
+func (cn *conn) groupHeartbeatDenied(group string, subscribed []string) int16 {
+	if !cn.authorizeGroup(acl.OpRead, group) {
+		return kerr.GroupAuthorizationFailed.Code
+	}
+	for _, t := range subscribed {
+		if !cn.authorizeTopic(acl.OpDescribe, t) {
+			return kerr.TopicAuthorizationFailed.Code
+		}
+	}
+	return 0
+}
+
+// authorizeFetchedOffsets applies DESCRIBE on each topic to an OffsetFetch's result, as
+// KafkaApis does: a topic the principal may not describe is left out of an all-topics fetch
+// and, when named, has every partition TOPIC_AUTHORIZATION_FAILED with no offset.
+func (cn *conn) authorizeFetchedOffsets(fetched []group.FetchedTopic, all bool) []group.FetchedTopic {
+	if cn.b.c.authz == nil {
+		return fetched
+	}
+	out := fetched[:0:0]
+	for _, t := range fetched {
+		if !cn.authorizeTopic(acl.OpDescribe, t.Name) {
+			if all {
+				continue
+			}
+			denied := group.FetchedTopic{Name: t.Name}
+			for _, p := range t.Partitions {
+				denied.Partitions = append(denied.Partitions, group.FetchedOffset{Partition: p.Partition, CommittedOffset: group.CommittedOffset{Offset: -1, LeaderEpoch: -1}, Err: kerr.TopicAuthorizationFailed})
+			}
+			t = denied
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// splitFetchTopics splits a Fetch's topics as KafkaApis.handleFetchRequest authorizes them: a
+// follower's fetch needs CLUSTER_ACTION on the cluster, or every topic is denied; a
+// consumer's needs READ on each topic.
+func (cn *conn) splitFetchTopics(req *kmsg.FetchRequest) (allowed, denied []kmsg.FetchRequestTopic) {
+	c := cn.b.c
+	if c.authz == nil {
+		return req.Topics, nil
+	}
+	if (req.Version < 15 && req.ReplicaID >= 0) || (req.Version >= 15 && req.ReplicaState.ID >= 0) {
+		if cn.authorizeCluster(acl.OpClusterAction) {
+			return req.Topics, nil
+		}
+		return nil, req.Topics
+	}
+	return splitTopics(cn, acl.OpRead, req.Topics, func(t *kmsg.FetchRequestTopic) string {
+		if req.Version >= 13 {
+			return c.topicName(t.TopicID)
+		}
+		return t.Topic
+	})
+}
+
+// appendDeniedFetch answers a Fetch's denied topics with TOPIC_AUTHORIZATION_FAILED on every
+// partition.
+func appendDeniedFetch(resp *kmsg.FetchResponse, denied []kmsg.FetchRequestTopic) {
+	for _, t := range denied {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition, rp.ErrorCode, rp.HighWatermark = p.Partition, kerr.TopicAuthorizationFailed.Code, -1
+			rp.RecordBatches = noRecords
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+}
