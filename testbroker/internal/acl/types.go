@@ -140,3 +140,14 @@ var supportedOperations = map[ResourceType][]Operation{
 	ResourceDelegationToken: {OpDescribe},
 	ResourceUser:            {OpCreateTokens, OpDescribeTokens},
 }
+
+// Supported returns the bit field of the operations that apply to resources of type rt (bit i
+// for the operation of code i): what an authorized-operations field holds for a principal
+// allowed everything.
+func Supported(rt ResourceType) int32 {
+	var bits int32
+	for _, op := range supportedOperations[rt] {
+		bits |= 1 << op
+	}
+	return bits
+}

@@ -56,10 +56,10 @@ func (cn *conn) authorizeCluster(op acl.Operation) bool {
 
 // authorizedOperations is the authorized-operations bit field of a resource for the
 // connection's principal: every supported operation without an authorizer.
-func (cn *conn) authorizedOperations(rt acl.ResourceType, name string, all int32) int32 {
+func (cn *conn) authorizedOperations(rt acl.ResourceType, name string) int32 {
 	a := cn.b.c.authz
 	if a == nil {
-		return all
+		return acl.Supported(rt)
 	}
 	return a.AuthorizedOperations(cn.aclPrincipal(), cn.host(), rt, name)
 }
@@ -125,6 +125,12 @@ func (c *Cluster) topicName(id [16]byte) string {
 		return t.Name
 	}
 	return ""
+}
+
+// mayCreateTopic reports whether the principal may create the topic: CREATE on the cluster or
+// on the topic, as Metadata's auto-creation and CreateTopics ask.
+func (cn *conn) mayCreateTopic(name string) bool {
+	return cn.authorizeCluster(acl.OpCreate) || cn.authorizeTopic(acl.OpCreate, name)
 }
 
 // groupHeartbeatDenied is the error code of a ConsumerGroupHeartbeat or ShareGroupHeartbeat
@@ -202,4 +208,57 @@ func appendDeniedFetch(resp *kmsg.FetchResponse, denied []kmsg.FetchRequestTopic
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+}
+
+// configResourceDenied is the error of a config resource the principal may not perform op
+// (DESCRIBE_CONFIGS or ALTER_CONFIGS) on, nil when it may: a topic needs op on the topic, a
+// group on the group, and the brokers, their loggers and client metrics on the cluster
+// (ConfigHelper, KafkaApis.configsAuthorizationApiError).
+func (cn *conn) configResourceDenied(op acl.Operation, typ kmsg.ConfigResourceType, name string) error {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		if !cn.authorizeTopic(op, name) {
+			return errorf(kerr.TopicAuthorizationFailed, "Topic authorization failed.")
+		}
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if !cn.authorizeGroup(op, name) {
+			return errorf(kerr.GroupAuthorizationFailed, "Group authorization failed.")
+		}
+	default:
+		if !cn.authorizeCluster(op) {
+			return errorf(kerr.ClusterAuthorizationFailed, "Cluster authorization failed.")
+		}
+	}
+	return nil
+}
+
+// topicDeletionDenied reports whether the principal may not delete a topic named by name or
+// id, and the name to answer with, as the controller does: a topic it may not even describe
+// is answered by id alone, so that the name is not disclosed. Unknown topics are left to the
+// handler. DELETE on the cluster allows every topic.
+func (cn *conn) topicDeletionDenied(clusterDelete bool, name *string, id [16]byte) (*string, bool) {
+	c := cn.b.c
+	if c.authz == nil || clusterDelete {
+		return name, false
+	}
+	n := c.topicName(id)
+	if name != nil {
+		n = *name
+	}
+	if n == "" || cn.authorizeTopic(acl.OpDelete, n) {
+		return name, false
+	}
+	if name == nil && cn.authorizeTopic(acl.OpDescribe, n) {
+		return &n, true
+	}
+	return name, true
+}
+
+// mayWriteIdempotently reports whether the principal may get a producer id without a
+// transactional id: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
+// (KafkaApis.handleInitProducerIdRequest).
+func (cn *conn) mayWriteIdempotently() bool {
+	a := cn.b.c.authz
+	return a == nil || cn.authorizeCluster(acl.OpIdempotentWrite) ||
+		a.AuthorizeByResourceType(cn.aclPrincipal(), cn.host(), acl.OpWrite, acl.ResourceTopic)
 }

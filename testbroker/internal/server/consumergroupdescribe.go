@@ -46,7 +46,7 @@ func (b *Broker) handleConsumerGroupDescribe(cn *conn, req *kmsg.ConsumerGroupDe
 		dg.AssignmentEpoch = info.AssignmentEpoch
 		dg.AssignorName = info.AssignorName
 		if req.IncludeAuthorizedOperations {
-			dg.AuthorizedOperations = cn.authorizedOperations(acl.ResourceGroup, id, groupAuthorizedOperations)
+			dg.AuthorizedOperations = cn.authorizedOperations(acl.ResourceGroup, id)
 		}
 		for _, m := range info.Members {
 			rm := kmsg.NewConsumerGroupDescribeResponseGroupMember()

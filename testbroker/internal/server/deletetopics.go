@@ -3,6 +3,8 @@ package server
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/acl"
 )
 
 func init() {
@@ -16,7 +18,7 @@ func init() {
 // message. With delete.topic.enable=false every entry fails: INVALID_REQUEST before v3,
 // TOPIC_DELETION_DISABLED from v3. A fetch in flight on a deleted topic finishes with what it
 // read; the next one sees the topic gone.
-func (b *Broker) handleDeleteTopics(_ *conn, req *kmsg.DeleteTopicsRequest) kmsg.Response {
+func (b *Broker) handleDeleteTopics(cn *conn, req *kmsg.DeleteTopicsRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	type entry struct {
@@ -60,7 +62,12 @@ func (b *Broker) handleDeleteTopics(_ *conn, req *kmsg.DeleteTopicsRequest) kmsg
 		}
 	}
 	reported := make(map[any]bool)
+	clusterDelete := cn.authorizeCluster(acl.OpDelete)
 	for _, e := range entries {
+		if deniedName, denied := cn.topicDeletionDenied(clusterDelete, e.name, e.id); denied {
+			add(deniedName, e.id, errorf(kerr.TopicAuthorizationFailed, "Topic authorization failed."))
+			continue
+		}
 		switch {
 		case e.name == nil && e.id == ([16]byte{}):
 			add(nil, e.id, errorf(kerr.InvalidRequest, "Neither topic name nor id were specified."))

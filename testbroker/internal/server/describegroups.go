@@ -54,7 +54,7 @@ func (b *Broker) handleDescribeGroups(cn *conn, req *kmsg.DescribeGroupsRequest)
 			dg.Protocol = info.ProtocolName
 		}
 		if req.IncludeAuthorizedOperations {
-			dg.AuthorizedOperations = cn.authorizedOperations(acl.ResourceGroup, id, groupAuthorizedOperations)
+			dg.AuthorizedOperations = cn.authorizedOperations(acl.ResourceGroup, id)
 		}
 		for _, m := range info.Members {
 			dm := kmsg.NewDescribeGroupsResponseGroupMember()

@@ -40,7 +40,7 @@ func (b *Broker) handleShareGroupDescribe(cn *conn, req *kmsg.ShareGroupDescribe
 		dg.AssignmentEpoch = info.AssignmentEpoch
 		dg.Assignor = group.ShareAssignorName
 		if req.IncludeAuthorizedOperations {
-			dg.AuthorizedOperations = cn.authorizedOperations(acl.ResourceGroup, id, groupAuthorizedOperations)
+			dg.AuthorizedOperations = cn.authorizedOperations(acl.ResourceGroup, id)
 		}
 		for _, m := range info.Members {
 			rm := kmsg.NewShareGroupDescribeResponseGroupMember()
