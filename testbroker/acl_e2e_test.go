@@ -352,3 +352,124 @@ func TestACLsReplication(t *testing.T) {
 	admin := userClient(t, c, "admin", kgo.RequiredAcks(kgo.AllISRAcks()))
 	require.NoError(t, produceCode(t, ctx, admin, "r"))
 }
+
+func TestACLsTopicAdministration(t *testing.T) {
+	c := aclCluster(t, testbroker.Topic("t", 1), testbroker.Topic("secret", 1), testbroker.Topic("mine-x", 1))
+	ctx := aclContext(t)
+	adminCl := userClient(t, c, "admin")
+	admin := kadm.NewClient(adminCl)
+	createACLs(t, ctx, admin, kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("mine-").
+		ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpCreate, kadm.OpDelete, kadm.OpAlterConfigs))
+	createACLs(t, ctx, admin, kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("t").Operations(kadm.OpDescribe))
+	aliceCl := userClient(t, c, "alice")
+	alice := kadm.NewClient(aliceCl)
+
+	t.Run("create topics needs CREATE", func(t *testing.T) {
+		res, err := alice.CreateTopics(ctx, 1, 1, nil, "mine-new", "other")
+		require.NoError(t, err)
+		assert.NoError(t, res["mine-new"].Err)
+		assert.ErrorIs(t, res["other"].Err, kerr.TopicAuthorizationFailed)
+		assert.Equal(t, "Authorization failed.", res["other"].ErrMessage)
+	})
+	t.Run("delete topics needs DELETE; by id the name is not disclosed", func(t *testing.T) {
+		topics, err := admin.ListTopics(ctx, "secret", "t")
+		require.NoError(t, err)
+		req := kmsg.NewPtrDeleteTopicsRequest()
+		for _, id := range [][16]byte{topics["secret"].ID, topics["t"].ID} {
+			rt := kmsg.NewDeleteTopicsRequestTopic()
+			rt.TopicID = id
+			req.Topics = append(req.Topics, rt)
+		}
+		rt := kmsg.NewDeleteTopicsRequestTopic()
+		rt.Topic = kmsg.StringPtr("mine-x")
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, aliceCl)
+		require.NoError(t, err)
+		require.Len(t, resp.Topics, 3)
+		assert.Equal(t, kerr.TopicAuthorizationFailed.Code, resp.Topics[0].ErrorCode)
+		assert.Nil(t, resp.Topics[0].Topic, "secret may not even be described")
+		assert.Equal(t, kerr.TopicAuthorizationFailed.Code, resp.Topics[1].ErrorCode)
+		assert.Equal(t, "t", *resp.Topics[1].Topic, "t may be described")
+		assert.Zero(t, resp.Topics[2].ErrorCode)
+	})
+	t.Run("configs", func(t *testing.T) {
+		describe := kmsg.NewPtrDescribeConfigsRequest()
+		for _, r := range []struct {
+			typ  kmsg.ConfigResourceType
+			name string
+		}{{kmsg.ConfigResourceTypeTopic, "t"}, {kmsg.ConfigResourceTypeTopic, "mine-new"}, {kmsg.ConfigResourceTypeBroker, "0"}} {
+			rr := kmsg.NewDescribeConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = r.typ, r.name
+			describe.Resources = append(describe.Resources, rr)
+		}
+		described, err := describe.RequestWith(ctx, aliceCl.Broker(0))
+		require.NoError(t, err)
+		require.Len(t, described.Resources, 3)
+		assert.Equal(t, kerr.TopicAuthorizationFailed.Code, described.Resources[0].ErrorCode, "DESCRIBE does not imply DESCRIBE_CONFIGS")
+		assert.Equal(t, "Topic authorization failed.", *described.Resources[0].ErrorMessage)
+		assert.Zero(t, described.Resources[1].ErrorCode, "ALTER_CONFIGS implies DESCRIBE_CONFIGS")
+		assert.Equal(t, kerr.ClusterAuthorizationFailed.Code, described.Resources[2].ErrorCode)
+
+		alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		for _, name := range []string{"mine-new", "t"} {
+			rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, name
+			rr.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: kmsg.StringPtr("1000")}}
+			alter.Resources = append(alter.Resources, rr)
+		}
+		altered, err := alter.RequestWith(ctx, aliceCl.Broker(0))
+		require.NoError(t, err)
+		require.Len(t, altered.Resources, 2)
+		assert.Zero(t, altered.Resources[0].ErrorCode)
+		assert.Equal(t, kerr.TopicAuthorizationFailed.Code, altered.Resources[1].ErrorCode)
+	})
+	t.Run("idempotent producer needs WRITE on some topic", func(t *testing.T) {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionTimeoutMillis = 60000
+		resp, err := req.RequestWith(ctx, aliceCl)
+		require.NoError(t, err)
+		assert.Equal(t, kerr.ClusterAuthorizationFailed.Code, resp.ErrorCode)
+		resp, err = req.RequestWith(ctx, adminCl)
+		require.NoError(t, err)
+		assert.Zero(t, resp.ErrorCode)
+	})
+}
+
+func TestACLsCommittedOffsets(t *testing.T) {
+	c := aclCluster(t, testbroker.Topic("t", 1), testbroker.Topic("secret", 1))
+	ctx := aclContext(t)
+	admin := kadm.NewClient(userClient(t, c, "admin"))
+	createACLs(t, ctx, admin, kadm.NewACLs().Allow("User:alice").AllowHosts().Groups("g").Operations(kadm.OpRead))
+	createACLs(t, ctx, admin, kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("t").Operations(kadm.OpRead))
+	aliceCl := userClient(t, c, "alice")
+
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.Generation = "g", -1
+	for _, n := range []string{"t", "secret"} {
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = n
+		rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 0, LeaderEpoch: -1}}
+		commit.Topics = append(commit.Topics, rt)
+	}
+	commit.Version = 8 // by name
+	commitResp, err := commit.RequestWith(ctx, aliceCl.Broker(0))
+	require.NoError(t, err)
+	got := map[string]int16{}
+	for _, rt := range commitResp.Topics {
+		got[rt.Topic] = rt.Partitions[0].ErrorCode
+	}
+	assert.Equal(t, map[string]int16{"t": 0, "secret": kerr.TopicAuthorizationFailed.Code}, got)
+
+	commit.Group = "other"
+	commitResp, err = commit.RequestWith(ctx, aliceCl.Broker(0))
+	require.NoError(t, err)
+	assert.Equal(t, kerr.GroupAuthorizationFailed.Code, commitResp.Topics[0].Partitions[0].ErrorCode)
+
+	fetched, err := kadm.NewClient(aliceCl).FetchOffsets(ctx, "g")
+	require.NoError(t, err)
+	var topics []string
+	for _, o := range fetched.Sorted() {
+		topics = append(topics, o.Topic)
+	}
+	assert.Equal(t, []string{"t"}, topics, "a fetch of all offsets leaves out what alice may not describe")
+}
