@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/kshare/kshare/testbroker"
@@ -472,4 +473,50 @@ func TestACLsCommittedOffsets(t *testing.T) {
 		topics = append(topics, o.Topic)
 	}
 	assert.Equal(t, []string{"t"}, topics, "a fetch of all offsets leaves out what alice may not describe")
+}
+
+func TestACLsTransactions(t *testing.T) {
+	c := aclCluster(t, testbroker.Topic("t", 1), testbroker.Topic("secret", 1))
+	ctx := aclContext(t)
+	adminCl := userClient(t, c, "admin")
+	admin := kadm.NewClient(adminCl)
+	aliceCl := userClient(t, c, "alice")
+	initPID := func(cl *kgo.Client) *kmsg.InitProducerIDResponse {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr("tx"), 60000
+		resp, err := req.RequestWith(ctx, cl.Broker(0))
+		require.NoError(t, err)
+		return resp
+	}
+	assert.Equal(t, kerr.TransactionalIDAuthorizationFailed.Code, initPID(aliceCl).ErrorCode)
+
+	createACLs(t, ctx, admin, kadm.NewACLs().Allow("User:alice").AllowHosts().TransactionalIDs("tx").Operations(kadm.OpWrite))
+	createACLs(t, ctx, admin, kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("t").Operations(kadm.OpWrite))
+	pid := initPID(aliceCl)
+	require.Zero(t, pid.ErrorCode)
+
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.Version, add.TransactionalID, add.ProducerID, add.ProducerEpoch = 3, "tx", pid.ProducerID, pid.ProducerEpoch
+	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "t", Partitions: []int32{0}}, {Topic: "secret", Partitions: []int32{0}}}
+	// A client capped at Kafka 3.0 sends v3, the producer's own form.
+	addResp, err := add.RequestWith(ctx, userClient(t, c, "alice", kgo.MaxVersions(kversion.V3_0_0())).Broker(0))
+	require.NoError(t, err)
+	got := map[string]int16{}
+	for _, rt := range addResp.Topics {
+		got[rt.Topic] = rt.Partitions[0].ErrorCode
+	}
+	assert.Equal(t, map[string]int16{"t": kerr.OperationNotAttempted.Code, "secret": kerr.TopicAuthorizationFailed.Code}, got)
+
+	listed, err := admin.ListTransactions(ctx, nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"tx"}, listed.TransactionalIDs())
+	listed, err = kadm.NewClient(userClient(t, c, "bob")).ListTransactions(ctx, nil, nil)
+	require.NoError(t, err)
+	assert.Empty(t, listed.TransactionalIDs(), "bob may not describe tx")
+
+	producers := kmsg.NewPtrDescribeProducersRequest()
+	producers.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "secret", Partitions: []int32{0}}}
+	producersResp, err := producers.RequestWith(ctx, aliceCl.Broker(0))
+	require.NoError(t, err)
+	assert.Equal(t, kerr.TopicAuthorizationFailed.Code, producersResp.Topics[0].Partitions[0].ErrorCode)
 }

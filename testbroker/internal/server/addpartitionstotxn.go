@@ -33,6 +33,9 @@ func (b *Broker) handleAddPartitionsToTxn(cn *conn, req *kmsg.AddPartitionsToTxn
 		return failedAddPartitionsToTxn(req, code)
 	}
 	if req.Version < 4 {
+		if resp, denied := cn.deniedAddPartitionsToTxn(req); denied {
+			return resp
+		}
 		topics := make([]kmsg.AddPartitionsToTxnRequestTransactionTopic, len(req.Topics))
 		for i, t := range req.Topics {
 			topics[i] = kmsg.AddPartitionsToTxnRequestTransactionTopic{Topic: t.Topic, Partitions: t.Partitions}

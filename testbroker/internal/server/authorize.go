@@ -262,3 +262,26 @@ func (cn *conn) mayWriteIdempotently() bool {
 	return a == nil || cn.authorizeCluster(acl.OpIdempotentWrite) ||
 		a.AuthorizeByResourceType(cn.aclPrincipal(), cn.host(), acl.OpWrite, acl.ResourceTopic)
 }
+
+// deniedAddPartitionsToTxn answers a client's AddPartitionsToTxn (v0-3) that names a topic
+// the principal may not WRITE, as KafkaApis does: those partitions TOPIC_AUTHORIZATION_FAILED,
+// every other OPERATION_NOT_ATTEMPTED, and nothing added.
+func (cn *conn) deniedAddPartitionsToTxn(req *kmsg.AddPartitionsToTxnRequest) (*kmsg.AddPartitionsToTxnResponse, bool) {
+	_, denied := splitTopics(cn, acl.OpWrite, req.Topics, func(t *kmsg.AddPartitionsToTxnRequestTopic) string { return t.Topic })
+	if len(denied) == 0 {
+		return nil, false
+	}
+	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	for _, t := range req.Topics {
+		code := kerr.OperationNotAttempted.Code
+		if !cn.authorizeTopic(acl.OpWrite, t.Topic) {
+			code = kerr.TopicAuthorizationFailed.Code
+		}
+		rt := kmsg.AddPartitionsToTxnResponseTopic{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			rt.Partitions = append(rt.Partitions, kmsg.AddPartitionsToTxnResponseTopicPartition{Partition: p, ErrorCode: code})
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, true
+}

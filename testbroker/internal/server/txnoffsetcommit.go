@@ -33,6 +33,8 @@ func (b *Broker) handleTxnOffsetCommit(cn *conn, req *kmsg.TxnOffsetCommitReques
 	if c.coordinatorFor(req.Group) != b.id {
 		return failedTxnOffsetCommit(req, kerr.NotCoordinator.Code)
 	}
+	var denied []kmsg.TxnOffsetCommitRequestTopic
+	req.Topics, denied = splitTopics(cn, acl.OpRead, req.Topics, func(t *kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic })
 	oc := group.OffsetCommit{
 		GroupID: req.Group,
 		Member: group.OffsetCommitMember{
@@ -74,6 +76,16 @@ func (b *Broker) handleTxnOffsetCommit(cn *conn, req *kmsg.TxnOffsetCommitReques
 		for _, p := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			rp.Partition, rp.ErrorCode = p.Partition, codeOf(p.Err)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	for _, t := range denied {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
