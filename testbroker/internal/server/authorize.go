@@ -73,10 +73,13 @@ func (cn *conn) aclPrincipal() string {
 	return anonymous
 }
 
-// host is the client's address as Kafka's InetAddress.getHostAddress writes it, the form a
-// host in an ACL must take: dotted IPv4, or IPv6 as eight groups of hex without "::".
-func (cn *conn) host() string {
-	addr := cn.nc.RemoteAddr()
+// host is the client's address as ACLs match it (hostAddress).
+func (cn *conn) host() string { return hostAddress(cn.nc.RemoteAddr()) }
+
+// hostAddress writes a client address as Kafka's InetAddress.getHostAddress does, the form a
+// host in an ACL must take: dotted IPv4, or IPv6 as eight groups of hex without "::". An
+// address that is not an IP (an in-memory network's) is its host part.
+func hostAddress(addr net.Addr) string {
 	var ip net.IP
 	if tcp, ok := addr.(*net.TCPAddr); ok {
 		ip = tcp.IP
