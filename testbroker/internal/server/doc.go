@@ -5,5 +5,6 @@
 // their leaders, the clock, faults) lives on Cluster; each Broker is a node with its own
 // listener and node id. Per-concept state lives in sibling packages: config for configs, share
 // for share partitions, sessions and the delayed share fetch, group for the group coordinator,
-// log for partition logs, fault for injected faults, clock for time.
+// log for partition logs, fault for injected faults, clock for time, acl for ACLs and the
+// authorizer, which handlers consult through authorize.go.
 package server
