@@ -196,6 +196,7 @@ func TestACLsGroups(t *testing.T) {
 		findResp, err := find.RequestWith(ctx, alice.Broker(0))
 		require.NoError(t, err)
 		assert.Equal(t, kerr.GroupAuthorizationFailed.Code, findResp.Coordinators[0].ErrorCode)
+		assert.Equal(t, "Group authorization failed.", *findResp.Coordinators[0].ErrorMessage)
 	})
 	t.Run("a missing topic ACL on the subscription", func(t *testing.T) {
 		assert.Equal(t, kerr.TopicAuthorizationFailed.Code, aclShareHeartbeat(t, ctx, alice, "g-1", "t", "secret").ErrorCode)
@@ -234,6 +235,49 @@ func TestACLsGroups(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, ackResp.Topics, 1)
 		assert.Equal(t, kerr.TopicAuthorizationFailed.Code, ackResp.Topics[0].Partitions[0].ErrorCode)
+	})
+	t.Run("share-group admin APIs", func(t *testing.T) {
+		describe := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		for _, g := range []string{"g-a", "h-b"} {
+			rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+			rg.GroupID = g
+			rg.Topics = []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: "t", Partitions: []int32{0}}, {Topic: "secret", Partitions: []int32{0}}}
+			describe.Groups = append(describe.Groups, rg)
+		}
+		described, err := describe.RequestWith(ctx, alice.Broker(0))
+		require.NoError(t, err)
+		require.Len(t, described.Groups, 2)
+		assert.Zero(t, described.Groups[0].ErrorCode)
+		codes := map[string]int16{}
+		for _, rt := range described.Groups[0].Topics {
+			codes[rt.Topic] = rt.Partitions[0].ErrorCode
+		}
+		assert.Equal(t, map[string]int16{"t": 0, "secret": kerr.TopicAuthorizationFailed.Code}, codes)
+		assert.Equal(t, kerr.GroupAuthorizationFailed.Code, described.Groups[1].ErrorCode)
+
+		alter := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+		alter.GroupID = "h-b"
+		altered, err := alter.RequestWith(ctx, alice.Broker(0))
+		require.NoError(t, err)
+		assert.Equal(t, kerr.GroupAuthorizationFailed.Code, altered.ErrorCode)
+
+		del := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+		del.GroupID = "g-a"
+		del.Topics = []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: "t"}}
+		deleted, err := del.RequestWith(ctx, alice.Broker(0))
+		require.NoError(t, err)
+		assert.Equal(t, kerr.GroupAuthorizationFailed.Code, deleted.ErrorCode, "READ does not imply DELETE")
+	})
+	t.Run("consumer group heartbeat", func(t *testing.T) {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.RebalanceTimeoutMillis, req.SubscribedTopicNames = "other", "AAAAAAAAAAAAAAAAAAAAAA", 30000, []string{"t"}
+		resp, err := req.RequestWith(ctx, alice.Broker(0))
+		require.NoError(t, err)
+		assert.Equal(t, kerr.GroupAuthorizationFailed.Code, resp.ErrorCode)
+		req.Group, req.SubscribedTopicNames = "g-c", []string{"secret"}
+		resp, err = req.RequestWith(ctx, alice.Broker(0))
+		require.NoError(t, err)
+		assert.Equal(t, kerr.TopicAuthorizationFailed.Code, resp.ErrorCode)
 	})
 	t.Run("ListGroups and describes show only what alice may describe", func(t *testing.T) {
 		listed, err := kadm.NewClient(alice).ListGroups(ctx)

@@ -96,7 +96,7 @@ func (b *Broker) handleAlterShareGroupOffsets(cn *conn, req *kmsg.AlterShareGrou
 		out.Topic = rt.Topic
 		for _, p := range rt.Partitions {
 			rp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+			rp.Partition, rp.ErrorCode, rp.ErrorMessage = p.Partition, kerr.TopicAuthorizationFailed.Code, &msgTopicAuthorizationFailed
 			out.Partitions = append(out.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, out)

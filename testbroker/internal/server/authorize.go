@@ -13,6 +13,15 @@ import (
 	"github.com/kshare/kshare/testbroker/internal/sasl"
 )
 
+// Kafka's messages of the authorization errors (the Errors enum's), which it sends where a
+// response carries an error message.
+var (
+	msgTopicAuthorizationFailed   = "Topic authorization failed."
+	msgGroupAuthorizationFailed   = "Group authorization failed."
+	msgClusterAuthorizationFailed = "Cluster authorization failed."
+	msgTxnIDAuthorizationFailed   = "Transactional Id authorization failed."
+)
+
 // anonymous is the principal of a connection that has not authenticated, as Kafka's
 // KafkaPrincipal.ANONYMOUS.
 const anonymous = "User:ANONYMOUS"
@@ -221,15 +230,15 @@ func (cn *conn) configResourceDenied(op acl.Operation, typ kmsg.ConfigResourceTy
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
 		if !cn.authorizeTopic(op, name) {
-			return errorf(kerr.TopicAuthorizationFailed, "Topic authorization failed.")
+			return errorf(kerr.TopicAuthorizationFailed, "%s", msgTopicAuthorizationFailed)
 		}
 	case kmsg.ConfigResourceTypeGroupConfig:
 		if !cn.authorizeGroup(op, name) {
-			return errorf(kerr.GroupAuthorizationFailed, "Group authorization failed.")
+			return errorf(kerr.GroupAuthorizationFailed, "%s", msgGroupAuthorizationFailed)
 		}
 	default:
 		if !cn.authorizeCluster(op) {
-			return errorf(kerr.ClusterAuthorizationFailed, "Cluster authorization failed.")
+			return errorf(kerr.ClusterAuthorizationFailed, "%s", msgClusterAuthorizationFailed)
 		}
 	}
 	return nil

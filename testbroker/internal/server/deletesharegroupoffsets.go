@@ -77,7 +77,7 @@ func (b *Broker) handleDeleteShareGroupOffsets(cn *conn, req *kmsg.DeleteShareGr
 	resp.Topics = append(deleted, failed...)
 	for _, rt := range denied {
 		out := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
-		out.Topic, out.ErrorCode = rt.Topic, kerr.TopicAuthorizationFailed.Code
+		out.Topic, out.ErrorCode, out.ErrorMessage = rt.Topic, kerr.TopicAuthorizationFailed.Code, &msgTopicAuthorizationFailed
 		resp.Topics = append(resp.Topics, out)
 	}
 	return resp

@@ -65,7 +65,7 @@ func (b *Broker) handleDeleteTopics(cn *conn, req *kmsg.DeleteTopicsRequest) kms
 	clusterDelete := cn.authorizeCluster(acl.OpDelete)
 	for _, e := range entries {
 		if deniedName, denied := cn.topicDeletionDenied(clusterDelete, e.name, e.id); denied {
-			add(deniedName, e.id, errorf(kerr.TopicAuthorizationFailed, "Topic authorization failed."))
+			add(deniedName, e.id, errorf(kerr.TopicAuthorizationFailed, "%s", msgTopicAuthorizationFailed))
 			continue
 		}
 		switch {

@@ -43,7 +43,7 @@ func (b *Broker) handleDescribeShareGroupOffsets(cn *conn, req *kmsg.DescribeSha
 		var denied []kmsg.DescribeShareGroupOffsetsRequestGroupTopic
 		switch {
 		case !cn.authorizeGroup(acl.OpDescribe, g.GroupID):
-			rg.ErrorCode, rg.ErrorMessage = kerr.GroupAuthorizationFailed.Code, &kerr.GroupAuthorizationFailed.Description
+			rg.ErrorCode, rg.ErrorMessage = kerr.GroupAuthorizationFailed.Code, &msgGroupAuthorizationFailed
 		case c.coordinatorFor(g.GroupID) != b.id:
 			rg.ErrorCode, rg.ErrorMessage = kerr.NotCoordinator.Code, &kerr.NotCoordinator.Description
 		case g.Topics == nil:
@@ -59,7 +59,7 @@ func (b *Broker) handleDescribeShareGroupOffsets(cn *conn, req *kmsg.DescribeSha
 			for _, p := range t.Partitions {
 				rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
 				rp.Partition, rp.StartOffset = p, -1
-				rp.ErrorCode, rp.ErrorMessage = kerr.TopicAuthorizationFailed.Code, &kerr.TopicAuthorizationFailed.Description
+				rp.ErrorCode, rp.ErrorMessage = kerr.TopicAuthorizationFailed.Code, &msgTopicAuthorizationFailed
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			rg.Topics = append(rg.Topics, rt)

@@ -45,17 +45,17 @@ func (b *Broker) handleFindCoordinator(cn *conn, req *kmsg.FindCoordinatorReques
 		switch req.CoordinatorType {
 		case coordinatorGroup:
 			if !cn.authorizeGroup(acl.OpDescribe, key) {
-				return -1, kerr.GroupAuthorizationFailed
+				return -1, errorf(kerr.GroupAuthorizationFailed, "%s", msgGroupAuthorizationFailed)
 			}
 			return c.coordinatorFor(key), nil
 		case coordinatorTransaction:
 			if !cn.authorize(acl.OpDescribe, acl.ResourceTransactionalID, key) {
-				return -1, kerr.TransactionalIDAuthorizationFailed
+				return -1, errorf(kerr.TransactionalIDAuthorizationFailed, "%s", msgTxnIDAuthorizationFailed)
 			}
 			return c.txnCoordinatorFor(key), nil
 		case coordinatorShare:
 			if !cn.authorizeCluster(acl.OpClusterAction) {
-				return -1, kerr.ClusterAuthorizationFailed
+				return -1, errorf(kerr.ClusterAuthorizationFailed, "%s", msgClusterAuthorizationFailed)
 			}
 			if req.Version < 6 {
 				return -1, kerr.InvalidRequest
