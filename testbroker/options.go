@@ -94,6 +94,13 @@ func BrokerConfig(key, value string) Opt {
 	return opt(func(c *cfg) { c.brokerConfigs[key] = value })
 }
 
+// StandardAuthorizer is the value of the broker config "authorizer.class.name" that turns ACLs
+// on, Kafka's KRaft authorizer: BrokerConfig("authorizer.class.name", StandardAuthorizer). Its
+// other configs are "super.users" ("User:admin;User:ops") and "allow.everyone.if.no.acl.found"
+// (default false); ACLs are then managed with CreateAcls, DescribeAcls and DeleteAcls (kadm's
+// CreateACLs, DescribeACLs, DeleteACLs), and every request is authorized by them.
+const StandardAuthorizer = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
 // Topic creates a topic with the given number of partitions when the cluster starts.
 func Topic(name string, partitions int32) Opt {
 	return TopicWithConfigs(name, partitions, nil)

@@ -70,6 +70,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"-addr", "127.0.0.1:0", "-sasl", "PLAIN", "-user", "nopassword"},
 		{"-addr", "127.0.0.1:0", "-sasl", "PLAIN", "-user", ":pw"},
 		{"-addr", "127.0.0.1:0", "-user", "a:b"},
+		{"-addr", "127.0.0.1:0", "-config", "authorizer.class.name=kafka.security.authorizer.AclAuthorizer"},
 	} {
 		err := run(context.Background(), args, io.Discard, io.Discard)
 		assert.Error(t, err, "%v", args)

@@ -60,6 +60,18 @@ func (d configDef) fromScaled(name string, factor int64) configDef {
 	return d
 }
 
+// StandardAuthorizer is the authorizer.class.name that turns ACLs on.
+const StandardAuthorizer = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+// checkAuthorizerClass accepts no authorizer or StandardAuthorizer; Kafka fails to start with
+// any class it cannot load.
+func checkAuthorizerClass(name string, v any) error {
+	if s := v.(string); s != "" && s != StandardAuthorizer {
+		return invalidValue(name, v, "Class "+s+" could not be found.")
+	}
+	return nil
+}
+
 // knownClasses limits a CLASS config to the classes the cluster implements: any other name is
 // refused as Kafka refuses a class that is not on its classpath.
 func (d configDef) knownClasses(names ...string) configDef {
@@ -122,6 +134,11 @@ var brokerDefs = defsByName(
 	def("replica.fetch.response.max.bytes", typeInt, "10485760", atLeast(0)),
 	def("replica.fetch.backoff.ms", typeInt, "1000", atLeast(0)),
 	nullDef("replica.selector.class", kmsg.ConfigTypeClass).knownClasses(RackAwareReplicaSelector),
+	// The authorizer (ServerConfigs, StandardAuthorizer's own keys): StandardAuthorizer is the
+	// one class the cluster implements.
+	def("authorizer.class.name", typeString, "", checkAuthorizerClass),
+	def("super.users", typeString, "", nil),
+	def("allow.everyone.if.no.acl.found", typeBool, "false", nil),
 	// testbroker's own: whether leaders apply KIP-1166 to follower fetches (package replica).
 	def("testbroker.kip1166.enable", typeBool, "true", nil),
 

@@ -3,6 +3,7 @@ package config
 import (
 	"time"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/log"
 	"github.com/kshare/kshare/testbroker/internal/replica"
 	"github.com/kshare/kshare/testbroker/internal/share"
@@ -48,6 +49,8 @@ type Snapshot struct {
 	ReplicaSelector string
 	// Connections are the limits on client connections.
 	Connections Connections
+	// Authorizer are the authorizer's settings.
+	Authorizer Authorizer
 
 	groups   map[string]*Group // groups with configs of their own
 	defaults *Group            // every other group
@@ -59,6 +62,16 @@ type InternalReplication struct {
 	Offsets    int16 // offsets.topic.replication.factor, for __consumer_offsets
 	ShareState int16 // share.coordinator.state.topic.replication.factor, for __share_group_state
 	TxnState   int16 // transaction.state.log.replication.factor, for __transaction_state
+}
+
+// Authorizer are the settings of the authorizer (StandardAuthorizer's configs).
+type Authorizer struct {
+	// Enabled is authorizer.class.name set to StandardAuthorizer.
+	Enabled bool
+	// SuperUsers is super.users, split at semicolons.
+	SuperUsers []string
+	// AllowEveryoneIfNoACL is allow.everyone.if.no.acl.found.
+	AllowEveryoneIfNoACL bool
 }
 
 // ClassicGroup are the settings of the classic group protocol (GroupCoordinatorConfig's
@@ -171,6 +184,11 @@ func (s *Store) publishLocked() {
 			KIP1166:               s.parsedLocked("testbroker.kip1166.enable").(bool),
 		},
 		ReplicaSelector: s.nullableLocked("replica.selector.class"),
+		Authorizer: Authorizer{
+			Enabled:              s.parsedLocked("authorizer.class.name") == StandardAuthorizer,
+			SuperUsers:           acl.ParseSuperUsers(s.parsedLocked("super.users").(string)),
+			AllowEveryoneIfNoACL: s.parsedLocked("allow.everyone.if.no.acl.found").(bool),
+		},
 		Connections: Connections{
 			MaxIdle:            ms("connections.max.idle.ms"),
 			RequestReadTimeout: ms("testbroker.request.read.timeout.ms"),

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/txn"
 )
 
@@ -14,11 +15,15 @@ func init() {
 // handleAddOffsetsToTxn adds a group to a transaction (txn.Coordinator.AddOffsets), so that
 // its TxnOffsetCommits are committed or dropped with the transaction. An empty transactional
 // id is INVALID_REQUEST; one this broker does not coordinate NOT_COORDINATOR.
-func (b *Broker) handleAddOffsetsToTxn(_ *conn, req *kmsg.AddOffsetsToTxnRequest) kmsg.Response {
+func (b *Broker) handleAddOffsetsToTxn(cn *conn, req *kmsg.AddOffsetsToTxnRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 	var err error
 	switch {
+	case !cn.authorize(acl.OpWrite, acl.ResourceTransactionalID, req.TransactionalID):
+		err = kerr.TransactionalIDAuthorizationFailed
+	case !cn.authorizeGroup(acl.OpRead, req.Group):
+		err = kerr.GroupAuthorizationFailed
 	case req.TransactionalID == "":
 		err = kerr.InvalidRequest
 	case c.txnCoordinatorFor(req.TransactionalID) != b.id:

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/txn"
 )
 
@@ -19,9 +20,22 @@ func init() {
 // others of their transaction OPERATION_NOT_ATTEMPTED; otherwise the coordinator's error
 // (txn.Coordinator.AddPartitions) is every partition's. A transactional id this broker does
 // not coordinate is NOT_COORDINATOR.
-func (b *Broker) handleAddPartitionsToTxn(_ *conn, req *kmsg.AddPartitionsToTxnRequest) kmsg.Response {
+func (b *Broker) handleAddPartitionsToTxn(cn *conn, req *kmsg.AddPartitionsToTxnRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	// From v4 only brokers send it, with CLUSTER_ACTION; before, the producer, with WRITE on
+	// its transactional id.
+	if (req.Version >= 4 && !cn.authorizeCluster(acl.OpClusterAction)) ||
+		(req.Version < 4 && !cn.authorize(acl.OpWrite, acl.ResourceTransactionalID, req.TransactionalID)) {
+		code := kerr.ClusterAuthorizationFailed.Code
+		if req.Version < 4 {
+			code = kerr.TransactionalIDAuthorizationFailed.Code
+		}
+		return failedAddPartitionsToTxn(req, code)
+	}
 	if req.Version < 4 {
+		if resp, denied := cn.deniedAddPartitionsToTxn(req); denied {
+			return resp
+		}
 		topics := make([]kmsg.AddPartitionsToTxnRequestTransactionTopic, len(req.Topics))
 		for i, t := range req.Topics {
 			topics[i] = kmsg.AddPartitionsToTxnRequestTransactionTopic{Topic: t.Topic, Partitions: t.Partitions}

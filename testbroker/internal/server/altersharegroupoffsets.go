@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/share"
 )
 
@@ -31,13 +32,19 @@ const negativePartitionMessage = "The partition id cannot be a negative number."
 //     partition id cannot be a negative number.", and every other partition restarts at its
 //     StartOffset (-1: from share.auto.offset.reset at the next fetch), without checking it
 //     against the log.
-func (b *Broker) handleAlterShareGroupOffsets(_ *conn, req *kmsg.AlterShareGroupOffsetsRequest) kmsg.Response {
+func (b *Broker) handleAlterShareGroupOffsets(cn *conn, req *kmsg.AlterShareGroupOffsetsRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
+	if !cn.authorizeGroup(acl.OpRead, req.GroupID) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp
+	}
 	if err := shareOffsetsGroupCheck(b, req.GroupID); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = codeOf(err), topLevelMessage(err)
 		return resp
 	}
+	var denied []kmsg.AlterShareGroupOffsetsRequestTopic
+	req.Topics, denied = splitTopics(cn, acl.OpRead, req.Topics, func(t *kmsg.AlterShareGroupOffsetsRequestTopic) string { return t.Topic })
 	type reset struct {
 		tp    share.TopicPartition
 		start int64
@@ -84,6 +91,16 @@ func (b *Broker) handleAlterShareGroupOffsets(_ *conn, req *kmsg.AlterShareGroup
 		return resp
 	}
 	resp.Topics = append(unknown, known...)
+	for _, rt := range denied {
+		out := kmsg.NewAlterShareGroupOffsetsResponseTopic()
+		out.Topic = rt.Topic
+		for _, p := range rt.Partitions {
+			rp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
+			rp.Partition, rp.ErrorCode, rp.ErrorMessage = p.Partition, kerr.TopicAuthorizationFailed.Code, &msgTopicAuthorizationFailed
+			out.Partitions = append(out.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, out)
+	}
 	return resp
 }
 

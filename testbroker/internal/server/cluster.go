@@ -11,6 +11,7 @@ import (
 	"net"
 	"sync"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/clock"
 	"github.com/kshare/kshare/testbroker/internal/config"
 	"github.com/kshare/kshare/testbroker/internal/fault"
@@ -84,6 +85,7 @@ type Cluster struct {
 	replicas    *replica.Manager
 	retention   clock.Timer // the periodic retention check
 	txns        *txn.Coordinator
+	authz       *acl.Authorizer // nil without authorizer.class.name
 
 	lifecycleMu sync.Mutex // serialises StopBroker and StartBroker
 
@@ -142,6 +144,7 @@ func Start(cfg Config) (*Cluster, error) {
 	c.replicas = c.newReplicaManager()
 	c.meta = metadata.New(cfg.Brokers, c.configs, c.replicas)
 	c.txns = c.newTxnCoordinator()
+	c.authz = c.newAuthorizer()
 	if c.clusterID == "" {
 		var id [16]byte
 		_, _ = rand.Read(id[:])

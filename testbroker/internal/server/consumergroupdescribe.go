@@ -1,14 +1,16 @@
 package server
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/group"
 )
 
 func init() {
-	register(69, 0, 1, func(b *Broker, _ *conn, r *kmsg.ConsumerGroupDescribeRequest) kmsg.Response {
-		return b.handleConsumerGroupDescribe(r)
+	register(69, 0, 1, func(b *Broker, cn *conn, r *kmsg.ConsumerGroupDescribeRequest) kmsg.Response {
+		return b.handleConsumerGroupDescribe(cn, r)
 	}, failedConsumerGroupDescribe, consumerGroupDescribeScope)
 }
 
@@ -22,7 +24,7 @@ const consumerMemberType = 1
 // found." and a group of another type GROUP_ID_NOT_FOUND "Group <id> is not a consumer
 // group.". AuthorizedOperations is Integer.MIN_VALUE unless asked for, and then every
 // operation a group supports, since the cluster has no authorizer.
-func (b *Broker) handleConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeRequest) kmsg.Response {
+func (b *Broker) handleConsumerGroupDescribe(cn *conn, req *kmsg.ConsumerGroupDescribeRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 	for _, id := range req.Groups {
@@ -30,6 +32,9 @@ func (b *Broker) handleConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeRequ
 		dg.Group = id
 		dg.AuthorizedOperations = authorizedOperationsOmitted
 		info, err := describedGroup(b, id, c.groups.ConsumerGroup)
+		if !cn.authorizeGroup(acl.OpDescribe, id) {
+			err = kerr.GroupAuthorizationFailed
+		}
 		if err != nil {
 			dg.ErrorCode = codeOf(err)
 			dg.ErrorMessage = messageOf(err)
@@ -41,7 +46,7 @@ func (b *Broker) handleConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeRequ
 		dg.AssignmentEpoch = info.AssignmentEpoch
 		dg.AssignorName = info.AssignorName
 		if req.IncludeAuthorizedOperations {
-			dg.AuthorizedOperations = groupAuthorizedOperations
+			dg.AuthorizedOperations = cn.authorizedOperations(acl.ResourceGroup, id)
 		}
 		for _, m := range info.Members {
 			rm := kmsg.NewConsumerGroupDescribeResponseGroupMember()

@@ -42,6 +42,9 @@ func (t coordinatorTopics) TopicNames() []string {
 // Errors go in the top-level ErrorCode and ErrorMessage. The member's ClientId is the request
 // header's and its ClientHost the connection's remote address.
 func (b *Broker) handleConsumerGroupHeartbeat(cn *conn, req *kmsg.ConsumerGroupHeartbeatRequest) kmsg.Response {
+	if code := cn.groupHeartbeatDenied(req.Group, req.SubscribedTopicNames); code != 0 {
+		return failedConsumerGroupHeartbeat(req, code)
+	}
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	hb := group.ConsumerHeartbeat{

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
@@ -21,7 +22,7 @@ func init() {
 // factor. New partitions are placed like the topic's first ones and get logs made from the
 // topic's current configs. A topic listed twice is INVALID_REQUEST "Duplicate topic name.";
 // ValidateOnly checks without adding.
-func (b *Broker) handleCreatePartitions(_ *conn, req *kmsg.CreatePartitionsRequest) kmsg.Response {
+func (b *Broker) handleCreatePartitions(cn *conn, req *kmsg.CreatePartitionsRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	count := make(map[string]int, len(req.Topics))
@@ -42,6 +43,10 @@ func (b *Broker) handleCreatePartitions(_ *conn, req *kmsg.CreatePartitionsReque
 				dups = append(dups, rt.Topic)
 				add(rt.Topic, kafkaerr.New(kerr.InvalidRequest, "Duplicate topic name."))
 			}
+			continue
+		}
+		if !cn.authorizeCluster(acl.OpAlter) && !cn.authorizeTopic(acl.OpAlter, rt.Topic) {
+			add(rt.Topic, kerr.TopicAuthorizationFailed)
 			continue
 		}
 		var assignments [][]int32

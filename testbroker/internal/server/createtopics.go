@@ -22,7 +22,7 @@ func init() {
 // result carries, from v5, its partition count, replication factor and every topic config with
 // its effective value and source, and from v7 its id. The request's timeout is not used:
 // creation completes before the response.
-func (b *Broker) handleCreateTopics(_ *conn, req *kmsg.CreateTopicsRequest) kmsg.Response {
+func (b *Broker) handleCreateTopics(cn *conn, req *kmsg.CreateTopicsRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	count := make(map[string]int, len(req.Topics))
@@ -31,6 +31,10 @@ func (b *Broker) handleCreateTopics(_ *conn, req *kmsg.CreateTopicsRequest) kmsg
 	}
 	for _, rt := range req.Topics {
 		if count[rt.Topic] > 1 {
+			continue
+		}
+		if !cn.mayCreateTopic(rt.Topic) {
+			resp.Topics = append(resp.Topics, createTopicsError(rt.Topic, kafkaerr.New(kerr.TopicAuthorizationFailed, "Authorization failed.")))
 			continue
 		}
 		t, err := c.meta.Create(creationFromRequest(&rt, req.ValidateOnly))

@@ -3,6 +3,8 @@ package server
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/acl"
 )
 
 func init() {
@@ -13,12 +15,16 @@ func init() {
 // handleDeleteGroups deletes groups of any type (v0-2; group.Coordinator.DeleteGroups has the
 // rules), one result per id; a group this broker does not coordinate is NOT_COORDINATOR.
 // Versions 0-2 carry no error message.
-func (b *Broker) handleDeleteGroups(_ *conn, req *kmsg.DeleteGroupsRequest) kmsg.Response {
+func (b *Broker) handleDeleteGroups(cn *conn, req *kmsg.DeleteGroupsRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	var local []string
 	isLocal := make([]bool, len(req.Groups))
+	denied := make([]bool, len(req.Groups))
 	for i, id := range req.Groups {
+		if denied[i] = !cn.authorizeGroup(acl.OpDelete, id); denied[i] {
+			continue
+		}
 		if isLocal[i] = c.coordinatorFor(id) == b.id; isLocal[i] {
 			local = append(local, id)
 		}
@@ -27,9 +33,12 @@ func (b *Broker) handleDeleteGroups(_ *conn, req *kmsg.DeleteGroupsRequest) kmsg
 	for i, id := range req.Groups {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = id
-		if !isLocal[i] {
+		switch {
+		case denied[i]:
+			rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		case !isLocal[i]:
 			rg.ErrorCode = kerr.NotCoordinator.Code
-		} else {
+		default:
 			rg.ErrorCode, rg.ErrorMessage = codeOf(errs[0]), messageOf(errs[0])
 			errs = errs[1:]
 		}

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/metadata"
 )
 
@@ -30,7 +31,7 @@ func init() {
 // followers learn it from their next fetch. testbroker answers at once with the leader's: a
 // follower's log start offset follows at its next fetch response, so a test that inspects the
 // replicas waits for them.
-func (b *Broker) handleDeleteRecords(_ *conn, req *kmsg.DeleteRecordsRequest) kmsg.Response {
+func (b *Broker) handleDeleteRecords(cn *conn, req *kmsg.DeleteRecordsRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	type key struct {
@@ -47,6 +48,7 @@ func (b *Broker) handleDeleteRecords(_ *conn, req *kmsg.DeleteRecordsRequest) km
 	for _, rt := range req.Topics {
 		st := kmsg.DeleteRecordsResponseTopic{Topic: rt.Topic}
 		t := c.meta.Topic(rt.Topic)
+		denied := !cn.authorizeTopic(acl.OpDelete, rt.Topic)
 		for _, rp := range rt.Partitions {
 			k := key{rt.Topic, rp.Partition}
 			if answered[k] {
@@ -54,7 +56,9 @@ func (b *Broker) handleDeleteRecords(_ *conn, req *kmsg.DeleteRecordsRequest) km
 			}
 			answered[k] = true
 			sp := kmsg.DeleteRecordsResponseTopicPartition{Partition: rp.Partition, LowWatermark: -1}
-			if low, err := b.deleteRecords(t, rt.Topic, rp.Partition, offsets[k]); err != nil {
+			if denied {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			} else if low, err := b.deleteRecords(t, rt.Topic, rp.Partition, offsets[k]); err != nil {
 				sp.ErrorCode = err.Code
 			} else {
 				sp.LowWatermark = low

@@ -3,6 +3,8 @@ package server
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/acl"
 )
 
 func init() {
@@ -31,13 +33,19 @@ const noOffsetInformationMessage = "There is no offset information to delete."
 //
 // Kafka answers a group that never had any share state with no topics at all; this cluster
 // does not tell such a group apart and answers each topic as above.
-func (b *Broker) handleDeleteShareGroupOffsets(_ *conn, req *kmsg.DeleteShareGroupOffsetsRequest) kmsg.Response {
+func (b *Broker) handleDeleteShareGroupOffsets(cn *conn, req *kmsg.DeleteShareGroupOffsetsRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
+	if !cn.authorizeGroup(acl.OpDelete, req.GroupID) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp
+	}
 	if err := shareOffsetsGroupCheck(b, req.GroupID); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = codeOf(err), topLevelMessage(err)
 		return resp
 	}
+	var denied []kmsg.DeleteShareGroupOffsetsRequestTopic
+	req.Topics, denied = splitTopics(cn, acl.OpRead, req.Topics, func(t *kmsg.DeleteShareGroupOffsetsRequestTopic) string { return t.Topic })
 	var deleted, failed []kmsg.DeleteShareGroupOffsetsResponseTopic
 	deletedIDs := make(map[[16]byte]bool)
 	err := c.groups.DeleteShareGroupOffsets(req.GroupID, func() {
@@ -67,6 +75,11 @@ func (b *Broker) handleDeleteShareGroupOffsets(_ *conn, req *kmsg.DeleteShareGro
 		return resp
 	}
 	resp.Topics = append(deleted, failed...)
+	for _, rt := range denied {
+		out := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
+		out.Topic, out.ErrorCode, out.ErrorMessage = rt.Topic, kerr.TopicAuthorizationFailed.Code, &msgTopicAuthorizationFailed
+		resp.Topics = append(resp.Topics, out)
+	}
 	return resp
 }
 

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
@@ -18,7 +19,7 @@ func init() {
 // message. With delete.topic.enable=false every entry fails: INVALID_REQUEST before v3,
 // TOPIC_DELETION_DISABLED from v3. A fetch in flight on a deleted topic finishes with what it
 // read; the next one sees the topic gone.
-func (b *Broker) handleDeleteTopics(_ *conn, req *kmsg.DeleteTopicsRequest) kmsg.Response {
+func (b *Broker) handleDeleteTopics(cn *conn, req *kmsg.DeleteTopicsRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	type entry struct {
@@ -62,7 +63,12 @@ func (b *Broker) handleDeleteTopics(_ *conn, req *kmsg.DeleteTopicsRequest) kmsg
 		}
 	}
 	reported := make(map[any]bool)
+	clusterDelete := cn.authorizeCluster(acl.OpDelete)
 	for _, e := range entries {
+		if deniedName, denied := cn.topicDeletionDenied(clusterDelete, e.name, e.id); denied {
+			add(deniedName, e.id, kafkaerr.New(kerr.TopicAuthorizationFailed, "%s", msgTopicAuthorizationFailed))
+			continue
+		}
 		switch {
 		case e.name == nil && e.id == ([16]byte{}):
 			add(nil, e.id, kafkaerr.New(kerr.InvalidRequest, "Neither topic name nor id were specified."))

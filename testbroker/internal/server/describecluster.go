@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/acl"
 )
 
 func init() {
@@ -17,7 +19,7 @@ func init() {
 // expects: brokers (1) are served, controllers (2) get MISMATCHED_ENDPOINT_TYPE and anything
 // else UNSUPPORTED_ENDPOINT_TYPE, with Kafka's messages. Authorized operations are not
 // computed (the schema's "not requested" value is returned).
-func (b *Broker) handleDescribeCluster(_ *conn, req *kmsg.DescribeClusterRequest) kmsg.Response {
+func (b *Broker) handleDescribeCluster(cn *conn, req *kmsg.DescribeClusterRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.EndpointType = 1
@@ -31,6 +33,9 @@ func (b *Broker) handleDescribeCluster(_ *conn, req *kmsg.DescribeClusterRequest
 		return resp
 	}
 	resp.ClusterID = c.clusterID
+	if req.IncludeClusterAuthorizedOperations && cn.authorizeCluster(acl.OpDescribe) {
+		resp.ClusterAuthorizedOperations = cn.authorizedOperations(acl.ResourceCluster, acl.ClusterName)
+	}
 	resp.ControllerID = b.c.controllerID()
 	// A stopped broker is a fenced one: listed, as fenced, only when v2's
 	// IncludeFencedBrokers asks for fenced brokers.

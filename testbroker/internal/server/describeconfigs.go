@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/config"
 	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 	"github.com/kshare/kshare/testbroker/internal/metadata"
@@ -31,12 +32,15 @@ func init() {
 //   - GROUP: every group config, GROUP_CONFIG when set for the group, else DEFAULT_CONFIG with
 //     the broker's value. The group need not exist.
 //   - BROKER_LOGGER and CLIENT_METRICS resources are valid but hold no configs here.
-func (b *Broker) handleDescribeConfigs(_ *conn, req *kmsg.DescribeConfigsRequest) kmsg.Response {
+func (b *Broker) handleDescribeConfigs(cn *conn, req *kmsg.DescribeConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for _, r := range req.Resources {
 		res := kmsg.NewDescribeConfigsResponseResource()
 		res.ResourceType, res.ResourceName = r.ResourceType, r.ResourceName
 		entries, err := b.describeResource(r.ResourceType, r.ResourceName, req.IncludeSynonyms)
+		if denied := cn.configResourceDenied(acl.OpDescribeConfigs, r.ResourceType, r.ResourceName); denied != nil {
+			err = denied
+		}
 		if err != nil {
 			res.ErrorCode = codeOf(err)
 			res.ErrorMessage = messageOf(err)

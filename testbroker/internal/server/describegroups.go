@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/acl"
 )
 
 func init() {
@@ -18,7 +20,7 @@ func init() {
 // "Group <id> is not a classic group." (KIP-1043), before v6 no error. Members carry their
 // metadata for the group's protocol only when the group is Stable (the protocol is then
 // reported too). AuthorizedOperations is Integer.MIN_VALUE unless asked for (v3+).
-func (b *Broker) handleDescribeGroups(_ *conn, req *kmsg.DescribeGroupsRequest) kmsg.Response {
+func (b *Broker) handleDescribeGroups(cn *conn, req *kmsg.DescribeGroupsRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, id := range req.Groups {
@@ -26,6 +28,8 @@ func (b *Broker) handleDescribeGroups(_ *conn, req *kmsg.DescribeGroupsRequest) 
 		dg.Group = id
 		dg.AuthorizedOperations = authorizedOperationsOmitted
 		switch {
+		case !cn.authorizeGroup(acl.OpDescribe, id):
+			dg.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		case id == "":
 			dg.ErrorCode = kerr.InvalidGroupID.Code
 		case c.coordinatorFor(id) != b.id:
@@ -50,7 +54,7 @@ func (b *Broker) handleDescribeGroups(_ *conn, req *kmsg.DescribeGroupsRequest) 
 			dg.Protocol = info.ProtocolName
 		}
 		if req.IncludeAuthorizedOperations {
-			dg.AuthorizedOperations = groupAuthorizedOperations
+			dg.AuthorizedOperations = cn.authorizedOperations(acl.ResourceGroup, id)
 		}
 		for _, m := range info.Members {
 			dm := kmsg.NewDescribeGroupsResponseGroupMember()

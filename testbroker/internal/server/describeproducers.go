@@ -3,6 +3,8 @@ package server
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/acl"
 )
 
 func init() {
@@ -14,14 +16,20 @@ func init() {
 // last marker and the start of the ongoing transaction. As in Kafka, a partition the cluster
 // does not have is UNKNOWN_TOPIC_OR_PARTITION and one this broker does not lead
 // NOT_LEADER_OR_FOLLOWER.
-func (b *Broker) handleDescribeProducers(_ *conn, req *kmsg.DescribeProducersRequest) kmsg.Response {
+func (b *Broker) handleDescribeProducers(cn *conn, req *kmsg.DescribeProducersRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	for _, rt := range req.Topics {
 		t := c.meta.Topic(rt.Topic)
 		st := kmsg.DescribeProducersResponseTopic{Topic: rt.Topic}
+		denied := !cn.authorizeTopic(acl.OpRead, rt.Topic)
 		for _, idx := range rt.Partitions {
 			sp := kmsg.DescribeProducersResponseTopicPartition{Partition: idx}
+			if denied {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			p := c.meta.Partition(t, idx)
 			if p == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code

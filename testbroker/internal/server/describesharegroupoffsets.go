@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/metadata"
 	"github.com/kshare/kshare/testbroker/internal/share"
 )
@@ -34,19 +35,35 @@ func init() {
 //
 // A share partition's state exists from the group's first ShareFetch on it (Kafka initializes
 // it when a member is assigned the partition; this cluster does when it is first fetched).
-func (b *Broker) handleDescribeShareGroupOffsets(_ *conn, req *kmsg.DescribeShareGroupOffsetsRequest) kmsg.Response {
+func (b *Broker) handleDescribeShareGroupOffsets(cn *conn, req *kmsg.DescribeShareGroupOffsetsRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
 	for _, g := range req.Groups {
 		rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 		rg.GroupID = g.GroupID
+		var denied []kmsg.DescribeShareGroupOffsetsRequestGroupTopic
 		switch {
+		case !cn.authorizeGroup(acl.OpDescribe, g.GroupID):
+			rg.ErrorCode, rg.ErrorMessage = kerr.GroupAuthorizationFailed.Code, &msgGroupAuthorizationFailed
 		case c.coordinatorFor(g.GroupID) != b.id:
 			rg.ErrorCode, rg.ErrorMessage = kerr.NotCoordinator.Code, &kerr.NotCoordinator.Description
 		case g.Topics == nil:
-			rg.Topics = c.allShareOffsets(g.GroupID)
+			rg.Topics, _ = splitTopics(cn, acl.OpDescribe, c.allShareOffsets(g.GroupID),
+				func(t *kmsg.DescribeShareGroupOffsetsResponseGroupTopic) string { return t.Topic })
 		default:
+			g.Topics, denied = splitTopics(cn, acl.OpDescribe, g.Topics, func(t *kmsg.DescribeShareGroupOffsetsRequestGroupTopic) string { return t.Topic })
 			rg.Topics = c.shareOffsets(g.GroupID, g.Topics)
+		}
+		for _, t := range denied {
+			rt := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
+				rp.Partition, rp.StartOffset = p, -1
+				rp.ErrorCode, rp.ErrorMessage = kerr.TopicAuthorizationFailed.Code, &msgTopicAuthorizationFailed
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rg.Topics = append(rg.Topics, rt)
 		}
 		resp.Groups = append(resp.Groups, rg)
 	}

@@ -3,6 +3,8 @@ package server
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/acl"
 )
 
 func init() {
@@ -13,7 +15,7 @@ func init() {
 // producer id and epoch, timeout, start time (-1 for none) and partitions, topics in name
 // order. An id this broker does not coordinate is NOT_COORDINATOR, an empty one
 // INVALID_REQUEST, one no producer initialised TRANSACTIONAL_ID_NOT_FOUND.
-func (b *Broker) handleDescribeTransactions(_ *conn, req *kmsg.DescribeTransactionsRequest) kmsg.Response {
+func (b *Broker) handleDescribeTransactions(cn *conn, req *kmsg.DescribeTransactionsRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
 	for _, id := range req.TransactionalIDs {
@@ -21,6 +23,8 @@ func (b *Broker) handleDescribeTransactions(_ *conn, req *kmsg.DescribeTransacti
 		st.TransactionalID = id
 		var err error
 		switch {
+		case !cn.authorize(acl.OpDescribe, acl.ResourceTransactionalID, id):
+			err = kerr.TransactionalIDAuthorizationFailed
 		case id == "":
 			err = kerr.InvalidRequest
 		case c.txnCoordinatorFor(id) != b.id:
@@ -33,6 +37,10 @@ func (b *Broker) handleDescribeTransactions(_ *conn, req *kmsg.DescribeTransacti
 			st.State, st.ProducerID, st.ProducerEpoch = d.State.String(), d.ProducerID, d.ProducerEpoch
 			st.TimeoutMillis, st.StartTimestamp = d.TimeoutMs, d.StartTimeMs
 			for _, tp := range d.Partitions {
+				// Partitions of topics the principal may not describe are left out, as Kafka does.
+				if !cn.authorizeTopic(acl.OpDescribe, tp.Topic) {
+					continue
+				}
 				if n := len(st.Topics); n == 0 || st.Topics[n-1].Topic != tp.Topic {
 					st.Topics = append(st.Topics, kmsg.DescribeTransactionsResponseTransactionStateTopic{Topic: tp.Topic})
 				}

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/txn"
 )
 
@@ -15,7 +16,7 @@ func init() {
 // the epoch is bumped and the response carries the producer id and epoch to go on with (-1 and
 // -1 with an error). An empty transactional id is INVALID_REQUEST; one this broker does not
 // coordinate NOT_COORDINATOR.
-func (b *Broker) handleEndTxn(_ *conn, req *kmsg.EndTxnRequest) kmsg.Response {
+func (b *Broker) handleEndTxn(cn *conn, req *kmsg.EndTxnRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
@@ -25,6 +26,8 @@ func (b *Broker) handleEndTxn(_ *conn, req *kmsg.EndTxnRequest) kmsg.Response {
 	}
 	var err error
 	switch {
+	case !cn.authorize(acl.OpWrite, acl.ResourceTransactionalID, req.TransactionalID):
+		err = kerr.TransactionalIDAuthorizationFailed
 	case req.TransactionalID == "":
 		err = kerr.InvalidRequest
 	case c.txnCoordinatorFor(req.TransactionalID) != b.id:

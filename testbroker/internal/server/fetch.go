@@ -86,6 +86,8 @@ func (b *Broker) handleFetch(cn *conn, req *kmsg.FetchRequest) kmsg.Response {
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp
 	}
+	var denied []kmsg.FetchRequestTopic
+	req.Topics, denied = cn.splitFetchTopics(req)
 	parts, waitable := b.fetchParts(req, resp)
 	from := fetcher{id: -1, epoch: -1, hangup: cn.done}
 	if id := req.ReplicaID; req.Version < 15 && id >= 0 {
@@ -102,6 +104,7 @@ func (b *Broker) handleFetch(cn *conn, req *kmsg.FetchRequest) kmsg.Response {
 			}
 		}
 	}
+	appendDeniedFetch(resp, denied)
 	// The records go out from the log's storage, without a copy: the parts are in response
 	// order, as wire.FetchResponse's Records.
 	var records [][][]byte

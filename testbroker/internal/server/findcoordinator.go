@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
@@ -28,7 +29,7 @@ const (
 // txnCoordinatorFor) and where a share partition's state lives (key type 2,
 // "groupId:topicId:partition", v6+, used by brokers), one key before v4 and a batch from v4.
 // A malformed share key, or one sent below v6, is INVALID_REQUEST as in Kafka.
-func (b *Broker) handleFindCoordinator(_ *conn, req *kmsg.FindCoordinatorRequest) kmsg.Response {
+func (b *Broker) handleFindCoordinator(cn *conn, req *kmsg.FindCoordinatorRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	switch req.CoordinatorType {
@@ -44,10 +45,19 @@ func (b *Broker) handleFindCoordinator(_ *conn, req *kmsg.FindCoordinatorRequest
 	find := func(key string) (node int32, err error) {
 		switch req.CoordinatorType {
 		case coordinatorGroup:
+			if !cn.authorizeGroup(acl.OpDescribe, key) {
+				return -1, kafkaerr.New(kerr.GroupAuthorizationFailed, "%s", msgGroupAuthorizationFailed)
+			}
 			return c.coordinatorFor(key), nil
 		case coordinatorTransaction:
+			if !cn.authorize(acl.OpDescribe, acl.ResourceTransactionalID, key) {
+				return -1, kafkaerr.New(kerr.TransactionalIDAuthorizationFailed, "%s", msgTxnIDAuthorizationFailed)
+			}
 			return c.txnCoordinatorFor(key), nil
 		case coordinatorShare:
+			if !cn.authorizeCluster(acl.OpClusterAction) {
+				return -1, kafkaerr.New(kerr.ClusterAuthorizationFailed, "%s", msgClusterAuthorizationFailed)
+			}
 			if req.Version < 6 {
 				return -1, kerr.InvalidRequest
 			}

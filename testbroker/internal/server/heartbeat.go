@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/group"
 )
 
@@ -14,7 +15,10 @@ func init() {
 
 // handleHeartbeat runs a classic Heartbeat (v0-4; group.Coordinator.Heartbeat has the rules);
 // a broker that does not coordinate the group answers NOT_COORDINATOR.
-func (b *Broker) handleHeartbeat(_ *conn, req *kmsg.HeartbeatRequest) kmsg.Response {
+func (b *Broker) handleHeartbeat(cn *conn, req *kmsg.HeartbeatRequest) kmsg.Response {
+	if !cn.authorizeGroup(acl.OpRead, req.Group) {
+		return failedHeartbeat(req, kerr.GroupAuthorizationFailed.Code)
+	}
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 	if req.Group != "" && c.coordinatorFor(req.Group) != b.id {

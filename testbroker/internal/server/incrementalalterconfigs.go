@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/config"
 	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
@@ -35,7 +36,7 @@ func init() {
 // be set for a group that does not exist yet. ValidateOnly runs every check and changes
 // nothing. A topic's new message.timestamp.type or max.message.bytes applies to partitions
 // created afterwards: a partition's log keeps the settings it was created with.
-func (b *Broker) handleIncrementalAlterConfigs(_ *conn, req *kmsg.IncrementalAlterConfigsRequest) kmsg.Response {
+func (b *Broker) handleIncrementalAlterConfigs(cn *conn, req *kmsg.IncrementalAlterConfigsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	type resourceKey struct {
 		typ  kmsg.ConfigResourceType
@@ -49,7 +50,9 @@ func (b *Broker) handleIncrementalAlterConfigs(_ *conn, req *kmsg.IncrementalAlt
 		r := &req.Resources[i]
 		err := kafkaerr.New(kerr.InvalidRequest, "Each resource must appear at most once.")
 		if count[resourceKey{r.ResourceType, r.ResourceName}] == 1 {
-			err = b.alterResource(r, req.ValidateOnly)
+			if err = cn.configResourceDenied(acl.OpAlterConfigs, r.ResourceType, r.ResourceName); err == nil {
+				err = b.alterResource(r, req.ValidateOnly)
+			}
 		}
 		res := kmsg.NewIncrementalAlterConfigsResponseResource()
 		res.ResourceType, res.ResourceName = r.ResourceType, r.ResourceName

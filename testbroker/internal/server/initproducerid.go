@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/txn"
 )
 
@@ -33,11 +34,15 @@ func (p *producerIDs) allocate() int64 { return p.next.Add(1) - 1 }
 //
 // Errors: a ProducerID without a ProducerEpoch or the reverse is INVALID_REQUEST, and so is an
 // empty transactional id, as with Kafka. Error responses carry producer id -1 and epoch -1.
-func (b *Broker) handleInitProducerID(_ *conn, req *kmsg.InitProducerIDRequest) kmsg.Response {
+func (b *Broker) handleInitProducerID(cn *conn, req *kmsg.InitProducerIDRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	switch {
+	case req.TransactionalID != nil && !cn.authorize(acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionalID):
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+	case req.TransactionalID == nil && !cn.mayWriteIdempotently():
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 	case (req.ProducerID == -1) != (req.ProducerEpoch == -1):
 		resp.ErrorCode = kerr.InvalidRequest.Code
 	case req.TransactionalID != nil && *req.TransactionalID == "":

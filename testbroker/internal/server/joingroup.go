@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/group"
 )
 
@@ -20,6 +21,9 @@ func init() {
 // answers NOT_COORDINATOR. v0 has no rebalance timeout: the session timeout stands for it, as
 // in Kafka.
 func (b *Broker) handleJoinGroup(cn *conn, req *kmsg.JoinGroupRequest) kmsg.Response {
+	if !cn.authorizeGroup(acl.OpRead, req.Group) {
+		return failedJoinGroup(req, kerr.GroupAuthorizationFailed.Code)
+	}
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 	if req.Group != "" && c.coordinatorFor(req.Group) != b.id {

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/group"
 )
 
@@ -17,7 +18,10 @@ func init() {
 // LeaveGroupResponse moves it there; from v3 each member gets its own code and the top-level
 // code is NONE unless the whole request failed. A broker that does not coordinate the group
 // answers NOT_COORDINATOR.
-func (b *Broker) handleLeaveGroup(_ *conn, req *kmsg.LeaveGroupRequest) kmsg.Response {
+func (b *Broker) handleLeaveGroup(cn *conn, req *kmsg.LeaveGroupRequest) kmsg.Response {
+	if !cn.authorizeGroup(acl.OpRead, req.Group) {
+		return failedLeaveGroup(req, kerr.GroupAuthorizationFailed.Code)
+	}
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 	if req.Group != "" && c.coordinatorFor(req.Group) != b.id {

@@ -2,6 +2,8 @@ package server
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker/internal/acl"
 )
 
 func init() {
@@ -13,7 +15,7 @@ func init() {
 // TypesFilter (v5+) as group.Coordinator.ListGroups does. GroupType is the lowercase type name
 // and ProtocolType the group's: "consumer", "share", or a classic group's own ("" for a
 // simple group).
-func (b *Broker) handleListGroups(_ *conn, req *kmsg.ListGroupsRequest) kmsg.Response {
+func (b *Broker) handleListGroups(cn *conn, req *kmsg.ListGroupsRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	groups, err := c.groups.ListGroups(req.StatesFilter, req.TypesFilter)
@@ -21,8 +23,9 @@ func (b *Broker) handleListGroups(_ *conn, req *kmsg.ListGroupsRequest) kmsg.Res
 		resp.ErrorCode = codeOf(err)
 		return resp
 	}
+	clusterDescribe := cn.authorizeCluster(acl.OpDescribe)
 	for _, g := range groups {
-		if c.coordinatorFor(g.ID) != b.id {
+		if c.coordinatorFor(g.ID) != b.id || !clusterDescribe && !cn.authorizeGroup(acl.OpDescribe, g.ID) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/log"
 	"github.com/kshare/kshare/testbroker/internal/metadata"
 )
@@ -73,7 +74,7 @@ const (
 // answers NOT_LEADER_OR_FOLLOWER, except to the debugging replica id (-2) on a follower;
 // a CurrentLeaderEpoch (v4+) older or newer than the partition's is FENCED_LEADER_EPOCH or
 // UNKNOWN_LEADER_EPOCH.
-func (b *Broker) handleListOffsets(_ *conn, req *kmsg.ListOffsetsRequest) kmsg.Response {
+func (b *Broker) handleListOffsets(cn *conn, req *kmsg.ListOffsetsRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	dups := duplicatePartitions(req)
@@ -82,11 +83,17 @@ func (b *Broker) handleListOffsets(_ *conn, req *kmsg.ListOffsetsRequest) kmsg.R
 		rt, st := &req.Topics[i], &resp.Topics[i]
 		st.Topic = rt.Topic
 		t := c.meta.Topic(rt.Topic)
+		denied := !cn.authorizeTopic(acl.OpDescribe, rt.Topic)
 		st.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, 0, len(rt.Partitions))
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
+			if denied {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			key := listOffsetsKey{rt.Topic, rp.Partition}
 			if answered, dup := dups[key]; dup {
 				if !answered {

@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/txn"
 )
 
@@ -15,7 +16,7 @@ func init() {
 // by state, producer id, duration (v1+: running longer than the filter) and transactional id
 // pattern (v2+: an RE2 expression the whole id must match; one that does not compile is
 // INVALID_REQUEST). State filters that name no state come back in UnknownStateFilters.
-func (b *Broker) handleListTransactions(_ *conn, req *kmsg.ListTransactionsRequest) kmsg.Response {
+func (b *Broker) handleListTransactions(cn *conn, req *kmsg.ListTransactionsRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
 	f := txn.ListFilter{
@@ -37,6 +38,9 @@ func (b *Broker) handleListTransactions(_ *conn, req *kmsg.ListTransactionsReque
 	}
 	resp.UnknownStateFilters = unknown
 	for _, l := range list {
+		if !cn.authorize(acl.OpDescribe, acl.ResourceTransactionalID, l.TransactionalID) {
+			continue
+		}
 		resp.TransactionStates = append(resp.TransactionStates, kmsg.ListTransactionsResponseTransactionState{
 			TransactionalID: l.TransactionalID, ProducerID: l.ProducerID, TransactionState: l.State.String()})
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/metadata"
 )
 
@@ -25,19 +26,31 @@ func (c *Cluster) controllerID() int32 {
 	return 0
 }
 
-func (b *Broker) handleMetadata(_ *conn, req *kmsg.MetadataRequest) kmsg.Response {
+func (b *Broker) handleMetadata(cn *conn, req *kmsg.MetadataRequest) kmsg.Response {
 	c := b.c
 	resp := kmsg.NewPtrMetadataResponse()
 	resp.Version = req.Version
 	resp.Brokers = c.metadataBrokers()
 	resp.ClusterID = &c.clusterID
 	resp.ControllerID = c.controllerID()
+	if req.IncludeClusterAuthorizedOperations && cn.authorizeCluster(acl.OpDescribe) {
+		resp.AuthorizedOperations = cn.authorizedOperations(acl.ResourceCluster, acl.ClusterName)
+	}
+	// withOps sets a topic's authorized operations when the request asks for them.
+	withOps := func(mt kmsg.MetadataResponseTopic) kmsg.MetadataResponseTopic {
+		if req.IncludeTopicAuthorizedOperations {
+			mt.AuthorizedOperations = cn.authorizedOperations(acl.ResourceTopic, *mt.Topic)
+		}
+		return mt
+	}
 
 	// v0 sends an empty list for "all topics"; v1+ sends null for all and empty for none.
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
 		for _, t := range c.meta.SortedTopics() {
-			resp.Topics = append(resp.Topics, c.metadataTopic(t))
+			if cn.authorizeTopic(acl.OpDescribe, t.Name) {
+				resp.Topics = append(resp.Topics, withOps(c.metadataTopic(t)))
+			}
 		}
 		return resp
 	}
@@ -47,7 +60,16 @@ func (b *Broker) handleMetadata(_ *conn, req *kmsg.MetadataRequest) kmsg.Respons
 		var t *metadata.Topic
 		switch {
 		case rt.Topic != nil && *rt.Topic != "":
+			// Kafka does not disclose whether a topic the principal may not describe exists.
+			if !cn.authorizeTopic(acl.OpDescribe, *rt.Topic) {
+				resp.Topics = append(resp.Topics, deniedMetadataTopic(rt.Topic, [16]byte{}, false))
+				continue
+			}
 			t = c.meta.Topic(*rt.Topic)
+			if t == nil && autoCreate && !cn.mayCreateTopic(*rt.Topic) {
+				resp.Topics = append(resp.Topics, deniedMetadataTopic(rt.Topic, [16]byte{}, isInternalTopic(*rt.Topic)))
+				continue
+			}
 			if t == nil && autoCreate && isInternalTopic(*rt.Topic) {
 				c.ensureInternalTopic(*rt.Topic)
 				t = c.meta.Topic(*rt.Topic)
@@ -74,10 +96,23 @@ func (b *Broker) handleMetadata(_ *conn, req *kmsg.MetadataRequest) kmsg.Respons
 				resp.Topics = append(resp.Topics, kmsg.MetadataResponseTopic{TopicID: rt.TopicID, ErrorCode: kerr.UnknownTopicID.Code})
 				continue
 			}
+			if !cn.authorizeTopic(acl.OpDescribe, t.Name) {
+				resp.Topics = append(resp.Topics, deniedMetadataTopic(nil, t.ID, false))
+				continue
+			}
 		}
-		resp.Topics = append(resp.Topics, c.metadataTopic(t))
+		resp.Topics = append(resp.Topics, withOps(c.metadataTopic(t)))
 	}
 	return resp
+}
+
+// deniedMetadataTopic is a topic the principal may not describe (or create), as KafkaApis
+// answers it: TOPIC_AUTHORIZATION_FAILED with the name it was asked by, or with the id for one
+// asked by id, and no partitions.
+func deniedMetadataTopic(name *string, id [16]byte, internal bool) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic, mt.TopicID, mt.IsInternal, mt.ErrorCode = name, id, internal, kerr.TopicAuthorizationFailed.Code
+	return mt
 }
 
 // metadataBrokers lists the running brokers: a stopped one is not registered, as a fenced

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/group"
 )
 
@@ -14,11 +15,16 @@ func init() {
 // handleOffsetCommit runs an OffsetCommit (v0-9; group.Coordinator.CommitOffsets has the
 // rules), one code per partition. A broker that does not coordinate the group answers
 // NOT_COORDINATOR for every partition.
-func (b *Broker) handleOffsetCommit(_ *conn, req *kmsg.OffsetCommitRequest) kmsg.Response {
+func (b *Broker) handleOffsetCommit(cn *conn, req *kmsg.OffsetCommitRequest) kmsg.Response {
 	c := b.c
+	if !cn.authorizeGroup(acl.OpRead, req.Group) {
+		return failedOffsetCommit(req, kerr.GroupAuthorizationFailed.Code)
+	}
 	if c.coordinatorFor(req.Group) != b.id {
 		return failedOffsetCommit(req, kerr.NotCoordinator.Code)
 	}
+	var denied []kmsg.OffsetCommitRequestTopic
+	req.Topics, denied = splitTopics(cn, acl.OpRead, req.Topics, func(t *kmsg.OffsetCommitRequestTopic) string { return t.Topic })
 	oc := group.OffsetCommit{
 		GroupID: req.Group,
 		Member: group.OffsetCommitMember{
@@ -46,6 +52,16 @@ func (b *Broker) handleOffsetCommit(_ *conn, req *kmsg.OffsetCommitRequest) kmsg
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition, rp.ErrorCode = p.Partition, codeOf(p.Err)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	for _, t := range denied {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/group"
 )
 
@@ -14,9 +15,15 @@ func init() {
 // handleOffsetDelete runs an OffsetDelete (v0; group.Coordinator.DeleteOffsets has the rules):
 // a request-wide error is the top-level code, with no topics; otherwise each partition has its
 // own. A broker that does not coordinate the group answers NOT_COORDINATOR.
-func (b *Broker) handleOffsetDelete(_ *conn, req *kmsg.OffsetDeleteRequest) kmsg.Response {
+func (b *Broker) handleOffsetDelete(cn *conn, req *kmsg.OffsetDeleteRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	if !cn.authorizeGroup(acl.OpDelete, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp
+	}
+	var denied []kmsg.OffsetDeleteRequestTopic
+	req.Topics, denied = splitTopics(cn, acl.OpRead, req.Topics, func(t *kmsg.OffsetDeleteRequestTopic) string { return t.Topic })
 	if c.coordinatorFor(req.Group) != b.id {
 		resp.ErrorCode = kerr.NotCoordinator.Code
 		return resp
@@ -40,6 +47,16 @@ func (b *Broker) handleOffsetDelete(_ *conn, req *kmsg.OffsetDeleteRequest) kmsg
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			rp.Partition, rp.ErrorCode = p.Partition, codeOf(p.Err)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	for _, t := range denied {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/group"
 )
 
@@ -17,14 +18,18 @@ func init() {
 // before v2, every partition's); from v8 it is the group's. A group this broker does not
 // coordinate is NOT_COORDINATOR. A partition with a transactional offset pending answers
 // UNSTABLE_OFFSET_COMMIT to a fetch with RequireStable (v7+).
-func (b *Broker) handleOffsetFetch(_ *conn, req *kmsg.OffsetFetchRequest) kmsg.Response {
+func (b *Broker) handleOffsetFetch(cn *conn, req *kmsg.OffsetFetchRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	fetch := func(id string, member group.OffsetCommitMember, topics []group.OffsetFetchTopic) ([]group.FetchedTopic, error) {
+		if !cn.authorizeGroup(acl.OpDescribe, id) {
+			return nil, kerr.GroupAuthorizationFailed
+		}
 		if c.coordinatorFor(id) != b.id {
 			return nil, kerr.NotCoordinator
 		}
-		return c.groups.FetchOffsets(group.OffsetFetch{GroupID: id, Member: member, Topics: topics, RequireStable: req.RequireStable})
+		fetched, err := c.groups.FetchOffsets(group.OffsetFetch{GroupID: id, Member: member, Topics: topics, RequireStable: req.RequireStable})
+		return cn.authorizeFetchedOffsets(fetched, topics == nil), err
 	}
 	noMember := group.OffsetCommitMember{GenerationIDOrMemberEpoch: -1, Version: req.Version}
 	if req.Version < 8 {

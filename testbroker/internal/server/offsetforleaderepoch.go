@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/metadata"
 )
 
@@ -26,18 +27,25 @@ func init() {
 //     an error, for an epoch the log cannot place (-1, or one above the latest).
 //
 // A partition named twice is answered twice, as Kafka's collections allow.
-func (b *Broker) handleOffsetForLeaderEpoch(_ *conn, req *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
+func (b *Broker) handleOffsetForLeaderEpoch(cn *conn, req *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	resp.Topics = make([]kmsg.OffsetForLeaderEpochResponseTopic, len(req.Topics))
+	// A follower has CLUSTER_ACTION; anyone else needs DESCRIBE on each topic.
+	replica := cn.authorizeCluster(acl.OpClusterAction)
 	for i := range req.Topics {
 		rt, st := &req.Topics[i], &resp.Topics[i]
 		st.Topic = rt.Topic
 		t := b.c.meta.Topic(rt.Topic)
+		denied := !replica && !cn.authorizeTopic(acl.OpDescribe, rt.Topic)
 		st.Partitions = make([]kmsg.OffsetForLeaderEpochResponseTopicPartition, len(rt.Partitions))
 		for j := range rt.Partitions {
 			rp, sp := &rt.Partitions[j], &st.Partitions[j]
 			sp.Default()
 			sp.Partition = rp.Partition
+			if denied {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
 			b.endOffsetForEpoch(t, rp, sp)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/log"
 	"github.com/kshare/kshare/testbroker/internal/metadata"
 	"github.com/kshare/kshare/testbroker/internal/replica"
@@ -49,6 +50,9 @@ const codecZstd = 4
 func (b *Broker) handleProduce(cn *conn, req *kmsg.ProduceRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	if req.TransactionID != nil && !cn.authorize(acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionID) {
+		return failedProduce(req, kerr.TransactionalIDAuthorizationFailed.Code)
+	}
 	acksValid := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
 	var now time.Time // read once, at the first append
 	failed := false
@@ -64,6 +68,11 @@ func (b *Broker) handleProduce(cn *conn, req *kmsg.ProduceRequest) kmsg.Response
 		} else {
 			t = c.meta.Topic(rt.Topic)
 		}
+		name := rt.Topic
+		if t != nil {
+			name = t.Name
+		}
+		denied := (t != nil || req.Version < 13) && !cn.authorizeTopic(acl.OpWrite, name)
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		for j := range rt.Partitions {
 			rp, sp := &rt.Partitions[j], &st.Partitions[j]
@@ -79,6 +88,8 @@ func (b *Broker) handleProduce(cn *conn, req *kmsg.ProduceRequest) kmsg.Response
 				}
 			}
 			switch {
+			case denied:
+				err = kerr.TopicAuthorizationFailed
 			case t == nil:
 				err = unknownTopic
 			case p == nil:

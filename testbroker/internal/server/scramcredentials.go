@@ -1,9 +1,13 @@
 package server
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 	"github.com/kshare/kshare/testbroker/internal/sasl"
 )
 
@@ -38,19 +42,13 @@ func scramType(mechanism string) int8 {
 	return 1
 }
 
-// scramError is one user's failure in AlterUserSCRAMCredentials.
-type scramError struct {
-	code int16
-	msg  string
-}
-
 // validateScramUser is ScramControlManager.validateScramUsernameAndMechanism.
-func validateScramUser(user string, typ int8) *scramError {
+func validateScramUser(user string, typ int8) error {
 	if user == "" {
-		return &scramError{kerr.UnacceptableCredential.Code, "Username must not be empty"}
+		return kafkaerr.New(kerr.UnacceptableCredential, "Username must not be empty")
 	}
 	if scramMechanism(typ) == "" {
-		return &scramError{kerr.UnsupportedSaslMechanism.Code, "Unknown SCRAM mechanism"}
+		return kafkaerr.New(kerr.UnsupportedSaslMechanism, "Unknown SCRAM mechanism")
 	}
 	return nil
 }
@@ -60,6 +58,11 @@ func validateScramUser(user string, typ int8) *scramError {
 // named twice in one request fails with DUPLICATE_RESOURCE, and the changes that pass apply
 // together. Results list the deletions, then the upsertions, then the failures.
 func (b *Broker) handleAlterUserSCRAMCredentials(cn *conn, req *kmsg.AlterUserSCRAMCredentialsRequest) kmsg.Response {
+	if !cn.authorizeCluster(acl.OpAlter) {
+		// ControllerApis throws ClusterAuthorizationException, whose message names Kafka's
+		// request object; the code goes alone, as for the other cluster refusals.
+		return failedAlterUserSCRAMCredentials(req, kerr.ClusterAuthorizationFailed.Code)
+	}
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
 	store := b.c.scram
 	const twice = "A user credential cannot be altered twice in the same request"
@@ -67,9 +70,9 @@ func (b *Broker) handleAlterUserSCRAMCredentials(cn *conn, req *kmsg.AlterUserSC
 		deletions  []kmsg.AlterUserSCRAMCredentialsRequestDeletion
 		upsertions []kmsg.AlterUserSCRAMCredentialsRequestUpsertion
 		failed     []string
-		errs       = map[string]*scramError{}
+		errs       = map[string]error{}
 	)
-	fail := func(user string, e *scramError) {
+	fail := func(user string, e error) {
 		errs[user] = e
 		failed = append(failed, user)
 	}
@@ -97,11 +100,11 @@ func (b *Broker) handleAlterUserSCRAMCredentials(cn *conn, req *kmsg.AlterUserSC
 		}
 		switch {
 		case removeDeletion(d.Name):
-			fail(d.Name, &scramError{kerr.DuplicateResource.Code, twice})
+			fail(d.Name, kafkaerr.New(kerr.DuplicateResource, "%s", twice))
 		case validateScramUser(d.Name, d.Mechanism) != nil:
 			fail(d.Name, validateScramUser(d.Name, d.Mechanism))
 		case !store.HasScram(d.Name, scramMechanism(d.Mechanism)):
-			fail(d.Name, &scramError{kerr.ResourceNotFound.Code, "Attempt to delete a user credential that does not exist"})
+			fail(d.Name, kafkaerr.New(kerr.ResourceNotFound, "Attempt to delete a user credential that does not exist"))
 		default:
 			deletions = append(deletions, d)
 		}
@@ -113,7 +116,7 @@ func (b *Broker) handleAlterUserSCRAMCredentials(cn *conn, req *kmsg.AlterUserSC
 		// Both removals run, as Kafka's || does not: a user both deleted and upserted is
 		// dropped from the deletions.
 		if dup := removeDeletion(u.Name); dup || removeUpsertion(u.Name) {
-			fail(u.Name, &scramError{kerr.DuplicateResource.Code, twice})
+			fail(u.Name, kafkaerr.New(kerr.DuplicateResource, "%s", twice))
 			continue
 		}
 		if e := validateScramUser(u.Name, u.Mechanism); e != nil {
@@ -122,9 +125,9 @@ func (b *Broker) handleAlterUserSCRAMCredentials(cn *conn, req *kmsg.AlterUserSC
 		}
 		switch {
 		case u.Iterations < minScramIterations:
-			fail(u.Name, &scramError{kerr.UnacceptableCredential.Code, "Too few iterations"})
+			fail(u.Name, kafkaerr.New(kerr.UnacceptableCredential, "Too few iterations"))
 		case u.Iterations > maxScramIterations:
-			fail(u.Name, &scramError{kerr.UnacceptableCredential.Code, "Too many iterations"})
+			fail(u.Name, kafkaerr.New(kerr.UnacceptableCredential, "Too many iterations"))
 		default:
 			upsertions = append(upsertions, u)
 		}
@@ -142,26 +145,25 @@ func (b *Broker) handleAlterUserSCRAMCredentials(cn *conn, req *kmsg.AlterUserSC
 	}
 	for _, user := range failed {
 		e := errs[user]
-		msg := e.msg
-		resp.Results = append(resp.Results, kmsg.AlterUserSCRAMCredentialsResponseResult{User: user, ErrorCode: e.code, ErrorMessage: &msg})
+		resp.Results = append(resp.Results, kmsg.AlterUserSCRAMCredentialsResponseResult{User: user, ErrorCode: codeOf(e), ErrorMessage: messageOf(e)})
 	}
 	return resp
 }
 
+// failedAlterUserSCRAMCredentials answers every user the request names, once each and sorted,
+// with code, as AlterUserScramCredentialsRequest.getErrorResponse does.
 func failedAlterUserSCRAMCredentials(r *kmsg.AlterUserSCRAMCredentialsRequest, code int16) kmsg.Response {
 	resp := r.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
-	seen := map[string]bool{}
-	add := func(user string) {
-		if !seen[user] {
-			seen[user] = true
-			resp.Results = append(resp.Results, kmsg.AlterUserSCRAMCredentialsResponseResult{User: user, ErrorCode: code})
-		}
-	}
+	var users []string
 	for _, d := range r.Deletions {
-		add(d.Name)
+		users = append(users, d.Name)
 	}
 	for _, u := range r.Upsertions {
-		add(u.Name)
+		users = append(users, u.Name)
+	}
+	slices.Sort(users)
+	for _, user := range slices.Compact(users) {
+		resp.Results = append(resp.Results, kmsg.AlterUserSCRAMCredentialsResponseResult{User: user, ErrorCode: code})
 	}
 	return resp
 }
@@ -170,6 +172,15 @@ func failedAlterUserSCRAMCredentials(r *kmsg.AlterUserSCRAMCredentialsRequest, c
 // the request names none (null or empty), else each named user once, with DUPLICATE_RESOURCE
 // for a user named twice and RESOURCE_NOT_FOUND for one without a credential.
 func (b *Broker) handleDescribeUserSCRAMCredentials(cn *conn, req *kmsg.DescribeUserSCRAMCredentialsRequest) kmsg.Response {
+	if !cn.authorizeCluster(acl.OpDescribe) {
+		resp := failedDescribeUserSCRAMCredentials(req, kerr.ClusterAuthorizationFailed.Code).(*kmsg.DescribeUserSCRAMCredentialsResponse)
+		msg := msgClusterAuthorizationFailed
+		resp.ErrorMessage = &msg
+		for i := range resp.Results {
+			resp.Results[i].ErrorMessage = &msg
+		}
+		return resp
+	}
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 	store := b.c.scram
 	var users []string
@@ -216,8 +227,14 @@ func (b *Broker) handleDescribeUserSCRAMCredentials(cn *conn, req *kmsg.Describe
 	return resp
 }
 
+// failedDescribeUserSCRAMCredentials answers with code at the top and one result per user the
+// request names, as DescribeUserScramCredentialsRequest.getErrorResponse does, which leaves
+// the results' user names empty.
 func failedDescribeUserSCRAMCredentials(r *kmsg.DescribeUserSCRAMCredentialsRequest, code int16) kmsg.Response {
 	resp := r.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 	resp.ErrorCode = code
+	for range r.Users {
+		resp.Results = append(resp.Results, kmsg.DescribeUserSCRAMCredentialsResponseResult{ErrorCode: code})
+	}
 	return resp
 }

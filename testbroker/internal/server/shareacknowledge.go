@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 	"github.com/kshare/kshare/testbroker/internal/share"
 )
@@ -117,16 +118,21 @@ func collectAcks[B ackBatch](a *ackCollector, topicID [16]byte, partition int32,
 //
 // Kafka's own top-level error responses carry no ErrorMessage (getErrorResponse keeps only the
 // code); this one sends Kafka's message text, which clients only display.
-func (b *Broker) handleShareAcknowledge(_ *conn, req *kmsg.ShareAcknowledgeRequest) kmsg.Response {
+func (b *Broker) handleShareAcknowledge(cn *conn, req *kmsg.ShareAcknowledgeRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	fail := func(err error) kmsg.Response {
 		resp.ErrorCode, resp.ErrorMessage = codeOf(err), messageOf(err)
 		return resp
 	}
+	if req.GroupID != nil && !cn.authorizeGroup(acl.OpRead, *req.GroupID) {
+		return fail(kerr.GroupAuthorizationFailed)
+	}
 	if err := shareIDsError(req.GroupID, req.MemberID); err != nil {
 		return fail(err)
 	}
+	var denied []kmsg.ShareAcknowledgeRequestTopic
+	req.Topics, denied = splitTopics(cn, acl.OpRead, req.Topics, func(t *kmsg.ShareAcknowledgeRequestTopic) string { return c.topicName(t.TopicID) })
 	group, member := *req.GroupID, *req.MemberID
 	ss := c.shares.Sessions(b.id)
 	if err := ss.OpenAcknowledge(group, member, req.ShareSessionEpoch); err != nil {
@@ -157,6 +163,16 @@ func (b *Broker) handleShareAcknowledge(_ *conn, req *kmsg.ShareAcknowledgeReque
 			i = len(resp.Topics) - 1
 		}
 		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
+	}
+	for _, t := range denied {
+		rt := kmsg.NewShareAcknowledgeResponseTopic()
+		rt.TopicID = t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
 	}
 	resp.AcquisitionLockTimeoutMillis = c.shareLockDurationMs(group)
 	return resp

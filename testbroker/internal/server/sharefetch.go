@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 	"github.com/kshare/kshare/testbroker/internal/share"
 	"github.com/kshare/kshare/testbroker/internal/wire"
@@ -65,9 +66,14 @@ func (b *Broker) handleShareFetch(cn *conn, req *kmsg.ShareFetchRequest) kmsg.Re
 		resp.ErrorCode, resp.ErrorMessage = codeOf(err), messageOf(err)
 		return resp
 	}
+	if req.GroupID != nil && !cn.authorizeGroup(acl.OpRead, *req.GroupID) {
+		return fail(kerr.GroupAuthorizationFailed)
+	}
 	if err := shareIDsError(req.GroupID, req.MemberID); err != nil {
 		return fail(err)
 	}
+	var denied []kmsg.ShareFetchRequestTopic
+	req.Topics, denied = splitTopics(cn, acl.OpRead, req.Topics, func(t *kmsg.ShareFetchRequestTopic) string { return c.topicName(t.TopicID) })
 	renew := req.Version >= 2 && req.IsRenewAck
 	if renew {
 		if msg := renewLimitsMessage(req); msg != "" {
@@ -118,6 +124,12 @@ func (b *Broker) handleShareFetch(cn *conn, req *kmsg.ShareFetchRequest) kmsg.Re
 		records = b.shareFetchResponse(resp, f, polled)
 	}
 	mergeAckOutcomes(resp, outcomes)
+	for _, t := range denied {
+		for _, p := range t.Partitions {
+			rp, _ := appendShareFetchPartition(resp, t.TopicID, p.Partition)
+			rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		}
+	}
 	if f.Final {
 		ss.Release(group, member)
 	}

@@ -6,11 +6,6 @@ import (
 	"github.com/kshare/kshare/testbroker/internal/group"
 )
 
-// groupAuthorizedOperations is what a describe reports when asked for the authorized
-// operations of a group: with no authorizer Kafka grants every operation a group supports,
-// READ (3), DELETE (6), DESCRIBE (8), DESCRIBE_CONFIGS (10) and ALTER_CONFIGS (11), as bits.
-const groupAuthorizedOperations = 1<<3 | 1<<6 | 1<<8 | 1<<10 | 1<<11
-
 // authorizedOperationsOmitted is the AuthorizedOperations of a describe that did not ask for
 // them (Integer.MIN_VALUE).
 const authorizedOperationsOmitted = -2147483648

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/group"
 )
 
@@ -16,7 +18,7 @@ func init() {
 // another type GROUP_ID_NOT_FOUND "Group <id> is not a share group.". AuthorizedOperations is
 // Integer.MIN_VALUE unless asked for, and then every operation a group supports, since the
 // cluster has no authorizer.
-func (b *Broker) handleShareGroupDescribe(_ *conn, req *kmsg.ShareGroupDescribeRequest) kmsg.Response {
+func (b *Broker) handleShareGroupDescribe(cn *conn, req *kmsg.ShareGroupDescribeRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.ShareGroupDescribeResponse)
 	for _, id := range req.GroupIDs {
@@ -24,6 +26,9 @@ func (b *Broker) handleShareGroupDescribe(_ *conn, req *kmsg.ShareGroupDescribeR
 		dg.GroupID = id
 		dg.AuthorizedOperations = authorizedOperationsOmitted
 		info, err := describedGroup(b, id, c.groups.ShareGroup)
+		if !cn.authorizeGroup(acl.OpDescribe, id) {
+			err = kerr.GroupAuthorizationFailed
+		}
 		if err != nil {
 			dg.ErrorCode = codeOf(err)
 			dg.ErrorMessage = messageOf(err)
@@ -35,7 +40,7 @@ func (b *Broker) handleShareGroupDescribe(_ *conn, req *kmsg.ShareGroupDescribeR
 		dg.AssignmentEpoch = info.AssignmentEpoch
 		dg.Assignor = group.ShareAssignorName
 		if req.IncludeAuthorizedOperations {
-			dg.AuthorizedOperations = groupAuthorizedOperations
+			dg.AuthorizedOperations = cn.authorizedOperations(acl.ResourceGroup, id)
 		}
 		for _, m := range info.Members {
 			rm := kmsg.NewShareGroupDescribeResponseGroupMember()

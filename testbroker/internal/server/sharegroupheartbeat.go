@@ -37,6 +37,10 @@ func (b *Broker) handleShareGroupHeartbeat(cn *conn, req *kmsg.ShareGroupHeartbe
 		resp.ErrorMessage = messageOf(err)
 		return resp
 	}
+	if code := cn.groupHeartbeatDenied(req.GroupID, req.SubscribedTopicNames); code != 0 {
+		resp.ErrorCode = code
+		return resp
+	}
 	if err := group.ValidateShareHeartbeat(&hb); err != nil {
 		return fail(err)
 	}

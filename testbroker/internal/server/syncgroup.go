@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/group"
 )
 
@@ -17,6 +18,9 @@ func init() {
 // its protocol type and name, else INCONSISTENT_GROUP_PROTOCOL before anything else, as
 // KafkaApis answers; a broker that does not coordinate the group answers NOT_COORDINATOR.
 func (b *Broker) handleSyncGroup(cn *conn, req *kmsg.SyncGroupRequest) kmsg.Response {
+	if !cn.authorizeGroup(acl.OpRead, req.Group) {
+		return failedSyncGroup(req, kerr.GroupAuthorizationFailed.Code)
+	}
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 	resp.MemberAssignment = []byte{}

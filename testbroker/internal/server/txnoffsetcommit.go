@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/acl"
 	"github.com/kshare/kshare/testbroker/internal/group"
 	"github.com/kshare/kshare/testbroker/internal/txn"
 )
@@ -18,14 +19,22 @@ func init() {
 // partition's as converted for clients (txnVerifyError), then the group's checks and pending
 // offsets (group.Coordinator.CommitTxnOffsets), visible once the transaction commits. A group
 // this broker does not coordinate is NOT_COORDINATOR.
-func (b *Broker) handleTxnOffsetCommit(_ *conn, req *kmsg.TxnOffsetCommitRequest) kmsg.Response {
+func (b *Broker) handleTxnOffsetCommit(cn *conn, req *kmsg.TxnOffsetCommitRequest) kmsg.Response {
 	c := b.c
+	if !cn.authorize(acl.OpWrite, acl.ResourceTransactionalID, req.TransactionalID) {
+		return failedTxnOffsetCommit(req, kerr.TransactionalIDAuthorizationFailed.Code)
+	}
+	if !cn.authorizeGroup(acl.OpRead, req.Group) {
+		return failedTxnOffsetCommit(req, kerr.GroupAuthorizationFailed.Code)
+	}
 	if req.TransactionalID == "" {
 		return failedTxnOffsetCommit(req, kerr.InvalidRequest.Code)
 	}
 	if c.coordinatorFor(req.Group) != b.id {
 		return failedTxnOffsetCommit(req, kerr.NotCoordinator.Code)
 	}
+	var denied []kmsg.TxnOffsetCommitRequestTopic
+	req.Topics, denied = splitTopics(cn, acl.OpRead, req.Topics, func(t *kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic })
 	oc := group.OffsetCommit{
 		GroupID: req.Group,
 		Member: group.OffsetCommitMember{
@@ -67,6 +76,16 @@ func (b *Broker) handleTxnOffsetCommit(_ *conn, req *kmsg.TxnOffsetCommitRequest
 		for _, p := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			rp.Partition, rp.ErrorCode = p.Partition, codeOf(p.Err)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	for _, t := range denied {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
