@@ -125,7 +125,7 @@ func TestValidateMessages(t *testing.T) {
 		err := tc.b.Validate()
 		require.Error(t, err, tc.msg)
 		assert.True(t, errors.Is(err, kerr.InvalidRequest))
-		assert.Equal(t, kerr.InvalidRequest.Error()+": "+tc.msg, err.Error())
+		assert.Equal(t, kerr.InvalidRequest.Message+": "+tc.msg, err.Error())
 	}
 	assert.NoError(t, ok.Validate())
 	cluster := allow(ResourceCluster, ClusterName, PatternLiteral, "User:alice", OpAlter)
@@ -182,8 +182,8 @@ func TestFilters(t *testing.T) {
 	})
 	assert.Equal(t, [][]Binding{{pre}, nil, nil, {grp}}, deleted)
 	assert.NoError(t, errs[0])
-	assert.EqualError(t, errs[1], kerr.InvalidRequest.Error()+": Unknown patternFilter.")
-	assert.EqualError(t, errs[2], kerr.InvalidRequest.Error()+": Unknown entryFilter.")
+	assert.EqualError(t, errs[1], kerr.InvalidRequest.Message+": Unknown patternFilter.")
+	assert.EqualError(t, errs[2], kerr.InvalidRequest.Message+": Unknown entryFilter.")
 	assert.Equal(t, []Binding{lit, wild}, a.Describe(any))
 }
 

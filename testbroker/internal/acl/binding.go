@@ -21,7 +21,7 @@ type Binding struct {
 
 // Validate checks b as Kafka checks an ACL to create (AclApis.handleCreateAcls, then
 // AclControlManager.validateNewAcl), in Kafka's order. The error wraps kerr.InvalidRequest
-// with Kafka's message after the code's: "INVALID_REQUEST: ...: Invalid patternType MATCH".
+// with Kafka's message, sent on the wire: "INVALID_REQUEST: Invalid patternType MATCH".
 func (b Binding) Validate() error {
 	switch {
 	case b.ResourceType == ResourceCluster && b.ResourceName != ClusterName:
