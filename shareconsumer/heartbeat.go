@@ -134,7 +134,12 @@ func (c *Consumer) heartbeatStep() time.Duration {
 	if c.member.epoch > 0 {
 		c.health.coordErr = nil
 	}
-	if out.pollErr != nil {
+	if err == nil && resp.ErrorCode == 0 {
+		c.health.hbDenied = nil
+	}
+	if out.pollErr != nil && errors.Is(out.pollErr, kerr.TopicAuthorizationFailed) {
+		c.heartbeatDeniedLocked(out.pollErr)
+	} else if out.pollErr != nil {
 		c.poll.addErr(out.pollErr)
 	}
 	if out.assignment {
@@ -146,6 +151,21 @@ func (c *Consumer) heartbeatStep() time.Duration {
 		go c.describe(c.member.coord)
 	}
 	return out.next
+}
+
+// heartbeatDeniedLocked takes a heartbeat's TOPIC_AUTHORIZATION_FAILED: Kafka refuses the
+// whole heartbeat when the member may not describe a subscribed topic, and names none. The
+// next Poll gets a *errors.TopicAuthorizationError, once until a heartbeat succeeds, naming the
+// subscribed topics metadata refuses (asked for now, so that Status and the next reason can
+// name them); the member stays as it is and the heartbeats go on, as in Kafka's client.
+func (c *Consumer) heartbeatDeniedLocked(kafkaErr error) {
+	news := c.health.hbDenied == nil
+	c.health.hbDenied = &errors.TopicAuthorizationError{Topics: c.health.deniedOf(c.member.subscription), Err: kafkaErr}
+	if news {
+		c.log(kgo.LogLevelWarn, "the group coordinator refused the heartbeat: a subscribed topic may not be described", "err", c.health.hbDenied)
+		c.poll.addErr(c.health.hbDenied)
+	}
+	c.triggerMetadataLocked()
 }
 
 // assignmentChangedLocked follows a new assignment: sessions fetch anew, and metadata is asked
@@ -325,7 +345,7 @@ func (c *Consumer) metadataLoop() {
 			ok = false
 		case resp != nil:
 			moves, unknown, known := c.member.applyMetadata(resp)
-			c.health.topicsSeen(unknown, known)
+			c.health.topicsSeen(unknown, known, metadataDenied(resp))
 			for _, mv := range moves {
 				c.leaderMovedLocked(mv)
 			}

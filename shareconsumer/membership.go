@@ -277,6 +277,23 @@ func (m *membership) applyMetadata(resp *kmsg.MetadataResponse) (moves []leaderM
 	return moves, unknown, known
 }
 
+// metadataDenied returns the topics a metadata response refuses (TOPIC_AUTHORIZATION_FAILED:
+// the principal may not describe them), each with the error Kafka sent (Metadata carries no
+// message); nil when there is none.
+func metadataDenied(resp *kmsg.MetadataResponse) map[string]error {
+	var denied map[string]error
+	for _, t := range resp.Topics {
+		if t.Topic == nil || t.ErrorCode != kerr.TopicAuthorizationFailed.Code {
+			continue
+		}
+		if denied == nil {
+			denied = make(map[string]error)
+		}
+		denied[*t.Topic] = errors.FromKafka(t.ErrorCode, nil)
+	}
+	return denied
+}
+
 // hint follows a leader a broker named in CurrentLeader, when it is newer than what the
 // consumer knows; it returns the move, if the leader changed broker.
 func (m *membership) hint(h leaderHint) (leaderMove, bool) {
