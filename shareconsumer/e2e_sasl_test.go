@@ -2,6 +2,8 @@ package shareconsumer_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"testing"
 	"time"
 
@@ -89,4 +91,34 @@ func TestE2ETestbrokerSASLWrongPassword(t *testing.T) {
 	require.NoError(t, ctx.Err())
 	assert.ErrorAs(t, err, &ae, "Process returns it too")
 	assert.ErrorIs(t, err, kerr.SaslAuthenticationFailed)
+}
+
+// TestE2ETestbrokerTLSUntrustedCertificate: a consumer that does not trust the broker's
+// certificate gets an *AuthenticationError carrying the TLS verification error at once, not
+// "no broker reachable"; with the CA trusted it consumes.
+func TestE2ETestbrokerTLSUntrustedCertificate(t *testing.T) {
+	t.Parallel()
+	c := testbroker.StartT(t, testbroker.GeneratedTLS(), testbroker.Topic("tls", 1))
+	sc, err := shareconsumer.New(shareconsumer.Group("g"), shareconsumer.Topics("tls"),
+		shareconsumer.ClientOpts(kgo.SeedBrokers(c.Addrs()...), kgo.DialTLSConfig(&tls.Config{RootCAs: x509.NewCertPool()})))
+	require.NoError(t, err)
+	defer sc.Close(context.Background())
+
+	ctx := e2eCtx(t, 30*time.Second)
+	_, err = sc.Poll(ctx)
+	require.NoError(t, ctx.Err(), "Poll returned at once")
+	var ae *kerrors.AuthenticationError
+	require.ErrorAs(t, err, &ae)
+	var verify *tls.CertificateVerificationError
+	assert.ErrorAs(t, err, &verify)
+	assert.Equal(t, kerrors.ReasonAuthentication, sc.Status().Reason)
+
+	trusted, err := shareconsumer.New(shareconsumer.Group("g"), shareconsumer.Topics("tls"),
+		shareconsumer.ClientOpts(kgo.SeedBrokers(c.Addrs()...), kgo.DialTLSConfig(c.ClientTLS())))
+	require.NoError(t, err)
+	defer trusted.Close(context.Background())
+	_, err = trusted.Poll(ctxWithDeadline(ctx, 500*time.Millisecond))
+	var pte *kerrors.PollTimeoutError
+	require.ErrorAs(t, err, &pte, "nothing to consume, and no authentication error")
+	assert.NotEqual(t, kerrors.ReasonAuthentication, pte.Reason)
 }
