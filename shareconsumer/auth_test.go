@@ -235,14 +235,17 @@ func TestMetadataNamesDeniedTopics(t *testing.T) {
 	assert.ErrorIs(t, denied["a"], kerr.TopicAuthorizationFailed)
 
 	var h health
+	m := membership{subscription: []string{"a", "b"}}
 	h.topicsSeen(nil, nil, denied)
 	assert.Equal(t, []string{"a"}, h.deniedOf([]string{"b", "a", "a"}))
+	require.Len(t, h.topicErrors(&m), 1)
+	assert.Empty(t, h.topicErrors(&membership{subscription: []string{"b"}}), "only topics subscribed or assigned")
 	h.topicsSeen(nil, []string{"a"}, nil)
-	assert.Empty(t, h.topicErrors(), "metadata clears its own refusal")
+	assert.Empty(t, h.topicErrors(&m), "metadata clears its own refusal")
 
 	h.deny("a", &errors.TopicAuthorizationError{Topics: []string{"a"}}, true)
 	h.topicsSeen(nil, []string{"a"}, nil)
-	assert.ErrorIs(t, h.topicErrors()["a"], kerr.TopicAuthorizationFailed, "describing is not reading")
+	assert.ErrorIs(t, h.topicErrors(&m)["a"], kerr.TopicAuthorizationFailed, "describing is not reading")
 	h.allow("a", true)
-	assert.Empty(t, h.topicErrors())
+	assert.Empty(t, h.topicErrors(&m))
 }

@@ -334,6 +334,7 @@ func (h connectHook) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _
 		return
 	}
 	c.health.dialErr, c.health.authErr = nil, nil
+	c.poll.dropAuthErrs() // the credentials work now: no Poll needs to hear of a failure before
 	if s := c.sessions.byNode[meta.NodeID]; s != nil {
 		s.unsupported = nil
 		s.versionsStale = true
@@ -358,11 +359,16 @@ func authFailure(err error) bool {
 // addAuthErr keeps err for the next Poll in place of an authentication error still waiting
 // there: a Poll gets one for the last failed attempt, not one for each. Consumer.mu is held.
 func (ps *pollState) addAuthErr(err *errors.AuthenticationError) {
+	ps.dropAuthErrs()
+	ps.addErr(err)
+}
+
+// dropAuthErrs forgets the authentication errors waiting for a Poll. Consumer.mu is held.
+func (ps *pollState) dropAuthErrs() {
 	ps.errs = slices.DeleteFunc(ps.errs, func(e error) bool {
 		_, ok := e.(*errors.AuthenticationError)
 		return ok
 	})
-	ps.addErr(err)
 }
 
 // maxPollErrs caps the errors kept for Polls that do not come.

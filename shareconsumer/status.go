@@ -118,7 +118,7 @@ func (c *Consumer) Status() Status {
 		s.Assigned = append(s.Assigned, tp)
 	}
 	slices.SortFunc(s.Assigned, compareTP)
-	s.TopicErrors = c.health.topicErrors()
+	s.TopicErrors = c.health.topicErrors(&c.member)
 	return s
 }
 
@@ -160,19 +160,39 @@ func (h *health) deniedOf(names []string) []string {
 	return out
 }
 
-// topicErrors is Status.TopicErrors.
-func (h *health) topicErrors() map[string]error {
-	if len(h.denied) == 0 && len(h.unknownTopics) == 0 {
-		return nil
+// topicErrors is Status.TopicErrors: of the topics m subscribes to or is assigned, those
+// metadata does not know and those a broker refused.
+func (h *health) topicErrors(m *membership) map[string]error {
+	var out map[string]error
+	add := func(t string, err error) {
+		if !m.interestedIn(t) {
+			return
+		}
+		if out == nil {
+			out = make(map[string]error)
+		}
+		out[t] = err
 	}
-	out := make(map[string]error, len(h.denied)+len(h.unknownTopics))
 	for t := range h.unknownTopics {
-		out[t] = &errors.KafkaError{Code: kerr.UnknownTopicOrPartition.Code}
+		add(t, &errors.KafkaError{Code: kerr.UnknownTopicOrPartition.Code})
 	}
 	for t, d := range h.denied {
-		out[t] = d.err
+		add(t, d.err)
 	}
 	return out
+}
+
+// interestedIn reports whether topic is subscribed to or assigned.
+func (m *membership) interestedIn(topic string) bool {
+	if slices.Contains(m.subscription, topic) {
+		return true
+	}
+	for tp := range m.assigned {
+		if tp.Topic == topic {
+			return true
+		}
+	}
+	return false
 }
 
 // state is where the member stands (closed: the consumer is).
