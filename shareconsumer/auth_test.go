@@ -2,6 +2,12 @@ package shareconsumer
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -248,4 +254,27 @@ func TestMetadataNamesDeniedTopics(t *testing.T) {
 	assert.ErrorIs(t, h.topicErrors(&m)["a"], kerr.TopicAuthorizationFailed, "describing is not reading")
 	h.allow("a", true)
 	assert.Empty(t, h.topicErrors(&m))
+}
+
+// TestAuthFailure: which connect errors say that the broker refused the login, as Kafka's
+// AuthenticationException does, and which only that it could not be reached.
+func TestAuthFailure(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		err  error
+		auth bool
+	}{
+		{"SASL credentials refused", fmt.Errorf("%w: invalid credentials", kerr.SaslAuthenticationFailed), true},
+		{"SASL mechanism not enabled", kerr.UnsupportedSaslMechanism, true},
+		{"SASL out of order", kerr.IllegalSaslState, true},
+		{"certificate not trusted", &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}, true},
+		{"TLS alert from the broker", fmt.Errorf("remote error: %w", tls.AlertError(42)), true},
+		{"not a TLS listener", tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}, true},
+		{"connection refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, false},
+		{"connection closed", io.EOF, false},
+		{"another Kafka error", kerr.NotCoordinator, false},
+	} {
+		assert.Equal(t, tc.auth, authFailure(tc.err), tc.name)
+	}
 }
