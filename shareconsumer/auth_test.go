@@ -278,3 +278,30 @@ func TestAuthFailure(t *testing.T) {
 		assert.Equal(t, tc.auth, authFailure(tc.err), tc.name)
 	}
 }
+
+// TestMembershipWithholdsTopicsMetadataRefuses: the heartbeats leave out the subscribed topics
+// Metadata refuses, send them again once Metadata knows them, and send everything when every
+// topic is refused.
+func TestMembershipWithholdsTopicsMetadataRefuses(t *testing.T) {
+	t.Parallel()
+	denied := &errors.KafkaError{Code: kerr.TopicAuthorizationFailed.Code}
+	m := newMembership("g", "m", nil)
+	m.subscription = []string{"a", "b"}
+	assert.Equal(t, []string{"a", "b"}, m.heartbeat().SubscribedTopicNames)
+
+	assert.True(t, m.withhold(map[string]error{"b": denied, "other": denied}, nil))
+	assert.Equal(t, []string{"a"}, m.heartbeat().SubscribedTopicNames)
+	assert.False(t, m.withhold(map[string]error{"b": denied}, []string{"a"}), "nothing changed")
+
+	m.epoch, m.sentSub = 1, []string{"a"}
+	assert.Nil(t, m.heartbeat().SubscribedTopicNames, "the coordinator has it")
+	assert.True(t, m.withhold(nil, []string{"b"}))
+	assert.Equal(t, []string{"a", "b"}, m.heartbeat().SubscribedTopicNames, "sent again once known")
+
+	assert.True(t, m.withhold(map[string]error{"a": denied}, nil))
+	assert.True(t, m.withhold(map[string]error{"b": denied}, nil), "every topic refused: all are sent again")
+	assert.Equal(t, []string{"a", "b"}, m.heartbeatTopics())
+	m.subscription = []string{"c"}
+	m.withhold(nil, nil)
+	assert.Empty(t, m.withheld, "topics no longer subscribed are forgotten")
+}

@@ -136,6 +136,10 @@ func (c *Consumer) heartbeatStep() time.Duration {
 	}
 	if err == nil && resp.ErrorCode == 0 {
 		c.health.hbDenied = nil
+		if len(c.member.withheld) > 0 {
+			// Ask Metadata again, to send the withheld topics once an ACL allows them.
+			c.triggerMetadataLocked()
+		}
 	}
 	if out.pollErr != nil && errors.Is(out.pollErr, kerr.TopicAuthorizationFailed) {
 		c.heartbeatDeniedLocked(out.pollErr)
@@ -156,8 +160,10 @@ func (c *Consumer) heartbeatStep() time.Duration {
 // heartbeatDeniedLocked takes a heartbeat's TOPIC_AUTHORIZATION_FAILED: Kafka refuses the
 // whole heartbeat when the member may not describe a subscribed topic, and names none. The
 // next Poll gets a *errors.TopicAuthorizationError, once until a heartbeat succeeds, naming the
-// subscribed topics metadata refuses (asked for now, so that Status and the next reason can
-// name them); the member stays as it is and the heartbeats go on, as in Kafka's client.
+// subscribed topics metadata refuses, as far as known. The member stays as it is and the
+// heartbeats go on, as in Kafka's client; Metadata, asked now, names the refused topics for
+// Status, and the heartbeats leave them out (membership.withhold), so that the member joins
+// with the others.
 func (c *Consumer) heartbeatDeniedLocked(kafkaErr error) {
 	news := c.health.hbDenied == nil
 	c.health.hbDenied = &errors.TopicAuthorizationError{Topics: c.health.deniedOf(c.member.subscription), Err: kafkaErr}
@@ -345,7 +351,17 @@ func (c *Consumer) metadataLoop() {
 			ok = false
 		case resp != nil:
 			moves, unknown, known := c.member.applyMetadata(resp)
-			c.health.topicsSeen(unknown, known, metadataDenied(resp))
+			denied := metadataDenied(resp)
+			if newly := c.health.topicsSeen(unknown, known, denied); len(newly) > 0 {
+				// As Kafka's client throws TopicAuthorizationException from poll for the topics
+				// metadata refuses; once, until metadata knows them again.
+				err := &errors.TopicAuthorizationError{Topics: newly, Err: &errors.KafkaError{Code: kerr.TopicAuthorizationFailed.Code}}
+				c.log(kgo.LogLevelWarn, "not authorized to describe subscribed topics; the heartbeats leave them out", "err", err)
+				c.poll.addErr(err)
+			}
+			if c.member.withhold(denied, known) {
+				c.wakeHeartbeat()
+			}
 			for _, mv := range moves {
 				c.leaderMovedLocked(mv)
 			}

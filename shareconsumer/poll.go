@@ -46,8 +46,9 @@ import (
 // to authenticate (at once, not when ctx ends; the consumer keeps trying), a
 // *errors.CorruptBatchError, a *errors.PartitionError or a *errors.BrokerError for a ShareFetch
 // the broker refused, and a *errors.TopicAuthorizationError for a topic the consumer may not
-// read (in a *errors.PartitionError from a ShareFetch, once per topic while it stays refused;
-// bare from the group coordinator's heartbeat); Status.TopicErrors lists the refused topics.
+// read or describe (in a *errors.PartitionError from a ShareFetch, once per topic while it
+// stays refused; bare from Metadata or the group coordinator's heartbeat); Status.TopicErrors
+// lists the refused topics, and the consumer goes on with the others.
 func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 	if err := c.check(); err != nil {
 		return nil, err

@@ -213,8 +213,9 @@ func (m *membership) state(closed bool) MemberState {
 }
 
 // topicsSeen records which subscribed topics metadata says do not exist, which it refuses
-// (denied, each with Kafka's message), and which it knows.
-func (h *health) topicsSeen(unknown, known []string, denied map[string]error) {
+// (denied, each with Kafka's error), and which it knows. It returns the topics refused that
+// were not before, sorted.
+func (h *health) topicsSeen(unknown, known []string, denied map[string]error) (newlyDenied []string) {
 	for _, t := range unknown {
 		if h.unknownTopics == nil {
 			h.unknownTopics = make(map[string]bool)
@@ -223,12 +224,16 @@ func (h *health) topicsSeen(unknown, known []string, denied map[string]error) {
 	}
 	for t, err := range denied {
 		delete(h.unknownTopics, t)
-		h.deny(t, &errors.TopicAuthorizationError{Topics: []string{t}, Err: err}, false)
+		if h.deny(t, &errors.TopicAuthorizationError{Topics: []string{t}, Err: err}, false) {
+			newlyDenied = append(newlyDenied, t)
+		}
 	}
 	for _, t := range known {
 		delete(h.unknownTopics, t)
 		h.allow(t, false)
 	}
+	slices.Sort(newlyDenied)
+	return newlyDenied
 }
 
 // setErr records err as the last error met, at now.
@@ -308,12 +313,12 @@ func (in reasonInputs) reason() (errors.PollReason, string) {
 		}
 	}
 	if len(h.denied) > 0 {
-		var names []string
+		names := slices.Clone(m.subscription)
 		for tp := range m.assigned {
 			names = append(names, tp.Topic)
 		}
 		if denied := h.deniedOf(names); len(denied) > 0 {
-			return errors.ReasonTopicAuthorization, "TOPIC_AUTHORIZATION_FAILED for " + strings.Join(denied, ", ") + "; the other assigned topics are fetched"
+			return errors.ReasonTopicAuthorization, "TOPIC_AUTHORIZATION_FAILED for " + strings.Join(denied, ", ") + "; the other topics are fetched"
 		}
 	}
 	if empty == len(leaders) {
