@@ -52,12 +52,10 @@ func TestGroupAuthorizationFailedInShareFetch(t *testing.T) {
 	c := tStart(t, testbroker.Topic("t", 1))
 	tEarliest(t, c, "g")
 	tProduce(t, c, "t", 0, []string{"a", "b"})
-	var failed []AcknowledgementCommit
-	done := make(chan struct{}, 16)
+	failed := make(chan AcknowledgementCommit, 16)
 	cons := tNew(t, c, "g", Topics("t"), OnAcknowledgementCommit(func(ac AcknowledgementCommit) {
 		if ac.Err != nil {
-			failed = append(failed, ac)
-			done <- struct{}{}
+			failed <- ac
 		}
 	}))
 	tPollN(t, cons, 2)
@@ -69,10 +67,9 @@ func TestGroupAuthorizationFailedInShareFetch(t *testing.T) {
 		_, pollErr = cons.Poll(tCtx(t))
 	}
 	requireGroupDenied(t, cons, pollErr)
-	<-done
-	require.Len(t, failed, 1)
-	assert.ErrorIs(t, failed[0].Err, kerr.GroupAuthorizationFailed)
-	assert.Equal(t, []int64{0, 1}, failed[0].Offsets)
+	ac := <-failed
+	assert.ErrorIs(t, ac.Err, kerr.GroupAuthorizationFailed)
+	assert.Equal(t, []int64{0, 1}, ac.Offsets)
 	require.NoError(t, cons.Close(tCtx(t)))
 }
 
