@@ -442,10 +442,11 @@ func (c *Consumer) fetchErrorLocked(s *session, id [16]byte, tp TopicPartition, 
 	}
 }
 
-// topicDeniedLocked takes a broker's TOPIC_AUTHORIZATION_FAILED for a partition of topic. As Kafka's client, which throws TopicAuthorizationException naming the
-// topic from poll, the next Poll gets a *errors.PartitionError wrapping a
-// *errors.TopicAuthorizationError, but once, when the topic becomes refused, not at every
-// fetch; Status lists the topic until a fetch of it succeeds. The consumer goes on fetching the
+// topicDeniedLocked takes a broker's TOPIC_AUTHORIZATION_FAILED for a partition of topic. As
+// Kafka's client, which throws TopicAuthorizationException naming the topic from poll, the next
+// Poll gets a *errors.PartitionError wrapping a *errors.TopicAuthorizationError, but once, when
+// the topic becomes refused, not at every fetch; Status lists the topic until a fetch of it
+// succeeds. The consumer goes on fetching the
 // topic's partitions with the others (after a pause, when nothing else came), so that records
 // come as soon as the ACLs allow them.
 func (c *Consumer) topicDeniedLocked(s *session, topic string, partition int32, kafkaErr error) {

@@ -141,9 +141,11 @@ func (c *Consumer) heartbeatStep() time.Duration {
 			c.triggerMetadataLocked()
 		}
 	}
-	if out.pollErr != nil && errors.Is(out.pollErr, kerr.TopicAuthorizationFailed) {
+	switch {
+	case out.pollErr == nil:
+	case errors.Is(out.pollErr, kerr.TopicAuthorizationFailed):
 		c.heartbeatDeniedLocked(out.pollErr)
-	} else if out.pollErr != nil {
+	default:
 		c.poll.addErr(out.pollErr)
 	}
 	if out.assignment {
