@@ -7,13 +7,16 @@
 // not the standard library's. (This package itself imports the standard library's as
 // stderrors.)
 //
-// There are four kinds of error:
+// There are five kinds of error:
 //
 //   - sentinels (ErrClosed, ErrUnacknowledgedRecords, ...) for conditions: test them with Is;
 //     they may arrive wrapped with details;
 //   - result structs for what Kafka refused: AckError for the acknowledgements of one partition,
-//     FatalError for a member the group coordinator will not keep, PartitionError and
-//     BrokerError for a fetch a broker refused; get them with As;
+//     FatalError for a member the group coordinator will not keep (GROUP_AUTHORIZATION_FAILED
+//     among others), PartitionError and BrokerError for a fetch a broker refused,
+//     TopicAuthorizationError for topics the consumer may not read; get them with As;
+//   - AuthenticationError for a broker that refused the consumer's credentials (SASL) or TLS
+//     handshake, wrapping kgo's cause;
 //   - KafkaError, from FromKafka, for any error code Kafka sent, keeping its message;
 //   - the consumer's own error types: CorruptBatchError for a record batch it could not decode,
 //     PollTimeoutError for a Poll that ended without records, and, from shareconsumer's Process,

@@ -67,3 +67,35 @@ func Example_sentinels() {
 	// Output:
 	// acknowledge every record, then poll again: poll: All records must be acknowledged in explicit acknowledgement mode.
 }
+
+func ExampleAuthenticationError() {
+	// kgo's error for a password the broker refused, as Poll returns it.
+	cause := fmt.Errorf("%w: Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256", kerr.SaslAuthenticationFailed)
+	var err error = &errors.AuthenticationError{Broker: "127.0.0.1:9092", Err: cause}
+
+	var ae *errors.AuthenticationError
+	if errors.As(err, &ae) {
+		fmt.Println("check the credentials for", ae.Broker)
+	}
+	fmt.Println(errors.Is(err, kerr.SaslAuthenticationFailed))
+	// Output:
+	// check the credentials for 127.0.0.1:9092
+	// true
+}
+
+func ExampleTopicAuthorizationError() {
+	var err error = &errors.PartitionError{Topic: "payments", Partition: 0, Err: &errors.TopicAuthorizationError{
+		Topics: []string{"payments"}, Err: errors.FromKafka(kerr.TopicAuthorizationFailed.Code, nil),
+	}}
+
+	var tae *errors.TopicAuthorizationError
+	if errors.As(err, &tae) {
+		fmt.Println("may not read", tae.Topics)
+	}
+	fmt.Println(errors.Is(err, kerr.TopicAuthorizationFailed))
+	fmt.Println(err)
+	// Output:
+	// may not read [payments]
+	// true
+	// shareconsumer: fetching payments-0: Not authorized to access topics: [payments]: TOPIC_AUTHORIZATION_FAILED: Not authorized to access topics: [Topic authorization failed.]
+}

@@ -51,10 +51,11 @@ func (e *CorruptBatchError) Error() string {
 func (e *CorruptBatchError) Unwrap() []error { return []error{kerr.CorruptMessage, e.Err} }
 
 // PartitionError is returned by shareconsumer's Poll, once, when a broker refused to fetch a
-// partition for a reason the consumer cannot fix on its own (TOPIC_AUTHORIZATION_FAILED, for
-// one). The consumer keeps fetching the partition's leader, with a pause between attempts. Err
-// wraps the code Kafka sent (a *KafkaError), or is ErrTooManyAcquired for an answer the
-// consumer refused.
+// partition for a reason the consumer cannot fix on its own. The consumer keeps fetching the
+// partition's leader, with a pause between attempts. Err wraps the code Kafka sent (a
+// *KafkaError), is a *TopicAuthorizationError for TOPIC_AUTHORIZATION_FAILED (returned once
+// when the topic becomes refused, not at every fetch), or is ErrTooManyAcquired for an answer
+// the consumer refused.
 type PartitionError struct {
 	Topic     string
 	Partition int32
@@ -70,14 +71,15 @@ func (e *PartitionError) Error() string {
 func (e *PartitionError) Unwrap() error { return e.Err }
 
 // BrokerError is returned by shareconsumer's Poll, once, when a broker refused a whole
-// ShareFetch with an error the consumer cannot fix on its own (GROUP_AUTHORIZATION_FAILED, for
-// one). Err wraps the code Kafka sent (a *KafkaError).
+// ShareFetch with an error the consumer cannot fix on its own (INVALID_REQUEST, for one). Err
+// wraps the code Kafka sent (a *KafkaError). GROUP_AUTHORIZATION_FAILED is not one: the
+// consumer fails with a *FatalError for it.
 type BrokerError struct {
 	Broker int32
 	Err    error
 }
 
-// Error returns, for example, "shareconsumer: broker 2: GROUP_AUTHORIZATION_FAILED: ...".
+// Error returns, for example, "shareconsumer: broker 2: INVALID_REQUEST: ...".
 func (e *BrokerError) Error() string {
 	return "shareconsumer: broker " + strconv.Itoa(int(e.Broker)) + ": " + e.Err.Error()
 }

@@ -30,6 +30,14 @@ const (
 	// ReasonLeftGroup: the member left the group because the application did not poll within
 	// MaxPollInterval (max.poll.interval.ms); the next Poll rejoins.
 	ReasonLeftGroup
+	// ReasonAuthentication: the last connection to a broker failed to authenticate (SASL
+	// credentials refused, a TLS handshake that failed); Detail has the *AuthenticationError's
+	// text, with the broker's address and Kafka's message.
+	ReasonAuthentication
+	// ReasonTopicAuthorization: a subscribed or assigned topic may not be read
+	// (TOPIC_AUTHORIZATION_FAILED), and nothing else brings records; Detail names the topics
+	// when the consumer knows them.
+	ReasonTopicAuthorization
 )
 
 var reasonNames = [...]string{
@@ -42,6 +50,9 @@ var reasonNames = [...]string{
 	ReasonFetching:         "fetching",
 	ReasonNothingAvailable: "no records available",
 	ReasonLeftGroup:        "left the group: max.poll.interval.ms passed without a Poll",
+
+	ReasonAuthentication:     "authentication failed",
+	ReasonTopicAuthorization: "not authorized for a topic",
 }
 
 // String returns the reason in words, for example "no broker reachable".

@@ -41,7 +41,10 @@ func (e *AckError) Unwrap() error { return e.Err }
 
 // FatalError reports that a share group's coordinator refused the member for good; the consumer
 // cannot go on and must be closed. Err is the *kerr.Error of the code Kafka sent; the fatal codes
-// are those for which IsFatalHeartbeatCode is true.
+// are those for which IsFatalHeartbeatCode is true. GROUP_AUTHORIZATION_FAILED (the principal
+// may not read the group) is fatal from any broker: in answer to a ShareGroupHeartbeat, as in
+// Kafka's client, and to a ShareFetch or ShareAcknowledge too, where Kafka's client waits for
+// the next heartbeat to say it.
 type FatalError struct {
 	Group   string
 	Err     error  // a *kerr.Error; Unwrap returns it

@@ -3,6 +3,7 @@ package shareconsumer
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"fmt"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kversion"
 
@@ -320,17 +322,53 @@ func (h connectHook) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _
 	defer c.mu.Unlock()
 	now := time.Now()
 	if err != nil {
-		c.health.dialErr = fmt.Errorf("dialing %s: %w", net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port))), err)
+		addr := net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port)))
+		c.health.dialErr = fmt.Errorf("dialing %s: %w", addr, err)
 		c.health.setErr(c.health.dialErr, now)
+		c.health.authErr = nil
+		if authFailure(err) {
+			c.health.authErr = &errors.AuthenticationError{Broker: addr, Err: err}
+			c.poll.addAuthErr(c.health.authErr)
+		}
 		c.noteLocked(now)
 		return
 	}
-	c.health.dialErr = nil
+	c.health.dialErr, c.health.authErr = nil, nil
+	c.poll.dropAuthErrs() // the credentials work now: no Poll needs to hear of a failure before
 	if s := c.sessions.byNode[meta.NodeID]; s != nil {
 		s.unsupported = nil
 		s.versionsStale = true
 	}
 	c.noteLocked(now)
+}
+
+// authFailure reports whether err, from connecting to a broker, says that the broker refused
+// the client's credentials or the TLS handshake failed, as Kafka's AuthenticationException
+// (SaslAuthenticationException, SslAuthenticationException) does: not a broker that cannot be
+// reached.
+func authFailure(err error) bool {
+	var (
+		verify *tls.CertificateVerificationError
+		alert  tls.AlertError
+		header tls.RecordHeaderError
+	)
+	return errors.Is(err, kerr.SaslAuthenticationFailed) || errors.Is(err, kerr.UnsupportedSaslMechanism) ||
+		errors.Is(err, kerr.IllegalSaslState) || errors.As(err, &verify) || errors.As(err, &alert) || errors.As(err, &header)
+}
+
+// addAuthErr keeps err for the next Poll in place of an authentication error still waiting
+// there: a Poll gets one for the last failed attempt, not one for each. Consumer.mu is held.
+func (ps *pollState) addAuthErr(err *errors.AuthenticationError) {
+	ps.dropAuthErrs()
+	ps.addErr(err)
+}
+
+// dropAuthErrs forgets the authentication errors waiting for a Poll. Consumer.mu is held.
+func (ps *pollState) dropAuthErrs() {
+	ps.errs = slices.DeleteFunc(ps.errs, func(e error) bool {
+		_, ok := e.(*errors.AuthenticationError)
+		return ok
+	})
 }
 
 // maxPollErrs caps the errors kept for Polls that do not come.

@@ -78,8 +78,13 @@
 //
 // A Poll whose context ends first returns an *errors.PollTimeoutError wrapping the context's
 // error, with why nothing came (no broker reachable and the dial error with its address, no
-// coordinator, an unknown topic, no partitions assigned, nothing available); Status tells the
-// same without polling, and the consumer logs through the kgo logger when the reason changes.
+// coordinator, an unknown or refused topic, no partitions assigned, nothing available); Status
+// tells the same without polling, and the consumer logs through the kgo logger when the reason
+// changes. A broker that refuses the consumer's login (SASL credentials, the TLS handshake)
+// makes Poll return an *errors.AuthenticationError at once; one that refuses it the group
+// (GROUP_AUTHORIZATION_FAILED) makes it fail with an *errors.FatalError; a refused topic is
+// reported once, as an *errors.TopicAuthorizationError, and listed in Status.TopicErrors while
+// the other topics keep being consumed.
 // A member the application does not poll for MaxPollInterval (max.poll.interval.ms) leaves the
 // group and closes its share sessions, releasing its records; the next Poll rejoins.
 //

@@ -2,6 +2,8 @@ package shareconsumer_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"testing"
 	"time"
 
@@ -50,23 +52,73 @@ func TestE2ETestbrokerSASLConsume(t *testing.T) {
 	assert.Equal(t, []string{"a", "b", "c"}, got)
 }
 
-// TestE2ETestbrokerSASLWrongPassword: with a wrong password, Poll keeps trying until its
-// context ends, then returns a *PollTimeoutError whose reason is "no broker reachable" and
-// whose detail carries Kafka's SASL_AUTHENTICATION_FAILED and message (the Kafka error is in
-// the text only: errors.Is(err, kerr.SaslAuthenticationFailed) does not hold today).
+// TestE2ETestbrokerSASLWrongPassword: with a wrong password, Poll returns an
+// *AuthenticationError at once (not when its context ends, and not "no broker reachable"),
+// carrying Kafka's SASL_AUTHENTICATION_FAILED and message, and Status says why; the consumer
+// keeps trying, so Poll says so again. Process returns the same error. testbroker only: kfake
+// closes the connection on a wrong SCRAM password instead of answering
+// SASL_AUTHENTICATION_FAILED, which no client can tell from a dropped connection.
 func TestE2ETestbrokerSASLWrongPassword(t *testing.T) {
 	t.Parallel()
 	c := startSASLTestbroker(t)
+	wrong := kgo.SASL(scram.Auth{User: "alice", Pass: "wrong"}.AsSha256Mechanism())
 	sc, err := shareconsumer.New(shareconsumer.Group("g"), shareconsumer.Topics("sasl"),
-		shareconsumer.ClientOpts(kgo.SeedBrokers(c.Addrs()...), kgo.SASL(scram.Auth{User: "alice", Pass: "wrong"}.AsSha256Mechanism())))
+		shareconsumer.ClientOpts(kgo.SeedBrokers(c.Addrs()...), wrong))
 	require.NoError(t, err)
 	defer sc.Close(context.Background())
-	recs, err := sc.Poll(e2eCtx(t, 3*time.Second))
+
+	ctx := e2eCtx(t, 30*time.Second)
+	recs, err := sc.Poll(ctx)
 	assert.Empty(t, recs)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NoError(t, ctx.Err(), "Poll returned at once, not when its context ended")
+	var ae *kerrors.AuthenticationError
+	require.ErrorAs(t, err, &ae)
+	assert.ErrorIs(t, err, kerr.SaslAuthenticationFailed)
+	assert.NotErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, c.Addrs(), ae.Broker)
+	assert.Contains(t, err.Error(), "authentication failed with broker "+ae.Broker)
+	assert.Contains(t, err.Error(), "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256")
+
+	st := sc.Status()
+	assert.Equal(t, kerrors.ReasonAuthentication, st.Reason)
+	assert.Contains(t, st.Detail, "SASL_AUTHENTICATION_FAILED")
+	assert.Equal(t, shareconsumer.StateJoining, st.State, "not fatal: the consumer keeps trying")
+
+	_, err = sc.Poll(ctx)
+	require.ErrorAs(t, err, &ae, "the next attempt fails the same way")
+
+	err = sc.Process(ctx, func(context.Context, *shareconsumer.Record) error { return nil })
+	require.NoError(t, ctx.Err())
+	assert.ErrorAs(t, err, &ae, "Process returns it too")
+	assert.ErrorIs(t, err, kerr.SaslAuthenticationFailed)
+}
+
+// TestE2ETestbrokerTLSUntrustedCertificate: a consumer that does not trust the broker's
+// certificate gets an *AuthenticationError carrying the TLS verification error at once, not
+// "no broker reachable"; with the CA trusted it consumes.
+func TestE2ETestbrokerTLSUntrustedCertificate(t *testing.T) {
+	t.Parallel()
+	c := testbroker.StartT(t, testbroker.GeneratedTLS(), testbroker.Topic("tls", 1))
+	sc, err := shareconsumer.New(shareconsumer.Group("g"), shareconsumer.Topics("tls"),
+		shareconsumer.ClientOpts(kgo.SeedBrokers(c.Addrs()...), kgo.DialTLSConfig(&tls.Config{RootCAs: x509.NewCertPool()})))
+	require.NoError(t, err)
+	defer sc.Close(context.Background())
+
+	ctx := e2eCtx(t, 30*time.Second)
+	_, err = sc.Poll(ctx)
+	require.NoError(t, ctx.Err(), "Poll returned at once")
+	var ae *kerrors.AuthenticationError
+	require.ErrorAs(t, err, &ae)
+	var verify *tls.CertificateVerificationError
+	assert.ErrorAs(t, err, &verify)
+	assert.Equal(t, kerrors.ReasonAuthentication, sc.Status().Reason)
+
+	trusted, err := shareconsumer.New(shareconsumer.Group("g"), shareconsumer.Topics("tls"),
+		shareconsumer.ClientOpts(kgo.SeedBrokers(c.Addrs()...), kgo.DialTLSConfig(c.ClientTLS())))
+	require.NoError(t, err)
+	defer trusted.Close(context.Background())
+	_, err = trusted.Poll(ctxWithDeadline(ctx, 500*time.Millisecond))
 	var pte *kerrors.PollTimeoutError
-	require.ErrorAs(t, err, &pte)
-	assert.Contains(t, pte.Detail, "SASL_AUTHENTICATION_FAILED")
-	assert.Contains(t, pte.Detail, "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256")
-	assert.NotErrorIs(t, err, kerr.SaslAuthenticationFailed)
+	require.ErrorAs(t, err, &pte, "nothing to consume, and no authentication error")
+	assert.NotEqual(t, kerrors.ReasonAuthentication, pte.Reason)
 }

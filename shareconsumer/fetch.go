@@ -278,8 +278,21 @@ func (c *Consumer) applyFetchLocked(s *session, job *ackJob, names map[[16]byte]
 		c.health.setErr(ans.err, now)
 		c.log(kgo.LogLevelWarn, "ShareFetch refused", "broker", s.node, "err", ans.err)
 		s.pause = retryBackoff
-		if ke, ok := kerr.ErrorForCode(resp.ErrorCode).(*kerr.Error); !ok || !ke.Retriable {
-			c.poll.addErr(&errors.BrokerError{Broker: s.node, Err: ans.err})
+		switch code := resp.ErrorCode; {
+		case code == kerr.GroupAuthorizationFailed.Code:
+			c.groupDeniedLocked(resp.ErrorMessage)
+		case code == kerr.TopicAuthorizationFailed.Code:
+			// Kafka answers it per partition; a broker that refuses the whole request so is
+			// taken as refusing each topic it names.
+			for _, t := range resp.Topics {
+				if name, ok := names[t.TopicID]; ok && len(t.Partitions) > 0 {
+					c.topicDeniedLocked(s, name, t.Partitions[0].Partition, ans.err)
+				}
+			}
+		default:
+			if ke, ok := kerr.ErrorForCode(code).(*kerr.Error); !ok || !ke.Retriable {
+				c.poll.addErr(&errors.BrokerError{Broker: s.node, Err: ans.err})
+			}
 		}
 		return
 	}
@@ -309,6 +322,9 @@ func (c *Consumer) applyFetchLocked(s *session, job *ackJob, names map[[16]byte]
 				failed = true
 				c.fetchErrorLocked(s, t.TopicID, tp, rp)
 				continue
+			}
+			if len(c.health.denied) > 0 {
+				c.health.allow(name, true)
 			}
 			if len(rp.AcquiredRecords) == 0 {
 				continue
@@ -416,10 +432,46 @@ func (c *Consumer) fetchErrorLocked(s *session, id [16]byte, tp TopicPartition, 
 		return
 	}
 	err := errors.FromKafka(code, rp.ErrorMessage)
+	if code == kerr.TopicAuthorizationFailed.Code {
+		c.topicDeniedLocked(s, tp.Topic, tp.Partition, err)
+		return
+	}
 	c.log(kgo.LogLevelWarn, "ShareFetch could not fetch a partition", "broker", s.node, "topic", tp.Topic, "partition", tp.Partition, "err", err)
 	if ke, ok := kerr.ErrorForCode(code).(*kerr.Error); !ok || !ke.Retriable {
 		c.poll.addErr(&errors.PartitionError{Topic: tp.Topic, Partition: tp.Partition, Err: err})
 	}
+}
+
+// topicDeniedLocked takes a broker's TOPIC_AUTHORIZATION_FAILED for a partition of topic. As
+// Kafka's client, which throws TopicAuthorizationException naming the topic from poll, the next
+// Poll gets a *errors.PartitionError wrapping a *errors.TopicAuthorizationError, but once, when
+// the topic becomes refused, not at every fetch; Status lists the topic until a fetch of it
+// succeeds. The consumer goes on fetching the
+// topic's partitions with the others (after a pause, when nothing else came), so that records
+// come as soon as the ACLs allow them.
+func (c *Consumer) topicDeniedLocked(s *session, topic string, partition int32, kafkaErr error) {
+	err := &errors.TopicAuthorizationError{Topics: []string{topic}, Err: kafkaErr}
+	if !c.health.deny(topic, err, true) {
+		return
+	}
+	c.log(kgo.LogLevelWarn, "not authorized to read a topic; the other topics are fetched", "broker", s.node, "topic", topic, "err", kafkaErr)
+	c.health.setErr(err, time.Now())
+	c.poll.addErr(&errors.PartitionError{Topic: topic, Partition: partition, Err: err})
+}
+
+// groupDeniedLocked takes GROUP_AUTHORIZATION_FAILED in a ShareFetch or ShareAcknowledge answer:
+// the member may not read its group (Kafka checks READ on the group in ShareGroupHeartbeat,
+// ShareFetch and ShareAcknowledge alike). The consumer fails as when the heartbeat says so:
+// Poll and Process return the *errors.FatalError from now on.
+func (c *Consumer) groupDeniedLocked(message *string) {
+	if c.member.fatal != nil {
+		return
+	}
+	c.member.fatal = &errors.FatalError{Group: c.cfg.group, Err: kerr.GroupAuthorizationFailed, Message: deref(message)}
+	c.log(kgo.LogLevelError, "the broker refused the member its group", "err", c.member.fatal)
+	c.health.setErr(c.member.fatal, time.Now())
+	c.assignmentChangedLocked(c.member.assign(nil))
+	c.poll.wake()
 }
 
 // leaderMovedLocked forgets the records held from a partition's old leader: their locks stayed
@@ -492,6 +544,9 @@ func (c *Consumer) ackWorkLocked(s *session, j *ackJob, now time.Time) func() {
 		case answerRefused:
 			c.log(kgo.LogLevelWarn, "ShareAcknowledge refused", "broker", s.node, "err", ans.err)
 			s.pause = retryBackoff
+			if resp.ErrorCode == kerr.GroupAuthorizationFailed.Code {
+				c.groupDeniedLocked(resp.ErrorMessage)
+			}
 		default:
 			if lock := c.locks.report(resp.AcquisitionLockTimeoutMillis); lock.ms > 0 {
 				c.locks.next = lock // shown from the next Poll, as Kafka's client does

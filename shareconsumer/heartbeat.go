@@ -134,7 +134,18 @@ func (c *Consumer) heartbeatStep() time.Duration {
 	if c.member.epoch > 0 {
 		c.health.coordErr = nil
 	}
-	if out.pollErr != nil {
+	if err == nil && resp.ErrorCode == 0 {
+		c.health.hbDenied = nil
+		if len(c.member.withheld) > 0 {
+			// Ask Metadata again, to send the withheld topics once an ACL allows them.
+			c.triggerMetadataLocked()
+		}
+	}
+	switch {
+	case out.pollErr == nil:
+	case errors.Is(out.pollErr, kerr.TopicAuthorizationFailed):
+		c.heartbeatDeniedLocked(out.pollErr)
+	default:
 		c.poll.addErr(out.pollErr)
 	}
 	if out.assignment {
@@ -146,6 +157,23 @@ func (c *Consumer) heartbeatStep() time.Duration {
 		go c.describe(c.member.coord)
 	}
 	return out.next
+}
+
+// heartbeatDeniedLocked takes a heartbeat's TOPIC_AUTHORIZATION_FAILED: Kafka refuses the
+// whole heartbeat when the member may not describe a subscribed topic, and names none. The
+// next Poll gets a *errors.TopicAuthorizationError, once until a heartbeat succeeds, naming the
+// subscribed topics metadata refuses, as far as known. The member stays as it is and the
+// heartbeats go on, as in Kafka's client; Metadata, asked now, names the refused topics for
+// Status, and the heartbeats leave them out (membership.withhold), so that the member joins
+// with the others.
+func (c *Consumer) heartbeatDeniedLocked(kafkaErr error) {
+	news := c.health.hbDenied == nil
+	c.health.hbDenied = &errors.TopicAuthorizationError{Topics: c.health.deniedOf(c.member.subscription), Err: kafkaErr}
+	if news {
+		c.log(kgo.LogLevelWarn, "the group coordinator refused the heartbeat: a subscribed topic may not be described", "err", c.health.hbDenied)
+		c.poll.addErr(c.health.hbDenied)
+	}
+	c.triggerMetadataLocked()
 }
 
 // assignmentChangedLocked follows a new assignment: sessions fetch anew, and metadata is asked
@@ -325,7 +353,17 @@ func (c *Consumer) metadataLoop() {
 			ok = false
 		case resp != nil:
 			moves, unknown, known := c.member.applyMetadata(resp)
-			c.health.topicsSeen(unknown, known)
+			denied := metadataDenied(resp)
+			if newly := c.health.topicsSeen(unknown, known, denied); len(newly) > 0 {
+				// As Kafka's client throws TopicAuthorizationException from poll for the topics
+				// metadata refuses; once, until metadata knows them again.
+				err := &errors.TopicAuthorizationError{Topics: newly, Err: &errors.KafkaError{Code: kerr.TopicAuthorizationFailed.Code}}
+				c.log(kgo.LogLevelWarn, "not authorized to describe subscribed topics; the heartbeats leave them out", "err", err)
+				c.poll.addErr(err)
+			}
+			if c.member.withhold(denied, known) {
+				c.wakeHeartbeat()
+			}
 			for _, mv := range moves {
 				c.leaderMovedLocked(mv)
 			}

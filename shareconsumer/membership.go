@@ -24,6 +24,10 @@ type membership struct {
 	rack     *string
 
 	subscription []string
+	// withheld are subscribed topics Metadata says the member may not describe
+	// (TOPIC_AUTHORIZATION_FAILED): the heartbeats leave them out, since Kafka refuses a whole
+	// heartbeat that names one, so that the member can consume the others.
+	withheld map[string]bool
 
 	coord    int32    // the group coordinator; -1 unknown
 	epoch    int32    // the member epoch; 0 (re)joins
@@ -99,13 +103,55 @@ func (m *membership) backoff() time.Duration {
 func (m *membership) heartbeat() *kmsg.ShareGroupHeartbeatRequest {
 	req := kmsg.NewPtrShareGroupHeartbeatRequest()
 	req.GroupID, req.MemberID, req.MemberEpoch = m.group, m.memberID, m.epoch
-	if m.epoch == 0 || !slices.Equal(m.subscription, m.sentSub) {
-		req.SubscribedTopicNames = m.subscription
+	if sub := m.heartbeatTopics(); m.epoch == 0 || !slices.Equal(sub, m.sentSub) {
+		req.SubscribedTopicNames = sub
 	}
 	if m.rack != nil && (!m.rackSent || m.epoch == 0) {
 		req.RackID = m.rack
 	}
 	return req
+}
+
+// heartbeatTopics is the subscription the heartbeats send: the subscribed topics but those
+// withheld, or all of them when every one is withheld (nothing could be consumed either way).
+func (m *membership) heartbeatTopics() []string {
+	if len(m.withheld) == 0 {
+		return m.subscription
+	}
+	var sub []string
+	for _, t := range m.subscription {
+		if !m.withheld[t] {
+			sub = append(sub, t)
+		}
+	}
+	if len(sub) == 0 {
+		return m.subscription
+	}
+	return sub
+}
+
+// withhold follows what Metadata says of the subscribed topics: those it refuses (denied) are
+// withheld from the heartbeats, those it knows (known) are sent again. It reports whether the
+// heartbeats' subscription changed.
+func (m *membership) withhold(denied map[string]error, known []string) bool {
+	before := m.heartbeatTopics()
+	for t := range denied {
+		if slices.Contains(m.subscription, t) {
+			if m.withheld == nil {
+				m.withheld = make(map[string]bool)
+			}
+			m.withheld[t] = true
+		}
+	}
+	for _, t := range known {
+		delete(m.withheld, t)
+	}
+	for t := range m.withheld {
+		if !slices.Contains(m.subscription, t) {
+			delete(m.withheld, t)
+		}
+	}
+	return !slices.Equal(before, m.heartbeatTopics())
 }
 
 // hbOutcome is what the answer to a heartbeat means for the consumer.
@@ -275,6 +321,23 @@ func (m *membership) applyMetadata(resp *kmsg.MetadataResponse) (moves []leaderM
 		}
 	}
 	return moves, unknown, known
+}
+
+// metadataDenied returns the topics a metadata response refuses (TOPIC_AUTHORIZATION_FAILED:
+// the principal may not describe them), each with the error Kafka sent (Metadata carries no
+// message); nil when there is none.
+func metadataDenied(resp *kmsg.MetadataResponse) map[string]error {
+	var denied map[string]error
+	for _, t := range resp.Topics {
+		if t.Topic == nil || t.ErrorCode != kerr.TopicAuthorizationFailed.Code {
+			continue
+		}
+		if denied == nil {
+			denied = make(map[string]error)
+		}
+		denied[*t.Topic] = errors.FromKafka(t.ErrorCode, nil)
+	}
+	return denied
 }
 
 // hint follows a leader a broker named in CurrentLeader, when it is newer than what the

@@ -18,8 +18,8 @@ import (
 // When ctx ends first, the error is a *errors.PollTimeoutError wrapping ctx.Err(), so that
 // errors.Is(err, context.DeadlineExceeded) (or context.Canceled) holds, with why nothing came
 // (its Reason and Detail: no broker reachable and the last dial error with its address, no
-// coordinator, a subscribed topic unknown, no partitions assigned, nothing available in the
-// assigned ones); Status reports the same without polling.
+// coordinator, a subscribed topic unknown or refused, no partitions assigned, nothing available
+// in the assigned ones, a failed authentication); Status reports the same without polling.
 //
 // A Poll keeps the member in the group for MaxPollInterval after it returns; the first Poll
 // after the member left for want of Polls rejoins the group.
@@ -38,12 +38,17 @@ import (
 // A consumer that stops polling acquires nothing more. Held records whose lock has run out by
 // the local estimate (Record.LockDeadline) are dropped rather than returned.
 //
-// Other errors: a *errors.FatalError once the coordinator refused the member for good, or does
-// not serve share groups at all (kerr.UnsupportedVersion; close the consumer); ErrNotSubscribed;
-// ErrConcurrentPoll; ErrProcessRunning; errors.ErrRecordLimitUnsupported, wrapped. Each of these
-// is returned once, by the Poll after it happened: a *errors.CorruptBatchError, a
-// *errors.PartitionError or a *errors.BrokerError for a ShareFetch the broker refused, and a
-// *errors.KafkaError for TOPIC_AUTHORIZATION_FAILED from the group coordinator.
+// Other errors: a *errors.FatalError once the coordinator refused the member for good (a
+// broker's GROUP_AUTHORIZATION_FAILED among others), or does not serve share groups at all
+// (kerr.UnsupportedVersion; close the consumer); ErrNotSubscribed; ErrConcurrentPoll;
+// ErrProcessRunning; errors.ErrRecordLimitUnsupported, wrapped. Each of these is returned once,
+// by the Poll after it happened: an *errors.AuthenticationError for a connect a broker refused
+// to authenticate (at once, not when ctx ends; the consumer keeps trying), a
+// *errors.CorruptBatchError, a *errors.PartitionError or a *errors.BrokerError for a ShareFetch
+// the broker refused, and a *errors.TopicAuthorizationError for a topic the consumer may not
+// read or describe (in a *errors.PartitionError from a ShareFetch, once per topic while it
+// stays refused; bare from Metadata or the group coordinator's heartbeat); Status.TopicErrors
+// lists the refused topics, and the consumer goes on with the others.
 func (c *Consumer) Poll(ctx context.Context) ([]*Record, error) {
 	if err := c.check(); err != nil {
 		return nil, err

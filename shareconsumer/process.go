@@ -49,15 +49,18 @@ type Handler func(ctx context.Context, r *Record) error
 // that ignores its context's end holds Process up until it returns.
 //
 // Process returns early with the consumer's *errors.FatalError once the coordinator refused the
-// member for good, ErrNotSubscribed when the consumer is (or becomes) unsubscribed, ErrClosed
+// member for good (GROUP_AUTHORIZATION_FAILED among others), with an *errors.AuthenticationError
+// when a broker refused the consumer's credentials (call Process again to try anew), with
+// errors.ErrRecordLimitUnsupported, ErrNotSubscribed when the consumer is (or becomes) unsubscribed, ErrClosed
 // when Close was called (Close waits for Process to shut down first, so call it from a
 // goroutine other than Process's handlers and hooks, or end Process's context instead; when
 // Close's context ends first, running handlers are cancelled at once with
 // errors.ErrProcessStopped, and Close still waits for them to return), and at once, doing
 // nothing, with ErrProcessRunning when Process already runs, ErrConcurrentPoll while Poll runs,
 // or an error for a nil handler or a bad option. Errors Poll would return once (a
-// *errors.PartitionError, a *errors.BrokerError, a *errors.CorruptBatchError, whose records are
-// rejected) are logged through the kgo logger and Process goes on. Poll fails with
+// *errors.PartitionError, such as a topic the consumer may not read, a *errors.BrokerError, a
+// *errors.CorruptBatchError, whose records are rejected) are logged through the kgo logger and
+// Process goes on with what it can read; Status says which topics it cannot. Poll fails with
 // ErrProcessRunning while Process runs; Acknowledge cannot reach the records Process holds;
 // Wakeup has no effect on it.
 func (c *Consumer) Process(ctx context.Context, h Handler, opts ...ProcessOpt) error {
@@ -380,6 +383,13 @@ func (p *pool) feeder() {
 	}
 }
 
+// isAuthErr reports whether err is an *errors.AuthenticationError: Process returns it rather
+// than running on with credentials the cluster refuses.
+func isAuthErr(err error) bool {
+	var ae *errors.AuthenticationError
+	return errors.As(err, &ae)
+}
+
 func (p *pool) run() error {
 	p.workers.Add(p.cfg.workers)
 	for _, w := range p.ws {
@@ -398,7 +408,8 @@ func (p *pool) run() error {
 }
 
 // watch waits until Process's context ends or the consumer can serve it no more, and returns
-// what Process returns. Errors Poll would return once are logged, and Process goes on.
+// what Process returns. Errors Poll would return once are logged, and Process goes on, but for
+// ErrRecordLimitUnsupported and an *errors.AuthenticationError, which it returns.
 func (p *pool) watch() error {
 	c := p.c
 	for {
@@ -414,7 +425,7 @@ func (p *pool) watch() error {
 		}
 		if err == nil {
 			err = c.nextPollErrLocked()
-			if err != nil && !errors.Is(err, errors.ErrRecordLimitUnsupported) {
+			if err != nil && !errors.Is(err, errors.ErrRecordLimitUnsupported) && !isAuthErr(err) {
 				c.log(kgo.LogLevelWarn, "Process goes on after an error Poll would have returned", "err", err)
 				err = nil
 				c.mu.Unlock()

@@ -184,11 +184,11 @@ func TestProcessLostLockCancelsTheHandler(t *testing.T) {
 			c := sStart(t, 1)
 			cons := sNew(t, c)
 			cause, s := lostCause(t, c, cons, func() {
-				_, err := c.InjectFault(testbroker.Fault{APIs: []kmsg.Key{kmsg.ShareAcknowledge}, Err: kerr.GroupAuthorizationFailed})
+				_, err := c.InjectFault(testbroker.Fault{APIs: []kmsg.Key{kmsg.ShareAcknowledge}, Err: kerr.InvalidRequest})
 				require.NoError(t, err)
 			})
 			requireLost(t, cause, errors.LockRenewRefused)
-			assert.ErrorIs(t, cause, kerr.GroupAuthorizationFailed)
+			assert.ErrorIs(t, cause, kerr.InvalidRequest)
 			assert.Equal(t, uint64(0), s.Accepted+s.Released+s.Rejected)
 		})
 	})

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kshare/kshare/errors"
@@ -55,6 +56,13 @@ type Status struct {
 	MemberEpoch int32
 	// Assigned are the partitions the consumer fetches, sorted.
 	Assigned []TopicPartition
+	// TopicErrors are the subscribed or assigned topics the consumer cannot read now, each with
+	// why: a *errors.TopicAuthorizationError for a topic a broker refused
+	// (TOPIC_AUTHORIZATION_FAILED in a ShareFetch or Metadata answer), a *errors.KafkaError with
+	// UNKNOWN_TOPIC_OR_PARTITION for a subscribed topic metadata says does not exist. The other
+	// topics are consumed meanwhile. A topic leaves the map when a ShareFetch of it (or, for
+	// one only metadata refused, a Metadata answer) succeeds. nil when there is none.
+	TopicErrors map[string]error
 	// LastErr is the last error the consumer met talking to the cluster (a failed dial,
 	// request or heartbeat, an error code), at LastErrAt; nil when there was none.
 	LastErr   error
@@ -75,8 +83,15 @@ type health struct {
 	coordErr      error           // why the last coordinator lookup or heartbeat found no coordinator
 	unknownTopics map[string]bool // subscribed topics metadata says do not exist
 	members       int             // members of the group by the last ShareGroupDescribe; 0 unknown
-	lastErr       error
-	lastErrAt     time.Time
+	// authErr is the last connect's failure to authenticate; nil after a connect that did not
+	// fail so.
+	authErr *errors.AuthenticationError
+	// denied are the topics a broker refused (TOPIC_AUTHORIZATION_FAILED), by name.
+	denied map[string]deniedTopic
+	// hbDenied is a heartbeat's TOPIC_AUTHORIZATION_FAILED, until a heartbeat succeeds.
+	hbDenied  *errors.TopicAuthorizationError
+	lastErr   error
+	lastErrAt time.Time
 
 	reason errors.PollReason // the reason last noted (and logged)
 	detail string
@@ -103,7 +118,81 @@ func (c *Consumer) Status() Status {
 		s.Assigned = append(s.Assigned, tp)
 	}
 	slices.SortFunc(s.Assigned, compareTP)
+	s.TopicErrors = c.health.topicErrors(&c.member)
 	return s
+}
+
+// deniedTopic is a topic a broker refused: err is the *errors.TopicAuthorizationError; byFetch,
+// that a ShareFetch said so (READ denied), not only Metadata (DESCRIBE denied), so that only a
+// ShareFetch of the topic clears it.
+type deniedTopic struct {
+	err     error
+	byFetch bool
+}
+
+// deny records that topic may not be read; it reports whether that is news.
+func (h *health) deny(topic string, err error, byFetch bool) bool {
+	if h.denied == nil {
+		h.denied = make(map[string]deniedTopic)
+	}
+	d, known := h.denied[topic]
+	h.denied[topic] = deniedTopic{err: err, byFetch: byFetch || d.byFetch}
+	return !known
+}
+
+// allow forgets that topic was refused; byFetch says a ShareFetch of it succeeded, which clears
+// any refusal, where a Metadata answer clears only Metadata's.
+func (h *health) allow(topic string, byFetch bool) {
+	if d, ok := h.denied[topic]; ok && (byFetch || !d.byFetch) {
+		delete(h.denied, topic)
+	}
+}
+
+// deniedOf returns the topics of names that were refused, sorted.
+func (h *health) deniedOf(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if _, ok := h.denied[n]; ok && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// topicErrors is Status.TopicErrors: of the topics m subscribes to or is assigned, those
+// metadata does not know and those a broker refused.
+func (h *health) topicErrors(m *membership) map[string]error {
+	var out map[string]error
+	add := func(t string, err error) {
+		if !m.interestedIn(t) {
+			return
+		}
+		if out == nil {
+			out = make(map[string]error)
+		}
+		out[t] = err
+	}
+	for t := range h.unknownTopics {
+		add(t, &errors.KafkaError{Code: kerr.UnknownTopicOrPartition.Code})
+	}
+	for t, d := range h.denied {
+		add(t, d.err)
+	}
+	return out
+}
+
+// interestedIn reports whether topic is subscribed to or assigned.
+func (m *membership) interestedIn(topic string) bool {
+	if slices.Contains(m.subscription, topic) {
+		return true
+	}
+	for tp := range m.assigned {
+		if tp.Topic == topic {
+			return true
+		}
+	}
+	return false
 }
 
 // state is where the member stands (closed: the consumer is).
@@ -123,17 +212,28 @@ func (m *membership) state(closed bool) MemberState {
 	return StateJoining
 }
 
-// topicsSeen records which subscribed topics metadata says do not exist, and which do.
-func (h *health) topicsSeen(unknown, known []string) {
+// topicsSeen records which subscribed topics metadata says do not exist, which it refuses
+// (denied, each with Kafka's error), and which it knows. It returns the topics refused that
+// were not before, sorted.
+func (h *health) topicsSeen(unknown, known []string, denied map[string]error) (newlyDenied []string) {
 	for _, t := range unknown {
 		if h.unknownTopics == nil {
 			h.unknownTopics = make(map[string]bool)
 		}
 		h.unknownTopics[t] = true
 	}
+	for t, err := range denied {
+		delete(h.unknownTopics, t)
+		if h.deny(t, &errors.TopicAuthorizationError{Topics: []string{t}, Err: err}, false) {
+			newlyDenied = append(newlyDenied, t)
+		}
+	}
 	for _, t := range known {
 		delete(h.unknownTopics, t)
+		h.allow(t, false)
 	}
+	slices.Sort(newlyDenied)
+	return newlyDenied
 }
 
 // setErr records err as the last error met, at now.
@@ -162,8 +262,12 @@ func (in reasonInputs) reason() (errors.PollReason, string) {
 		return errors.ReasonLeftGroup, fmt.Sprintf("max.poll.interval.ms is %v", in.maxPollInterval)
 	case pv.anyBuffered || pv.renewsReady > 0:
 		return errors.ReasonNone, ""
+	case h.authErr != nil:
+		return errors.ReasonAuthentication, h.authErr.Error()
 	case m.epoch <= 0:
 		switch {
+		case h.hbDenied != nil:
+			return errors.ReasonTopicAuthorization, h.hbDenied.Error()
 		case h.dialErr != nil:
 			return errors.ReasonNoBroker, h.dialErr.Error()
 		case h.coordErr != nil:
@@ -179,6 +283,9 @@ func (in reasonInputs) reason() (errors.PollReason, string) {
 		}
 		if len(unknown) > 0 {
 			return errors.ReasonUnknownTopic, "UNKNOWN_TOPIC_OR_PARTITION for " + strings.Join(unknown, ", ")
+		}
+		if denied := h.deniedOf(m.subscription); len(denied) > 0 {
+			return errors.ReasonTopicAuthorization, "TOPIC_AUTHORIZATION_FAILED for " + strings.Join(denied, ", ")
 		}
 		// How many members share the subscribed topics' partitions, as far as metadata and the
 		// last ShareGroupDescribe tell.
@@ -205,6 +312,15 @@ func (in reasonInputs) reason() (errors.PollReason, string) {
 			empty++
 		}
 	}
+	if len(h.denied) > 0 {
+		names := slices.Clone(m.subscription)
+		for tp := range m.assigned {
+			names = append(names, tp.Topic)
+		}
+		if denied := h.deniedOf(names); len(denied) > 0 {
+			return errors.ReasonTopicAuthorization, "TOPIC_AUTHORIZATION_FAILED for " + strings.Join(denied, ", ") + "; the other topics are fetched"
+		}
+	}
 	if empty == len(leaders) {
 		return errors.ReasonNothingAvailable, fmt.Sprintf("%d assigned partitions fetched from %d brokers", len(m.assigned), len(leaders))
 	}
@@ -228,7 +344,7 @@ func (c *Consumer) noteLocked(now time.Time) {
 	}
 	h.since = now
 	switch r {
-	case errors.ReasonNoBroker, errors.ReasonNoCoordinator, errors.ReasonUnknownTopic:
+	case errors.ReasonNoBroker, errors.ReasonNoCoordinator, errors.ReasonUnknownTopic, errors.ReasonAuthentication, errors.ReasonTopicAuthorization:
 		c.log(kgo.LogLevelWarn, "no records can come: "+r.String(), "detail", detail)
 	case errors.ReasonNoPartitions:
 		c.log(kgo.LogLevelInfo, "no records can come: "+r.String(), "detail", detail)
@@ -236,7 +352,8 @@ func (c *Consumer) noteLocked(now time.Time) {
 		c.log(kgo.LogLevelDebug, r.String(), "detail", detail)
 	case errors.ReasonNone, errors.ReasonFetching:
 		switch prev {
-		case errors.ReasonNoBroker, errors.ReasonNoCoordinator, errors.ReasonUnknownTopic, errors.ReasonNoPartitions, errors.ReasonLeftGroup:
+		case errors.ReasonNoBroker, errors.ReasonNoCoordinator, errors.ReasonUnknownTopic, errors.ReasonNoPartitions, errors.ReasonLeftGroup,
+			errors.ReasonAuthentication, errors.ReasonTopicAuthorization:
 			c.log(kgo.LogLevelInfo, "fetching again", "was", prev.String())
 		}
 	}
