@@ -78,13 +78,14 @@ start_broker() {
 start_broker broker 3 -brokers 3 -addr 127.0.0.1:0
 main_seeds="$seeds"
 echo "kgo-suite: $broker on $main_seeds"
-# The suite's SASL tests (TestSCRAMAuth, TestSCRAMAuthBadCredentials) want a listener of their
-# own with a SCRAM-SHA-256 user; only testbroker's program takes SASL flags.
+# The suite's SASL tests (TestSCRAMAuth, TestSCRAMAuthBadCredentials, TestOAuthAuth) want a
+# listener of their own with a SCRAM-SHA-256 user and Kafka's unsecured OAUTHBEARER validator;
+# only testbroker's program takes SASL flags.
 sasl_env=()
 if [ "$broker" = testbroker ]; then
-  start_broker sasl 1 -brokers 1 -addr 127.0.0.1:0 -sasl SCRAM-SHA-256 -user kgo:kgo-secret
+  start_broker sasl 1 -brokers 1 -addr 127.0.0.1:0 -sasl SCRAM-SHA-256,OAUTHBEARER -user kgo:kgo-secret
   echo "kgo-suite: $broker with SASL on $seeds"
-  sasl_env=(KGO_TEST_SCRAM_SEEDS="$seeds" KGO_TEST_SCRAM=kgo:kgo-secret:256)
+  sasl_env=(KGO_TEST_SCRAM_SEEDS="$seeds" KGO_TEST_SCRAM=kgo:kgo-secret:256 KGO_TEST_OAUTH_SEEDS="$seeds")
 fi
 
 args=(-test.v -test.count=1 -test.timeout="$timeout")
