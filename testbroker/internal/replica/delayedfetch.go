@@ -3,7 +3,7 @@ package replica
 import "time"
 
 // DelayedFetch is a Fetch that may wait for data, as Kafka's DelayedFetch: the server reads
-// the partitions into its response (Read) and the fetch parks in the purgatory (Waiter) until
+// the partitions into its response (Read) and the fetch parks in the purgatory (waiter) until
 // it can answer. The reading and the response stay with the server; when to read again and when
 // to answer is decided here.
 type DelayedFetch struct {
@@ -48,7 +48,7 @@ func (m *Manager) Fetch(f *DelayedFetch) {
 
 	expired := make(chan struct{})
 	timer := m.cfg.Clock.AfterFunc(f.MaxWait, func() { close(expired) })
-	w := NewWaiter(len(f.Partitions), expired, f.Closed, f.Hangup, f.Topology)
+	w := newWaiter(len(f.Partitions), expired, f.Closed, f.Hangup, f.Topology)
 	for {
 		// Ask for the wake-ups before reading, so that an append or a leader move between the
 		// read and the wait is not missed.

@@ -21,6 +21,14 @@
 // is the lower of the leader's, as its last fetch response carried it, and its own log end
 // offset. Consumers never read past the watermark of the replica they read from.
 //
+// # Delayed fetch
+//
+// A FETCH that finds too few bytes parks, as Kafka's DelayedFetch in its fetch purgatory:
+// Manager.Fetch reads, then waits on the partitions' wake-ups (an append, a high-watermark
+// move, a leader move, the fetch's MaxWait on the cluster clock, its connection or the cluster
+// closing) and reads again until MinBytes is reached or it must answer. The server keeps the
+// reading and the response; this package decides when to read again and when to answer.
+//
 // # KIP-1166
 //
 // A follower's FETCH v18 carries the high watermark it knows. With KIP-1166 on (the default,

@@ -2,13 +2,13 @@ package replica
 
 import "reflect"
 
-// Waiter is the fetch purgatory of one parked fetch: it waits for the first of a wake-up or a
+// waiter is the fetch purgatory of one parked fetch: it waits for the first of a wake-up or a
 // leader move of any of the fetch's partitions, the fetch's deadline, the cluster's close, the
 // close of the fetch's connection (a stopped broker closes its connections and waits for them) and,
 // for a follower's fetch, a change of the replication topology (Manager.Topology), so that the
 // follower's fetcher learns of new partitions and leaders at once. A single-partition fetch
 // waits with a plain select; a larger one with reflect.Select over every partition's channels.
-type Waiter struct {
+type waiter struct {
 	expired, closed, hangup, topology <-chan struct{}
 	one, oneMoved                     <-chan struct{}      // the wake-up and the leader move of a single-partition fetch
 	cases                             []reflect.SelectCase // per partition its wake-up and its leader move, then expired, closed, hangup, topology
@@ -26,10 +26,10 @@ const (
 	WaitClosed
 )
 
-// NewWaiter returns the waiter of a fetch of n partitions on a connection that hangup closes;
+// newWaiter returns the waiter of a fetch of n partitions on a connection that hangup closes;
 // topology may be nil (a consumer's fetch does not wait on it).
-func NewWaiter(n int, expired, closed, hangup, topology <-chan struct{}) *Waiter {
-	w := &Waiter{expired: expired, closed: closed, hangup: hangup, topology: topology}
+func newWaiter(n int, expired, closed, hangup, topology <-chan struct{}) *waiter {
+	w := &waiter{expired: expired, closed: closed, hangup: hangup, topology: topology}
 	if n > 1 {
 		w.cases = make([]reflect.SelectCase, 2*n+4)
 		for i := range w.cases {
@@ -44,7 +44,7 @@ func NewWaiter(n int, expired, closed, hangup, topology <-chan struct{}) *Waiter
 }
 
 // Set makes wake the wake-up of partition i and moved the channel its leader move closes.
-func (w *Waiter) Set(i int, wake, moved <-chan struct{}) {
+func (w *waiter) Set(i int, wake, moved <-chan struct{}) {
 	if w.cases == nil {
 		w.one, w.oneMoved = wake, moved
 		return
@@ -54,7 +54,7 @@ func (w *Waiter) Set(i int, wake, moved <-chan struct{}) {
 }
 
 // Wait blocks until one of the waited-for events.
-func (w *Waiter) Wait() WaitResult {
+func (w *waiter) Wait() WaitResult {
 	if w.cases == nil {
 		select {
 		case <-w.one:
