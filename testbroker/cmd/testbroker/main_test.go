@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
@@ -167,4 +168,58 @@ func TestRunServesSASL(t *testing.T) {
 			require.NoError(t, <-done)
 		})
 	}
+}
+
+// ACLs through -config with Kafka's broker config names: with the authorizer on, a super user
+// sees the topic and may create ACLs; a user without ACLs sees no topic.
+func TestRunServesACLs(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	out, w := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-topic", "orders", "-sasl", "PLAIN",
+			"-user", "admin:admin-secret", "-user", "bob:bob-secret",
+			"-config", "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+			"-config", "super.users=User:admin"}, w, io.Discard)
+		w.Close()
+	}()
+	sc := bufio.NewScanner(out)
+	var seeds string
+	for sc.Scan() {
+		if _, s, ok := strings.Cut(sc.Text(), "seed brokers: "); ok {
+			seeds = s
+			break
+		}
+	}
+	require.NotEmpty(t, seeds)
+	client := func(user string) *kadm.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(seeds, ",")...),
+			kgo.SASL(plain.Auth{User: user, Pass: user + "-secret"}.AsMechanism()))
+		require.NoError(t, err)
+		t.Cleanup(cl.Close)
+		return kadm.NewClient(cl)
+	}
+	reqCtx, reqCancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer reqCancel()
+
+	topics, err := client("bob").ListTopics(reqCtx)
+	require.NoError(t, err)
+	assert.NotContains(t, topics, "orders", "bob may not describe it")
+
+	admin := client("admin")
+	topics, err = admin.ListTopics(reqCtx)
+	require.NoError(t, err)
+	assert.Contains(t, topics, "orders")
+	res, err := admin.CreateACLs(reqCtx, kadm.NewACLs().Allow("User:bob").AllowHosts().Topics("orders").Operations(kadm.OpDescribe))
+	require.NoError(t, err)
+	for _, r := range res {
+		require.NoError(t, r.Err)
+	}
+	topics, err = client("bob").ListTopics(reqCtx)
+	require.NoError(t, err)
+	assert.Contains(t, topics, "orders", "the ACL lets bob describe it")
+
+	cancel()
+	go io.Copy(io.Discard, out)
+	require.NoError(t, <-done)
 }
