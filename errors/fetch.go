@@ -62,7 +62,7 @@ type PartitionError struct {
 	Err       error
 }
 
-// Error returns, for example, "shareconsumer: fetching orders-3: TOPIC_AUTHORIZATION_FAILED: ...".
+// Error returns, for example, "shareconsumer: fetching orders-3: INVALID_RECORD_STATE: ...".
 func (e *PartitionError) Error() string {
 	return "shareconsumer: fetching " + e.Topic + "-" + strconv.Itoa(int(e.Partition)) + ": " + e.Err.Error()
 }

@@ -437,6 +437,21 @@ func TestACLsTopicAdministration(t *testing.T) {
 		assert.Equal(t, "t", *resp.Topics[1].Topic, "t may be described")
 		assert.Zero(t, resp.Topics[2].ErrorCode)
 	})
+	t.Run("malformed delete entries are answered before authorization", func(t *testing.T) {
+		req := kmsg.NewPtrDeleteTopicsRequest()
+		for _, name := range []*string{kmsg.StringPtr("secret"), kmsg.StringPtr("secret"), nil} {
+			rt := kmsg.NewDeleteTopicsRequestTopic()
+			rt.Topic = name
+			req.Topics = append(req.Topics, rt)
+		}
+		resp, err := req.RequestWith(ctx, aliceCl)
+		require.NoError(t, err)
+		require.Len(t, resp.Topics, 2)
+		assert.Equal(t, kerr.InvalidRequest.Code, resp.Topics[0].ErrorCode)
+		assert.Equal(t, "Duplicate topic name.", *resp.Topics[0].ErrorMessage)
+		assert.Equal(t, kerr.InvalidRequest.Code, resp.Topics[1].ErrorCode)
+		assert.Equal(t, "Neither topic name nor id were specified.", *resp.Topics[1].ErrorMessage)
+	})
 	t.Run("configs", func(t *testing.T) {
 		describe := kmsg.NewPtrDescribeConfigsRequest()
 		for _, r := range []struct {

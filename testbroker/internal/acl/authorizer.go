@@ -166,12 +166,14 @@ func implies(granted, op Operation) bool {
 }
 
 // AuthorizeByResourceType reports whether principal, connected from host, may perform op on
-// at least one resource of type rt, by Kafka's Authorizer.authorizeByResourceType: a super
-// user may; otherwise an ALLOW of op (or ALL) on some literal name or prefix that no DENY
-// covers, or on the literal wildcard without a wildcard DENY. InitProducerId without a
-// transactional id asks it of WRITE on topics.
+// at least one resource of type rt, by Kafka's Authorizer.authorizeByResourceType: if op is
+// authorized on a literal resource named "hardcode" (which a super user always is, and
+// anyone is when allow.everyone.if.no.acl.found is on and no ACL covers that name), it is;
+// otherwise an ALLOW of op (or ALL) on some literal name or prefix that no DENY covers, or on
+// the literal wildcard without a wildcard DENY. InitProducerId without a transactional id
+// asks it of WRITE on topics.
 func (a *Authorizer) AuthorizeByResourceType(principal, host string, op Operation, rt ResourceType) bool {
-	if a.superUsers[principal] {
+	if a.Authorize(principal, host, op, rt, "hardcode") {
 		return true
 	}
 	a.mu.RLock()

@@ -211,6 +211,23 @@ func TestAuthorizeByResourceType(t *testing.T) {
 		})
 	}
 	assert.True(t, New([]string{alice}, false).AuthorizeByResourceType(alice, "h", OpWrite, ResourceTopic), "super user")
+
+	// With allow.everyone.if.no.acl.found, the hard-coded name decides while no ACL covers it.
+	everyone := []struct {
+		name string
+		acls []Binding
+		want bool
+	}{
+		{"no ACLs", nil, true},
+		{"ACLs on other names only", []Binding{deny(ResourceTopic, "t", PatternLiteral, alice, OpWrite)}, true},
+		{"an ACL covers hardcode", []Binding{deny(ResourceTopic, "hard", PatternPrefixed, alice, OpWrite)}, false},
+	}
+	for _, tc := range everyone {
+		t.Run("allow everyone/"+tc.name, func(t *testing.T) {
+			a := authorizer(t, true, tc.acls...)
+			assert.Equal(t, tc.want, a.AuthorizeByResourceType(alice, "h", OpWrite, ResourceTopic))
+		})
+	}
 }
 
 func TestAuthorizedOperationsAndSuperUsers(t *testing.T) {

@@ -64,11 +64,16 @@ func (b *Broker) handleDeleteTopics(cn *conn, req *kmsg.DeleteTopicsRequest) kms
 	}
 	reported := make(map[any]bool)
 	clusterDelete := cn.authorizeCluster(acl.OpDelete)
-	for _, e := range entries {
-		if deniedName, denied := cn.topicDeletionDenied(clusterDelete, e.name, e.id); denied {
+	// Malformed entries are answered before authorization, as Kafka validates the request
+	// first: a duplicate or nameless entry says so even to a principal that may not delete.
+	denied := func(e entry) bool {
+		deniedName, denied := cn.topicDeletionDenied(clusterDelete, e.name, e.id)
+		if denied {
 			add(deniedName, e.id, kafkaerr.New(kerr.TopicAuthorizationFailed, "%s", msgTopicAuthorizationFailed))
-			continue
 		}
+		return denied
+	}
+	for _, e := range entries {
 		switch {
 		case e.name == nil && e.id == ([16]byte{}):
 			add(nil, e.id, kafkaerr.New(kerr.InvalidRequest, "Neither topic name nor id were specified."))
@@ -84,6 +89,7 @@ func (b *Broker) handleDeleteTopics(cn *conn, req *kmsg.DeleteTopicsRequest) kms
 				reported[e.id] = true
 				add(nil, e.id, kafkaerr.New(kerr.InvalidRequest, "Duplicate topic id."))
 			}
+		case denied(e):
 		case e.name != nil:
 			t, err := c.meta.Delete(*e.name)
 			if err != nil {
