@@ -1,0 +1,162 @@
+package testbroker_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/testbroker"
+)
+
+// msgAssignedTopicsDenied is Kafka's message for a described group assigned a topic the
+// client may not describe (KafkaApis.handleConsumerGroupDescribe, handleShareGroupDescribe).
+const msgAssignedTopicsDenied = "The group has described topic(s) that the client is not authorized to describe."
+
+// authorizedOperationsOmitted is the schema's value of authorized operations not computed.
+const authorizedOperationsOmitted = -2147483648
+
+// aclConsumerHeartbeat sends req to broker 0 of cl, the only one, and requires success.
+func aclConsumerHeartbeat(t *testing.T, ctx context.Context, cl *kgo.Client, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+	t.Helper()
+	resp, err := req.RequestWith(ctx, cl.Broker(0))
+	require.NoError(t, err)
+	require.Zero(t, resp.ErrorCode, deref(resp.ErrorMessage))
+	return resp
+}
+
+// assignedTopics returns the topic names of an assignment.
+func assignedTopics(tps []kmsg.AssignmentTopicPartition) []string {
+	var out []string
+	for _, tp := range tps {
+		out = append(out, tp.Topic)
+	}
+	return out
+}
+
+// TestACLsDescribeGroupsAssignedTopics: ConsumerGroupDescribe and ShareGroupDescribe answer a
+// group whose members are assigned (or, for a consumer group, targeted with) a topic the
+// client may not DESCRIBE with TOPIC_AUTHORIZATION_FAILED, Kafka's message and no members;
+// a topic only subscribed to is not checked, and a super user sees every group whole.
+func TestACLsDescribeGroupsAssignedTopics(t *testing.T) {
+	c := aclCluster(t, testbroker.Topic("t", 1), testbroker.Topic("secret", 1))
+	ctx := aclContext(t)
+	adminCl := userClient(t, c, "admin")
+	admin := kadm.NewClient(adminCl)
+
+	aclConsumerHeartbeat(t, ctx, adminCl, consumerJoinRequest("cg-open", "m1", "t"))
+	aclConsumerHeartbeat(t, ctx, adminCl, consumerJoinRequest("cg-secret", "m1", "secret"))
+	aclConsumerHeartbeat(t, ctx, adminCl, consumerJoinRequest("cg-subscribed", "m1", "t", "missing"))
+	// cg-target's member moves from t to secret: it must revoke t-0 before it gets secret-0,
+	// so secret is in its target assignment only.
+	aclConsumerHeartbeat(t, ctx, adminCl, consumerJoinRequest("cg-target", "m1", "t"))
+	topics, err := admin.ListTopics(ctx, "t")
+	require.NoError(t, err)
+	move := consumerBeatRequest("cg-target", "m1", 1)
+	move.SubscribedTopicNames = []string{"secret"}
+	move.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{{TopicID: topics["t"].ID, Partitions: []int32{0}}}
+	aclConsumerHeartbeat(t, ctx, adminCl, move)
+	target, ok := c.ConsumerGroup("cg-target")
+	require.True(t, ok)
+	require.Len(t, target.Members, 1)
+	for _, tp := range target.Members[0].Assignment {
+		require.NotEqual(t, "secret", tp.Topic, "secret is not yet assigned")
+	}
+	require.Len(t, target.Members[0].TargetAssignment, 1)
+	require.Equal(t, "secret", target.Members[0].TargetAssignment[0].Topic)
+
+	for g, topics := range map[string][]string{"sg-open": {"t"}, "sg-secret": {"secret"}, "sg-subscribed": {"t", "missing"}} {
+		require.Zero(t, aclShareHeartbeat(t, ctx, adminCl, g, topics...).ErrorCode)
+	}
+	createACLs(t, ctx, admin, kadm.NewACLs().Allow("User:alice").AllowHosts().Groups("cg-", "sg-").
+		ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpDescribe))
+	createACLs(t, ctx, admin, kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("t").Operations(kadm.OpDescribe))
+	alice := userClient(t, c, "alice")
+
+	consumerGroups := []string{"cg-open", "cg-secret", "cg-subscribed", "cg-target"}
+	describeConsumer := func(cl *kgo.Client) map[string]kmsg.ConsumerGroupDescribeResponseGroup {
+		t.Helper()
+		req := kmsg.NewPtrConsumerGroupDescribeRequest()
+		req.Groups, req.IncludeAuthorizedOperations = consumerGroups, true
+		resp, err := req.RequestWith(ctx, cl.Broker(0))
+		require.NoError(t, err)
+		out := map[string]kmsg.ConsumerGroupDescribeResponseGroup{}
+		for _, g := range resp.Groups {
+			out[g.Group] = g
+		}
+		require.Len(t, out, len(consumerGroups))
+		return out
+	}
+	t.Run("ConsumerGroupDescribe", func(t *testing.T) {
+		got := describeConsumer(alice)
+		for _, id := range []string{"cg-secret", "cg-target"} {
+			g := got[id]
+			assert.Equal(t, kerr.TopicAuthorizationFailed.Code, g.ErrorCode, id)
+			assert.Equal(t, msgAssignedTopicsDenied, deref(g.ErrorMessage), id)
+			assert.Empty(t, g.Members, id)
+			assert.Empty(t, g.State, id)
+			assert.Zero(t, g.Epoch, id)
+			assert.Empty(t, g.AssignorName, id)
+			assert.Equal(t, int32(authorizedOperationsOmitted), g.AuthorizedOperations, id)
+		}
+		open := got["cg-open"]
+		require.Zero(t, open.ErrorCode)
+		require.Len(t, open.Members, 1)
+		assert.Equal(t, []string{"t"}, assignedTopics(open.Members[0].Assignment.TopicPartitions))
+		assert.Equal(t, int32(1<<8), open.AuthorizedOperations)
+		subscribed := got["cg-subscribed"]
+		require.Zero(t, subscribed.ErrorCode, "a subscribed topic is not checked")
+		require.Len(t, subscribed.Members, 1)
+		assert.ElementsMatch(t, []string{"t", "missing"}, subscribed.Members[0].SubscribedTopics)
+
+		for id, g := range describeConsumer(adminCl) {
+			assert.Zero(t, g.ErrorCode, id)
+			assert.Len(t, g.Members, 1, id)
+		}
+	})
+
+	shareGroups := []string{"sg-open", "sg-secret", "sg-subscribed"}
+	describeShare := func(cl *kgo.Client) map[string]kmsg.ShareGroupDescribeResponseGroup {
+		t.Helper()
+		req := kmsg.NewPtrShareGroupDescribeRequest()
+		req.GroupIDs, req.IncludeAuthorizedOperations = shareGroups, true
+		resp, err := req.RequestWith(ctx, cl.Broker(0))
+		require.NoError(t, err)
+		out := map[string]kmsg.ShareGroupDescribeResponseGroup{}
+		for _, g := range resp.Groups {
+			out[g.GroupID] = g
+		}
+		require.Len(t, out, len(shareGroups))
+		return out
+	}
+	t.Run("ShareGroupDescribe", func(t *testing.T) {
+		got := describeShare(alice)
+		secret := got["sg-secret"]
+		assert.Equal(t, kerr.TopicAuthorizationFailed.Code, secret.ErrorCode)
+		assert.Equal(t, msgAssignedTopicsDenied, deref(secret.ErrorMessage))
+		assert.Empty(t, secret.Members)
+		assert.Empty(t, secret.GroupState)
+		assert.Empty(t, secret.Assignor)
+		assert.Equal(t, int32(authorizedOperationsOmitted), secret.AuthorizedOperations)
+		open := got["sg-open"]
+		require.Zero(t, open.ErrorCode)
+		require.Len(t, open.Members, 1)
+		require.Len(t, open.Members[0].Assignment.TopicPartitions, 1)
+		assert.Equal(t, "t", open.Members[0].Assignment.TopicPartitions[0].Topic)
+		subscribed := got["sg-subscribed"]
+		require.Zero(t, subscribed.ErrorCode, "a subscribed topic is not checked")
+		require.Len(t, subscribed.Members, 1)
+		assert.True(t, slices.Contains(subscribed.Members[0].SubscribedTopicNames, "missing"))
+
+		for id, g := range describeShare(adminCl) {
+			assert.Zero(t, g.ErrorCode, id)
+			assert.Len(t, g.Members, 1, id)
+		}
+	})
+}
