@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kshare/kshare/testbroker"
 )
@@ -159,4 +160,47 @@ func TestACLsDescribeGroupsAssignedTopics(t *testing.T) {
 			assert.Len(t, g.Members, 1, id)
 		}
 	})
+}
+
+// TestACLsClusterAuthorizedOperations: Metadata (v8-10) and DescribeCluster answer the
+// cluster's authorized operations 0 to a client that may not DESCRIBE the cluster, the
+// operations it may perform once it may, and the schema's default when not asked.
+func TestACLsClusterAuthorizedOperations(t *testing.T) {
+	c := aclCluster(t)
+	ctx := aclContext(t)
+	// Metadata v10 is the last with cluster authorized operations.
+	v10 := kversion.Stable()
+	v10.SetMaxKeyVersion(3, 10)
+	alice10 := userClient(t, c, "alice", kgo.MaxVersions(v10))
+	alice := userClient(t, c, "alice")
+	ops := func(cl *kgo.Client, maxMetadata int16, include bool) (metadata, cluster int32) {
+		t.Helper()
+		meta := kmsg.NewPtrMetadataRequest()
+		meta.Topics, meta.IncludeClusterAuthorizedOperations = []kmsg.MetadataRequestTopic{}, include
+		mresp, err := meta.RequestWith(ctx, cl.Broker(0))
+		require.NoError(t, err)
+		require.Equal(t, maxMetadata, mresp.Version)
+		describe := kmsg.NewPtrDescribeClusterRequest()
+		describe.IncludeClusterAuthorizedOperations = include
+		dresp, err := describe.RequestWith(ctx, cl.Broker(0))
+		require.NoError(t, err)
+		require.Zero(t, dresp.ErrorCode)
+		return mresp.AuthorizedOperations, dresp.ClusterAuthorizedOperations
+	}
+
+	m, d := ops(alice10, 10, true)
+	assert.Zero(t, m, "Metadata: DESCRIBE on the cluster denied")
+	assert.Zero(t, d, "DescribeCluster: DESCRIBE on the cluster denied")
+	m, d = ops(alice10, 10, false)
+	assert.Equal(t, int32(authorizedOperationsOmitted), m)
+	assert.Equal(t, int32(authorizedOperationsOmitted), d)
+
+	createACLs(t, ctx, kadm.NewClient(userClient(t, c, "admin")),
+		kadm.NewACLs().Allow("User:alice").AllowHosts().Clusters().Operations(kadm.OpDescribe, kadm.OpIdempotentWrite))
+	m, d = ops(alice10, 10, true)
+	assert.Equal(t, int32(1<<8|1<<12), m)
+	assert.Equal(t, int32(1<<8|1<<12), d)
+	m, d = ops(alice, 13, true)
+	assert.Equal(t, int32(authorizedOperationsOmitted), m, "Metadata v11+ has no cluster authorized operations")
+	assert.Equal(t, int32(1<<8|1<<12), d)
 }
