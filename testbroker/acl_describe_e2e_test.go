@@ -204,3 +204,31 @@ func TestACLsClusterAuthorizedOperations(t *testing.T) {
 	assert.Equal(t, int32(authorizedOperationsOmitted), m, "Metadata v11+ has no cluster authorized operations")
 	assert.Equal(t, int32(1<<8|1<<12), d)
 }
+
+// TestACLsJoinGroupDenied: a JoinGroup without READ on the group is answered as Kafka's
+// JoinGroupRequest.getErrorResponse answers it, with an empty member id whatever the request
+// sent.
+func TestACLsJoinGroupDenied(t *testing.T) {
+	c := aclCluster(t)
+	ctx := aclContext(t)
+	// Kafka 2.3 clients send JoinGroup v5, whose protocol name is not nullable.
+	for version, alice := range map[int16]*kgo.Client{5: userClient(t, c, "alice", kgo.MaxVersions(kversion.V2_3_0())), 9: userClient(t, c, "alice")} {
+		join := kmsg.NewPtrJoinGroupRequest()
+		join.Group, join.MemberID, join.ProtocolType = "g", "consumer-1-0b5d2f6e", "consumer"
+		join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 30000, 30000
+		join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+		resp, err := join.RequestWith(ctx, alice.Broker(0))
+		require.NoError(t, err)
+		require.Equal(t, version, resp.Version)
+		assert.Equal(t, kerr.GroupAuthorizationFailed.Code, resp.ErrorCode, "v%d", version)
+		assert.Empty(t, resp.MemberID, "v%d", version)
+		assert.Equal(t, int32(-1), resp.Generation, "v%d", version)
+		assert.Empty(t, resp.LeaderID, "v%d", version)
+		assert.Empty(t, resp.Members, "v%d", version)
+		if version < 7 {
+			assert.Equal(t, "", deref(resp.Protocol), "v%d: not nullable", version)
+		} else {
+			assert.Nil(t, resp.Protocol, "v%d", version)
+		}
+	}
+}
