@@ -2,6 +2,7 @@ package testbroker_test
 
 import (
 	"context"
+	"encoding/base64"
 	"slices"
 	"testing"
 
@@ -231,4 +232,50 @@ func TestACLsJoinGroupDenied(t *testing.T) {
 			assert.Nil(t, resp.Protocol, "v%d", version)
 		}
 	}
+}
+
+// TestACLsFindCoordinatorDeniedCreatesNoTopic: a FindCoordinator the principal may not make
+// creates no internal topic; the first allowed one does. A share key sent below v6 is
+// INVALID_REQUEST before CLUSTER_ACTION is checked, as in KafkaApis.getCoordinator.
+func TestACLsFindCoordinatorDeniedCreatesNoTopic(t *testing.T) {
+	c := aclCluster(t, testbroker.Topic("t", 1))
+	ctx := aclContext(t)
+	alice := userClient(t, c, "alice")
+	topics, err := kadm.NewClient(userClient(t, c, "admin")).ListTopics(ctx, "t")
+	require.NoError(t, err)
+	tid := topics["t"].ID
+	shareKey := "g:" + base64.RawURLEncoding.EncodeToString(tid[:]) + ":0"
+
+	find := func(cl *kgo.Client, typ int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+		t.Helper()
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorType, req.CoordinatorKeys = typ, []string{key}
+		resp, err := req.RequestWith(ctx, cl.Broker(0))
+		require.NoError(t, err)
+		require.Len(t, resp.Coordinators, 1)
+		return resp.Coordinators[0]
+	}
+	assert.Equal(t, kerr.GroupAuthorizationFailed.Code, find(alice, 0, "g").ErrorCode)
+	assert.Equal(t, kerr.TransactionalIDAuthorizationFailed.Code, find(alice, 1, "txn").ErrorCode)
+	assert.Equal(t, kerr.ClusterAuthorizationFailed.Code, find(alice, 2, shareKey).ErrorCode)
+	v5 := kversion.Stable()
+	v5.SetMaxKeyVersion(10, 5)
+	assert.Equal(t, kerr.InvalidRequest.Code, find(userClient(t, c, "alice", kgo.MaxVersions(v5)), 2, shareKey).ErrorCode,
+		"share keys need v6, checked before CLUSTER_ACTION")
+	internal := func() []string {
+		var names []string
+		for _, ti := range c.Topics() {
+			if ti.Name != "t" {
+				names = append(names, ti.Name)
+			}
+		}
+		return names
+	}
+	assert.Empty(t, internal(), "a denied lookup creates no internal topic")
+
+	adminCl := userClient(t, c, "admin")
+	require.Zero(t, find(adminCl, 0, "g").ErrorCode)
+	require.Zero(t, find(adminCl, 1, "txn").ErrorCode)
+	require.Zero(t, find(adminCl, 2, shareKey).ErrorCode)
+	assert.ElementsMatch(t, []string{"__consumer_offsets", "__transaction_state", "__share_group_state"}, internal())
 }
