@@ -22,8 +22,12 @@ const consumerMemberType = 1
 // in the request's order. An empty id is INVALID_GROUP_ID; a group this broker does not
 // coordinate is NOT_COORDINATOR; a missing group is GROUP_ID_NOT_FOUND "Group <id> not
 // found." and a group of another type GROUP_ID_NOT_FOUND "Group <id> is not a consumer
-// group.". AuthorizedOperations is Integer.MIN_VALUE unless asked for, and then every
-// operation a group supports, since the cluster has no authorizer.
+// group.". A group the principal may not DESCRIBE is GROUP_AUTHORIZATION_FAILED, and one
+// whose members' assignments or target assignments name a topic it may not DESCRIBE is
+// answered as Kafka 4.x does (KafkaApis.handleConsumerGroupDescribe), by an entry with
+// TOPIC_AUTHORIZATION_FAILED, msgAssignedTopicsDenied and no members; subscribed topic names
+// are not checked. AuthorizedOperations is Integer.MIN_VALUE unless asked for, and then the
+// group operations the principal may perform.
 func (b *Broker) handleConsumerGroupDescribe(cn *conn, req *kmsg.ConsumerGroupDescribeRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
@@ -38,6 +42,15 @@ func (b *Broker) handleConsumerGroupDescribe(cn *conn, req *kmsg.ConsumerGroupDe
 		if err != nil {
 			dg.ErrorCode = codeOf(err)
 			dg.ErrorMessage = messageOf(err)
+			resp.Groups = append(resp.Groups, dg)
+			continue
+		}
+		if !mayDescribeAssignedTopics(cn, info.Members, func(m *group.ConsumerMemberInfo) [][]group.TopicPartitions {
+			return [][]group.TopicPartitions{m.Assignment, m.TargetAssignment}
+		}) {
+			dg.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			dg.ErrorMessage = kmsg.StringPtr(msgAssignedTopicsDenied)
+			dg.Members = []kmsg.ConsumerGroupDescribeResponseGroupMember{}
 			resp.Groups = append(resp.Groups, dg)
 			continue
 		}
@@ -61,6 +74,28 @@ func (b *Broker) handleConsumerGroupDescribe(cn *conn, req *kmsg.ConsumerGroupDe
 		resp.Groups = append(resp.Groups, dg)
 	}
 	return resp
+}
+
+// msgAssignedTopicsDenied is Kafka's message for a described consumer or share group whose
+// members are assigned a topic the principal may not DESCRIBE.
+const msgAssignedTopicsDenied = "The group has described topic(s) that the client is not authorized to describe."
+
+// mayDescribeAssignedTopics reports whether the principal may DESCRIBE every topic in the
+// members' assignments, as assigned returns them for a member.
+func mayDescribeAssignedTopics[M any](cn *conn, members []M, assigned func(*M) [][]group.TopicPartitions) bool {
+	if cn.b.c.authz == nil {
+		return true
+	}
+	for i := range members {
+		for _, tps := range assigned(&members[i]) {
+			for _, tp := range tps {
+				if !cn.authorizeTopic(acl.OpDescribe, tp.Topic) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 func describedPartitions(tps []group.TopicPartitions) []kmsg.AssignmentTopicPartition {

@@ -17,8 +17,8 @@ func init() {
 // stopped one counts as fenced, listed with IsFenced only when v2's IncludeFencedBrokers asks),
 // the controller (the lowest running broker) and the cluster id. From v1 the request names the endpoint type it
 // expects: brokers (1) are served, controllers (2) get MISMATCHED_ENDPOINT_TYPE and anything
-// else UNSUPPORTED_ENDPOINT_TYPE, with Kafka's messages. Authorized operations are not
-// computed (the schema's "not requested" value is returned).
+// else UNSUPPORTED_ENDPOINT_TYPE, with Kafka's messages. The cluster's authorized operations
+// are Integer.MIN_VALUE unless asked for, and then clusterAuthorizedOperations.
 func (b *Broker) handleDescribeCluster(cn *conn, req *kmsg.DescribeClusterRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
@@ -33,8 +33,8 @@ func (b *Broker) handleDescribeCluster(cn *conn, req *kmsg.DescribeClusterReques
 		return resp
 	}
 	resp.ClusterID = c.clusterID
-	if req.IncludeClusterAuthorizedOperations && cn.authorizeCluster(acl.OpDescribe) {
-		resp.ClusterAuthorizedOperations = cn.authorizedOperations(acl.ResourceCluster, acl.ClusterName)
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = cn.clusterAuthorizedOperations()
 	}
 	resp.ControllerID = b.c.controllerID()
 	// A stopped broker is a fenced one: listed, as fenced, only when v2's
@@ -55,4 +55,14 @@ func failedDescribeCluster(r *kmsg.DescribeClusterRequest, code int16) kmsg.Resp
 	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.ErrorCode = code
 	return resp
+}
+
+// clusterAuthorizedOperations is the cluster's authorized-operations bit field that Metadata
+// (v8-10) and DescribeCluster answer when asked: 0 unless the principal may DESCRIBE the
+// cluster, as AuthHelper.computeDescribeClusterResponse and handleTopicMetadataRequest answer.
+func (cn *conn) clusterAuthorizedOperations() int32 {
+	if !cn.authorizeCluster(acl.OpDescribe) {
+		return 0
+	}
+	return cn.authorizedOperations(acl.ResourceCluster, acl.ClusterName)
 }

@@ -28,42 +28,39 @@ const (
 // consumer and share groups alike), where a transactional id's is (key type 1,
 // txnCoordinatorFor) and where a share partition's state lives (key type 2,
 // "groupId:topicId:partition", v6+, used by brokers), one key before v4 and a batch from v4.
-// A malformed share key, or one sent below v6, is INVALID_REQUEST as in Kafka.
+// A malformed share key, or one sent below v6, is INVALID_REQUEST as in Kafka. A key the
+// principal may not look up (DESCRIBE on the group or transactional id, CLUSTER_ACTION for a
+// share key) fails without creating the internal topic its coordinator lives on.
 func (b *Broker) handleFindCoordinator(cn *conn, req *kmsg.FindCoordinatorRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	switch req.CoordinatorType {
-	case coordinatorGroup:
-		c.ensureInternalTopic(consumerOffsetsTopic)
-	case coordinatorTransaction:
-		c.ensureInternalTopic(transactionStateTopic)
-	case coordinatorShare:
-		if req.Version >= 6 {
-			c.ensureInternalTopic(shareGroupStateTopic)
-		}
-	}
+	// Each key is checked before its internal topic is created, as KafkaApis.getCoordinator
+	// does, so that a denied lookup creates nothing.
 	find := func(key string) (node int32, err error) {
 		switch req.CoordinatorType {
 		case coordinatorGroup:
 			if !cn.authorizeGroup(acl.OpDescribe, key) {
 				return -1, kafkaerr.New(kerr.GroupAuthorizationFailed, "%s", msgGroupAuthorizationFailed)
 			}
+			c.ensureInternalTopic(consumerOffsetsTopic)
 			return c.coordinatorFor(key), nil
 		case coordinatorTransaction:
 			if !cn.authorize(acl.OpDescribe, acl.ResourceTransactionalID, key) {
 				return -1, kafkaerr.New(kerr.TransactionalIDAuthorizationFailed, "%s", msgTxnIDAuthorizationFailed)
 			}
+			c.ensureInternalTopic(transactionStateTopic)
 			return c.txnCoordinatorFor(key), nil
 		case coordinatorShare:
-			if !cn.authorizeCluster(acl.OpClusterAction) {
-				return -1, kafkaerr.New(kerr.ClusterAuthorizationFailed, "%s", msgClusterAuthorizationFailed)
-			}
 			if req.Version < 6 {
 				return -1, kerr.InvalidRequest
+			}
+			if !cn.authorizeCluster(acl.OpClusterAction) {
+				return -1, kafkaerr.New(kerr.ClusterAuthorizationFailed, "%s", msgClusterAuthorizationFailed)
 			}
 			if !validShareKey(key) {
 				return -1, kafkaerr.New(kerr.InvalidRequest, "Invalid key format: %s, should be of the form groupId:topicId:partition", key)
 			}
+			c.ensureInternalTopic(shareGroupStateTopic)
 			return c.shareCoordinatorFor(key), nil
 		}
 		return -1, kafkaerr.New(kerr.InvalidRequest, "Unknown coordinator type received: %d", req.CoordinatorType)

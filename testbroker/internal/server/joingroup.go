@@ -22,7 +22,7 @@ func init() {
 // in Kafka.
 func (b *Broker) handleJoinGroup(cn *conn, req *kmsg.JoinGroupRequest) kmsg.Response {
 	if !cn.authorizeGroup(acl.OpRead, req.Group) {
-		return failedJoinGroup(req, kerr.GroupAuthorizationFailed.Code)
+		return deniedJoinGroup(req)
 	}
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
@@ -77,6 +77,15 @@ func joinGroupResponse(resp *kmsg.JoinGroupResponse) *kmsg.JoinGroupResponse {
 		resp.Protocol = &empty
 	}
 	return resp
+}
+
+// deniedJoinGroup answers a JoinGroup the principal may not READ the group for as Kafka's
+// JoinGroupRequest.getErrorResponse does: GROUP_AUTHORIZATION_FAILED, generation -1 and an
+// empty member id, leader and protocol name.
+func deniedJoinGroup(req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
+	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+	resp.ErrorCode, resp.Generation = kerr.GroupAuthorizationFailed.Code, -1
+	return joinGroupResponse(resp)
 }
 
 // failedJoinGroup is a JoinGroup answered with code, echoing the member id.

@@ -33,8 +33,8 @@ func (b *Broker) handleMetadata(cn *conn, req *kmsg.MetadataRequest) kmsg.Respon
 	resp.Brokers = c.metadataBrokers()
 	resp.ClusterID = &c.clusterID
 	resp.ControllerID = c.controllerID()
-	if req.IncludeClusterAuthorizedOperations && cn.authorizeCluster(acl.OpDescribe) {
-		resp.AuthorizedOperations = cn.authorizedOperations(acl.ResourceCluster, acl.ClusterName)
+	if req.IncludeClusterAuthorizedOperations { // only v8-10 carry the field
+		resp.AuthorizedOperations = cn.clusterAuthorizedOperations()
 	}
 	// withOps sets a topic's authorized operations when the request asks for them.
 	withOps := func(mt kmsg.MetadataResponseTopic) kmsg.MetadataResponseTopic {

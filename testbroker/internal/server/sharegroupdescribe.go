@@ -15,9 +15,12 @@ func init() {
 // handleShareGroupDescribe describes share groups (v1), one result per requested id, in the
 // request's order. An empty id is INVALID_GROUP_ID; a group this broker does not coordinate is
 // NOT_COORDINATOR; a missing group is GROUP_ID_NOT_FOUND "Group <id> not found." and a group of
-// another type GROUP_ID_NOT_FOUND "Group <id> is not a share group.". AuthorizedOperations is
-// Integer.MIN_VALUE unless asked for, and then every operation a group supports, since the
-// cluster has no authorizer.
+// another type GROUP_ID_NOT_FOUND "Group <id> is not a share group.". A group the principal may
+// not DESCRIBE is GROUP_AUTHORIZATION_FAILED, and one whose members' assignments name a topic
+// it may not DESCRIBE is answered as Kafka 4.x does (KafkaApis.handleShareGroupDescribe), by an
+// entry with TOPIC_AUTHORIZATION_FAILED, msgAssignedTopicsDenied and no members; subscribed
+// topic names are not checked. AuthorizedOperations is Integer.MIN_VALUE unless asked for, and
+// then the group operations the principal may perform.
 func (b *Broker) handleShareGroupDescribe(cn *conn, req *kmsg.ShareGroupDescribeRequest) kmsg.Response {
 	c := b.c
 	resp := req.ResponseKind().(*kmsg.ShareGroupDescribeResponse)
@@ -32,6 +35,15 @@ func (b *Broker) handleShareGroupDescribe(cn *conn, req *kmsg.ShareGroupDescribe
 		if err != nil {
 			dg.ErrorCode = codeOf(err)
 			dg.ErrorMessage = messageOf(err)
+			resp.Groups = append(resp.Groups, dg)
+			continue
+		}
+		if !mayDescribeAssignedTopics(cn, info.Members, func(m *group.ShareMemberInfo) [][]group.TopicPartitions {
+			return [][]group.TopicPartitions{m.Assignment}
+		}) {
+			dg.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			dg.ErrorMessage = kmsg.StringPtr(msgAssignedTopicsDenied)
+			dg.Members = []kmsg.ShareGroupDescribeResponseGroupMember{}
 			resp.Groups = append(resp.Groups, dg)
 			continue
 		}
