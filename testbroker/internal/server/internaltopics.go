@@ -63,7 +63,7 @@ func (c *Cluster) internalTopicShape(name string) (partitions int32, rf int16, c
 }
 
 // ensureInternalTopic creates internal topic name unless it exists, as Kafka creates each on
-// first use (the first FindCoordinator for a group or a transactional id, the first read or
+// first use (the first authorized FindCoordinator for a group or a transactional id, the first read or
 // write of share-group state). Partition p's replicas are brokers p, p+1, ... mod N, so that
 // it is led by broker p mod N, the coordinator internalPartitionLeader names for its keys,
 // and, with a replication factor above 1, next by the broker internalPartitionLeader turns to
