@@ -2,6 +2,7 @@ package testbroker_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -193,4 +194,52 @@ func TestAlterUserSCRAMsWithoutSASL(t *testing.T) {
 	described, err := adm.DescribeUserSCRAMs(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []kadm.CredInfo{{Mechanism: kadm.ScramSha512, Iterations: 4096}}, described["dave"].CredInfos)
+}
+
+// TestAlterUserSCRAMsLeavesTheInterBrokerUser: an admin can neither delete nor replace the
+// credential the replica fetchers authenticate with. The deletion is not found, as for any
+// user without a credential; the upsertion is refused. With every connection dropped, the
+// fetchers authenticate again and acks=all produces still replicate to every broker.
+func TestAlterUserSCRAMsLeavesTheInterBrokerUser(t *testing.T) {
+	c := testbroker.StartT(t, testbroker.NumBrokers(3), testbroker.SASL("SCRAM-SHA-256", "SCRAM-SHA-512"),
+		testbroker.User("admin", "admin-secret"), testbroker.ReplicatedTopic("r", 1, 3))
+	adm := scramAdmin(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const interBroker = "testbroker-inter-broker"
+
+	altered, err := adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: interBroker, Mechanism: kadm.ScramSha256}}, nil)
+	require.NoError(t, err)
+	require.Len(t, altered, 1)
+	assert.ErrorIs(t, altered[interBroker].Err, kerr.ResourceNotFound)
+	assert.Equal(t, "Attempt to delete a user credential that does not exist", altered[interBroker].ErrMessage)
+
+	altered, err = adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: interBroker, Mechanism: kadm.ScramSha256, Password: "taken-over"}})
+	require.NoError(t, err)
+	require.Len(t, altered, 1)
+	assert.ErrorIs(t, altered[interBroker].Err, kerr.UnacceptableCredential)
+	assert.Equal(t, "Username testbroker-inter-broker is reserved for the cluster's replica fetchers", altered[interBroker].ErrMessage)
+	assert.ErrorIs(t, metadataAs(t, c, scram.Auth{User: interBroker, Pass: "taken-over"}, false), kerr.SaslAuthenticationFailed)
+
+	all, err := adm.DescribeUserSCRAMs(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"admin"}, userNames(all))
+	described, err := adm.DescribeUserSCRAMs(ctx, interBroker)
+	require.NoError(t, err)
+	assert.ErrorIs(t, described[interBroker].Err, kerr.ResourceNotFound)
+
+	c.DropConnections(-1)
+	producer, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("r"),
+		kgo.SASL(scram.Auth{User: "admin", Pass: "admin-secret"}.AsSha256Mechanism()))
+	require.NoError(t, err)
+	defer producer.Close()
+	for i := range 10 {
+		require.NoError(t, producer.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "v%d", i)}).FirstErr())
+	}
+	p, ok := c.Partition("r", 0)
+	require.True(t, ok)
+	assert.Equal(t, []int32{0, 1, 2}, p.ISR)
+	for _, r := range p.ReplicaStates {
+		assert.Equal(t, int64(10), r.LogEndOffset, "broker %d", r.Broker)
+	}
 }

@@ -40,16 +40,16 @@ type oauthSession struct {
 
 func (o *oauthSession) Step(token []byte) ([]byte, bool, error) {
 	if len(token) == 1 && token[0] == 0x01 && o.errorSent {
-		return nil, false, &Failure{Message: invalidToken}
+		return nil, false, failed("%s", invalidToken)
 	}
 	o.errorSent = false
 	if o.done {
-		return nil, false, invalidCredentials(OAuthBearer)
+		return nil, false, ErrInvalidCredentials
 	}
 	authzid, value, ok := parseOAuthInitial(string(token))
 	if !ok {
 		// A SaslException: SaslServerAuthenticator does not pass its message on.
-		return nil, false, invalidCredentials(OAuthBearer)
+		return nil, false, ErrInvalidCredentials
 	}
 	jws, err := parseUnsecuredJWS(value, o.now())
 	if err != nil {
@@ -57,9 +57,9 @@ func (o *oauthSession) Step(token []byte) ([]byte, bool, error) {
 		return []byte(invalidToken), false, nil
 	}
 	if authzid != "" && authzid != jws.principal {
-		return nil, false, &Failure{Message: fmt.Sprintf(
+		return nil, false, failed(
 			"Authentication failed: Client requested an authorization id (%s) that is different from the token's principal name (%s)",
-			authzid, jws.principal)}
+			authzid, jws.principal)
 	}
 	o.user, o.expires, o.done = jws.principal, jws.expires, true
 	return []byte{}, true, nil

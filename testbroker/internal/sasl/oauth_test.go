@@ -59,14 +59,13 @@ func TestOAuthBearerInvalidTokens(t *testing.T) {
 			assert.False(t, done)
 			assert.Equal(t, `{"status":"invalid_token"}`, string(out))
 			_, _, err = s.Step([]byte{0x01})
-			var f *Failure
-			require.ErrorAs(t, err, &f)
-			assert.Equal(t, `{"status":"invalid_token"}`, f.Message)
+			assertFailed(t, `{"status":"invalid_token"}`, err)
 		})
 	}
 }
 
-// A malformed initial response is a SaslException: the generic message.
+// A malformed initial response is a SaslException: invalid credentials, whose reason the
+// client is not told.
 func TestOAuthBearerMalformedInitialResponse(t *testing.T) {
 	for name, msg := range map[string]string{
 		"no auth":      "n,,\x01host=x\x01\x01",
@@ -79,8 +78,7 @@ func TestOAuthBearerMalformedInitialResponse(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := &oauthSession{now: time.Now}
 			_, _, err := s.Step([]byte(msg))
-			require.Error(t, err)
-			assert.Equal(t, "Authentication failed during authentication due to invalid credentials with SASL mechanism OAUTHBEARER", err.Error())
+			assert.ErrorIs(t, err, ErrInvalidCredentials)
 		})
 	}
 }
@@ -92,8 +90,7 @@ func TestOAuthBearerAuthzid(t *testing.T) {
 	token := jws(`{"alg":"none"}`, `{"sub":"alice","exp":2000}`)
 	s := &oauthSession{now: func() time.Time { return now }}
 	_, _, err := s.Step(initial("bob", token))
-	require.Error(t, err)
-	assert.Equal(t, "Authentication failed: Client requested an authorization id (bob) that is different from the token's principal name (alice)", err.Error())
+	assertFailed(t, "Authentication failed: Client requested an authorization id (bob) that is different from the token's principal name (alice)", err)
 
 	s = &oauthSession{now: func() time.Time { return now }}
 	_, done, err := s.Step([]byte("n,a=alice,\x01auth=Bearer " + token + "\x01traceId=42\x01\x01"))

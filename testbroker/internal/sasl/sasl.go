@@ -1,7 +1,9 @@
 // Package sasl is the server side of SASL PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER as
 // Kafka runs them (PlainSaslServer, ScramSaslServer, OAuthBearerSaslServer with the unsecured
-// validator), with Kafka's error messages, and the client side the cluster's own replica
-// fetchers use to authenticate to their leaders.
+// validator), with the error messages those send, the credentials they check, and the client
+// side the cluster's own replica fetchers use to authenticate to their leaders. The exchange
+// around a mechanism (handshake, re-authentication, the message for invalid credentials) is
+// SaslServerAuthenticator's, in the server package.
 package sasl
 
 import (
@@ -18,6 +20,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 )
 
 // The mechanisms testbroker implements, with Kafka's names.
@@ -34,19 +40,20 @@ var Mechanisms = []string{Plain, ScramSHA256, ScramSHA512, OAuthBearer}
 // minimum Kafka accepts for both SCRAM mechanisms.
 const Iterations = 4096
 
-// InterBrokerUser is the user the cluster's replica fetchers authenticate as.
+// InterBrokerUser is the user the cluster's replica fetchers authenticate as. Its credentials
+// are not among those AlterUserScramCredentials manages, and no User may take its name.
 const InterBrokerUser = "testbroker-inter-broker"
 
-// Failure is an authentication failure: Message is what Kafka sends the client with
-// SASL_AUTHENTICATION_FAILED.
-type Failure struct{ Message string }
+// ErrInvalidCredentials is a failure whose reason Kafka keeps from the client (a SaslException
+// from its mechanism servers): SaslServerAuthenticator answers SASL_AUTHENTICATION_FAILED with a
+// message of its own, which names the mechanism and whether a re-authentication failed.
+var ErrInvalidCredentials error = &kafkaerr.Error{Code: kerr.SaslAuthenticationFailed,
+	Detail: "invalid credentials (the client is told the mechanism only)"}
 
-func (f *Failure) Error() string { return f.Message }
-
-// invalidCredentials is SaslServerAuthenticator's message for a SaslException, which it does not
-// pass on to the client.
-func invalidCredentials(mechanism string) error {
-	return &Failure{Message: "Authentication failed during authentication due to invalid credentials with SASL mechanism " + mechanism}
+// failed is a SaslAuthenticationException: SASL_AUTHENTICATION_FAILED with a message the client
+// is sent as it is.
+func failed(format string, args ...any) error {
+	return kafkaerr.New(kerr.SaslAuthenticationFailed, format, args...)
 }
 
 // Store holds the enabled mechanisms and every user's credentials. Its SCRAM credentials
@@ -55,6 +62,9 @@ type Store struct {
 	mechanisms []string
 	plain      map[string]string
 	interPass  string
+	// interBroker is InterBrokerUser's SCRAM credential by mechanism, kept apart from scram so
+	// that no AlterUserScramCredentials reaches what the replica fetchers authenticate with.
+	interBroker map[string]*scramCredential
 
 	mu    sync.RWMutex
 	scram map[string]map[string]*scramCredential // by mechanism, then user; under mu
@@ -78,25 +88,30 @@ func NewStore(mechanisms []string, users map[string]string) (*Store, error) {
 		}
 	}
 	s := &Store{
-		mechanisms: slices.Compact(slices.Clone(mechanisms)),
-		plain:      make(map[string]string, len(users)+1),
-		scram:      map[string]map[string]*scramCredential{},
-		interPass:  rand.Text(),
+		mechanisms:  slices.Compact(slices.Clone(mechanisms)),
+		plain:       make(map[string]string, len(users)+1),
+		scram:       map[string]map[string]*scramCredential{},
+		interPass:   rand.Text(),
+		interBroker: map[string]*scramCredential{},
 	}
-	all := make(map[string]string, len(users)+1)
-	for u, p := range users {
-		if u == "" {
-			return nil, fmt.Errorf("SASL user with an empty name")
+	for _, m := range []string{ScramSHA256, ScramSHA512} {
+		s.scram[m] = map[string]*scramCredential{}
+		cred, err := newScramCredential(m, s.interPass, Iterations)
+		if err != nil {
+			return nil, err
 		}
-		all[u] = p
+		s.interBroker[m] = cred
 	}
-	all[InterBrokerUser] = s.interPass
-	for u, p := range all {
+	s.plain[InterBrokerUser] = s.interPass
+	for u, p := range users {
+		switch u {
+		case "":
+			return nil, fmt.Errorf("SASL user with an empty name")
+		case InterBrokerUser:
+			return nil, fmt.Errorf("SASL user %q is reserved for the cluster's replica fetchers: choose another name", u)
+		}
 		s.plain[u] = p
 		for _, m := range []string{ScramSHA256, ScramSHA512} {
-			if s.scram[m] == nil {
-				s.scram[m] = map[string]*scramCredential{}
-			}
 			cred, err := newScramCredential(m, p, Iterations)
 			if err != nil {
 				return nil, err
@@ -116,7 +131,8 @@ func (s *Store) Enabled(mechanism string) bool { return slices.Contains(s.mechan
 // Session is one server-side authentication exchange.
 type Session interface {
 	// Step evaluates the client's token and returns the token to send back; done reports that
-	// the client is authenticated. A *Failure error carries the message for the client.
+	// the client is authenticated. A failure is ErrInvalidCredentials, or a *kafkaerr.Error
+	// whose code and message the client is sent.
 	Step(token []byte) (out []byte, done bool, err error)
 	// User is the authenticated user, once done.
 	User() string
@@ -166,15 +182,15 @@ type plainSession struct {
 func (p *plainSession) Step(token []byte) ([]byte, bool, error) {
 	parts := strings.SplitN(string(token), "\x00", 3)
 	if len(parts) != 3 || parts[1] == "" || parts[2] == "" {
-		return nil, false, invalidCredentials(Plain)
+		return nil, false, ErrInvalidCredentials
 	}
 	authzid, user, pass := parts[0], parts[1], parts[2]
 	want, ok := p.s.plain[user]
 	if !ok || subtle.ConstantTimeCompare([]byte(want), []byte(pass)) != 1 {
-		return nil, false, &Failure{Message: "Authentication failed: Invalid username or password"}
+		return nil, false, failed("Authentication failed: Invalid username or password")
 	}
 	if authzid != "" && authzid != user {
-		return nil, false, &Failure{Message: "Authentication failed: Client requested an authorization id that is different from username"}
+		return nil, false, failed("Authentication failed: Client requested an authorization id that is different from username")
 	}
 	p.user = user
 	return []byte{}, true, nil
@@ -245,7 +261,10 @@ func credentialFromSalted(mechanism string, salt, salted []byte, iterations int)
 }
 
 // SetScram creates or replaces user's credential for a SCRAM mechanism from a salt and the
-// salted password (SCRAM's Hi(password, salt, iterations)); it authenticates at once.
+// salted password (SCRAM's Hi(password, salt, iterations)); it authenticates at once. The
+// credentials SetScram, DeleteScram, HasScram, ScramIterations and ScramUsers see are the ones
+// AlterUserScramCredentials manages: InterBrokerUser's are not among them, and a credential set
+// under that name would never authenticate.
 func (s *Store) SetScram(user, mechanism string, salt, salted []byte, iterations int) {
 	cred := credentialFromSalted(mechanism, salt, salted, iterations)
 	s.mu.Lock()
@@ -284,14 +303,14 @@ func (s *Store) ScramIterations(user string) map[string]int {
 	return out
 }
 
-// ScramUsers returns every user with a SCRAM credential but InterBrokerUser, sorted.
+// ScramUsers returns every user with a SCRAM credential, sorted.
 func (s *Store) ScramUsers() []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []string
 	for _, users := range s.scram {
 		for u := range users {
-			if u != InterBrokerUser && !slices.Contains(out, u) {
+			if !slices.Contains(out, u) {
 				out = append(out, u)
 			}
 		}
@@ -300,7 +319,11 @@ func (s *Store) ScramUsers() []string {
 	return out
 }
 
+// scramCredential returns the credential user authenticates with.
 func (s *Store) scramCredential(mechanism, user string) *scramCredential {
+	if user == InterBrokerUser {
+		return s.interBroker[mechanism]
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.scram[mechanism][user]
@@ -328,25 +351,25 @@ func (c *scramSession) Step(token []byte) ([]byte, bool, error) {
 
 func (c *scramSession) step(msg string) ([]byte, bool, error) {
 	if c.failed || c.done {
-		return nil, false, invalidCredentials(c.mechanism)
+		return nil, false, ErrInvalidCredentials
 	}
 	if c.cred == nil {
 		// client-first-message: gs2-header ("n,," or "n,a=authzid,") then n=saslname,r=nonce.
 		gs2, bare, ok := cutGS2(msg)
 		if !ok {
-			return nil, false, invalidCredentials(c.mechanism)
+			return nil, false, ErrInvalidCredentials
 		}
 		attrs := strings.Split(bare, ",")
 		if len(attrs) < 2 || !strings.HasPrefix(attrs[0], "n=") || !strings.HasPrefix(attrs[1], "r=") || attrs[1] == "r=" {
-			return nil, false, invalidCredentials(c.mechanism)
+			return nil, false, ErrInvalidCredentials
 		}
 		user := strings.NewReplacer("=2C", ",", "=3D", "=").Replace(attrs[0][2:])
 		cred := c.s.scramCredential(c.mechanism, user)
 		if cred == nil {
-			return nil, false, invalidCredentials(c.mechanism)
+			return nil, false, ErrInvalidCredentials
 		}
 		if gs2 != "" && gs2 != user {
-			return nil, false, &Failure{Message: "Authentication failed: Client requested an authorization id that is different from username"}
+			return nil, false, failed("Authentication failed: Client requested an authorization id that is different from username")
 		}
 		c.user, c.cred, c.clientBare = user, cred, bare
 		c.nonce = attrs[1][2:] + strings.ToLower(rand.Text())
@@ -356,24 +379,24 @@ func (c *scramSession) step(msg string) ([]byte, bool, error) {
 	// client-final-message: c=...,r=nonce[,extensions],p=proof.
 	i := strings.LastIndex(msg, ",p=")
 	if i < 0 {
-		return nil, false, invalidCredentials(c.mechanism)
+		return nil, false, ErrInvalidCredentials
 	}
 	withoutProof, proofB64 := msg[:i], msg[i+3:]
 	attrs := strings.Split(withoutProof, ",")
 	if len(attrs) < 2 || attrs[1] != "r="+c.nonce {
-		return nil, false, invalidCredentials(c.mechanism)
+		return nil, false, ErrInvalidCredentials
 	}
 	proof, err := base64.StdEncoding.DecodeString(proofB64)
 	h := hashFor(c.mechanism)
 	if err != nil || len(proof) != h().Size() {
-		return nil, false, invalidCredentials(c.mechanism)
+		return nil, false, ErrInvalidCredentials
 	}
 	authMessage := c.clientBare + "," + c.serverFirst + "," + withoutProof
 	sig := hmacOf(h, c.cred.storedKey, authMessage)
 	clientKey := make([]byte, len(proof))
 	subtle.XORBytes(clientKey, proof, sig)
 	if !hmac.Equal(digest(h, clientKey), c.cred.storedKey) {
-		return nil, false, invalidCredentials(c.mechanism)
+		return nil, false, ErrInvalidCredentials
 	}
 	c.done = true
 	return []byte("v=" + base64.StdEncoding.EncodeToString(hmacOf(h, c.cred.serverKy, authMessage))), true, nil

@@ -1,6 +1,9 @@
 package server
 
 import (
+	"context"
+	"crypto/pbkdf2"
+	"crypto/sha256"
 	"encoding/binary"
 	"net"
 	"testing"
@@ -10,16 +13,17 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/kshare/kshare/testbroker/internal/clock"
 	"github.com/kshare/kshare/testbroker/internal/sasl"
 )
 
-// dialReauthCluster starts a one-broker PLAIN and OAUTHBEARER cluster on a manual clock with
-// connections.max.reauth.ms=60000, and dials it.
+// dialReauthCluster starts a one-broker PLAIN, OAUTHBEARER and SCRAM-SHA-256 cluster on a
+// manual clock with connections.max.reauth.ms=60000, and dials it.
 func dialReauthCluster(t *testing.T) (*Cluster, *clock.Manual, *rawConn) {
 	t.Helper()
-	store, err := sasl.NewStore([]string{sasl.Plain, sasl.OAuthBearer}, map[string]string{"alice": "secret", "bob": "secret"})
+	store, err := sasl.NewStore([]string{sasl.Plain, sasl.OAuthBearer, sasl.ScramSHA256}, map[string]string{"alice": "secret", "bob": "secret"})
 	require.NoError(t, err)
 	mc := clock.NewManual(time.Unix(1_700_000_000, 0))
 	c, err := Start(Config{Brokers: 1, ListenAddrs: []string{"127.0.0.1:0"}, SASL: store, Clock: mc,
@@ -148,4 +152,92 @@ func TestReauthV0PrincipalChangeCloses(t *testing.T) {
 	r.writeFrame(append(binary.BigEndian.AppendUint32(nil, uint32(len(token))), token...))
 	assert.Nil(t, r.readFrame())
 	assert.Equal(t, "User:alice", cn.Principal())
+}
+
+// authenticateScram runs SaslHandshake v1 and SCRAM-SHA-256's SaslAuthenticate exchange as
+// user with pass, and returns the last response: the first that fails, or the final one.
+func (r *rawConn) authenticateScram(user, pass string) *kmsg.SASLAuthenticateResponse {
+	session, token, err := scram.Auth{User: user, Pass: pass}.AsSha256Mechanism().Authenticate(context.Background(), "")
+	require.NoError(r.t, err)
+	hsResp := kmsg.NewPtrSASLHandshakeResponse()
+	require.True(r.t, r.roundTrip(handshake(1, sasl.ScramSHA256), hsResp))
+	require.Zero(r.t, hsResp.ErrorCode)
+	for {
+		auth := kmsg.NewPtrSASLAuthenticateRequest()
+		auth.Version = 1
+		auth.SASLAuthBytes = token
+		resp := kmsg.NewPtrSASLAuthenticateResponse()
+		require.True(r.t, r.roundTrip(auth, resp))
+		if resp.ErrorCode != 0 {
+			return resp
+		}
+		var done bool
+		done, token, err = session.Challenge(resp.SASLAuthBytes)
+		require.NoError(r.t, err)
+		if done {
+			return resp
+		}
+	}
+}
+
+// A re-authentication with credentials that no longer hold gets SaslServerAuthenticator's
+// re-authentication message for a SaslException, then the connection is closed; a mechanism's
+// own message (PLAIN's) is the same as at the first authentication. bob's SCRAM password
+// changes as AlterUserScramCredentials changes it, then he re-authenticates with the old one.
+func TestReauthInvalidCredentials(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		reauth func(c *Cluster, r *rawConn) *kmsg.SASLAuthenticateResponse
+		msg    string
+	}{
+		{"SCRAM password changed", func(c *Cluster, r *rawConn) *kmsg.SASLAuthenticateResponse {
+			salt := []byte("fresh-salt")
+			salted, err := pbkdf2.Key(sha256.New, "changed", salt, 4096, sha256.Size)
+			require.NoError(t, err)
+			c.scram.SetScram("bob", sasl.ScramSHA256, salt, salted, 4096)
+			return r.authenticateScram("bob", "secret")
+		}, "Authentication failed during re-authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256"},
+		{"SCRAM wrong password", func(_ *Cluster, r *rawConn) *kmsg.SASLAuthenticateResponse {
+			return r.authenticateScram("bob", "wrong")
+		}, "Authentication failed during re-authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _, r := dialReauthCluster(t)
+			resp := r.authenticateScram("bob", "secret")
+			require.Zero(t, resp.ErrorCode)
+			require.Equal(t, int64(60000), resp.SessionLifetimeMillis)
+			cn := onlyConn(t, c)
+			resp = tc.reauth(c, r)
+			assert.Equal(t, kerr.SaslAuthenticationFailed.Code, resp.ErrorCode)
+			if assert.NotNil(t, resp.ErrorMessage) {
+				assert.Equal(t, tc.msg, *resp.ErrorMessage)
+			}
+			assert.Equal(t, "User:bob", cn.Principal())
+			assert.True(t, r.closed())
+		})
+	}
+	for _, tc := range []struct {
+		name, mechanism string
+		token           []byte
+		msg             string
+	}{
+		{"PLAIN wrong password", sasl.Plain, []byte("\x00alice\x00wrong"), "Authentication failed: Invalid username or password"},
+		{"OAUTHBEARER malformed", sasl.OAuthBearer, []byte("n,,\x01auth=Basic abc\x01\x01"),
+			"Authentication failed during re-authentication due to invalid credentials with SASL mechanism OAUTHBEARER"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, mc, r := dialReauthCluster(t)
+			first := []byte("\x00alice\x00secret")
+			if tc.mechanism == sasl.OAuthBearer {
+				first = oauthToken("alice", mc.Now().Add(time.Hour))
+			}
+			require.Zero(t, r.authenticate(tc.mechanism, first).ErrorCode)
+			resp := r.authenticate(tc.mechanism, tc.token)
+			assert.Equal(t, kerr.SaslAuthenticationFailed.Code, resp.ErrorCode)
+			if assert.NotNil(t, resp.ErrorMessage) {
+				assert.Equal(t, tc.msg, *resp.ErrorMessage)
+			}
+			assert.True(t, r.closed())
+		})
+	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kshare/kshare/testbroker/internal/kafkaerr"
 	"github.com/kshare/kshare/testbroker/internal/sasl"
 	"github.com/kshare/kshare/testbroker/internal/wire"
 )
@@ -108,17 +110,29 @@ func (b *Broker) handleBeforeAuth(cn *conn, req *wire.Request) (kmsg.Response, b
 // when such an exchange fails.
 func (cn *conn) handleRawSaslToken(token []byte) (frame []byte, keep bool) {
 	out, done, err := cn.sasl.session.Step(token)
+	if err == nil && done {
+		_, err = cn.authenticated()
+	}
 	if err != nil {
-		cn.b.c.logger.Warn("closing connection", "broker", cn.b.id, "remote", cn.nc.RemoteAddr().String(), "reason", err.Error())
+		cn.b.c.logger.Warn("closing connection", "broker", cn.b.id, "remote", cn.nc.RemoteAddr().String(), "reason", cn.sasl.failure(err).Error())
 		return nil, false
 	}
-	if done {
-		if _, refused := cn.authenticated(); refused != "" {
-			cn.b.c.logger.Warn("closing connection", "broker", cn.b.id, "remote", cn.nc.RemoteAddr().String(), "reason", refused)
-			return nil, false
-		}
-	}
 	return append(binary.BigEndian.AppendUint32(nil, uint32(len(out))), out...), true
+}
+
+// failure is the error SaslServerAuthenticator answers a failed exchange with: the
+// mechanism's own (a SaslAuthenticationException), or for invalid credentials, whose reason the
+// client is not told, a message naming the mechanism and whether a re-authentication failed.
+func (s *saslConn) failure(err error) error {
+	if !errors.Is(err, sasl.ErrInvalidCredentials) {
+		return err
+	}
+	during := "authentication"
+	if s.reauthenticating {
+		during = "re-authentication"
+	}
+	return kafkaerr.New(kerr.SaslAuthenticationFailed,
+		"Authentication failed during %s due to invalid credentials with SASL mechanism %s", during, s.mechanism)
 }
 
 // authenticated completes an exchange. A re-authentication as another principal is refused
@@ -127,12 +141,13 @@ func (cn *conn) handleRawSaslToken(token []byte) (frame []byte, keep bool) {
 // as SaslServerAuthenticator's calcCompletionTimesAndReturnSessionLifetimeMs does, from
 // connections.max.reauth.ms and the credential's own expiry; lifetimeMs is for
 // SaslAuthenticate's SessionLifetimeMs, 0 for a session that never expires.
-func (cn *conn) authenticated() (lifetimeMs int64, refused string) {
+func (cn *conn) authenticated() (lifetimeMs int64, err error) {
 	s := cn.sasl
 	previous := cn.Principal()
 	principal := "User:" + s.session.User()
 	if s.reauthenticating && principal != previous {
-		return 0, fmt.Sprintf("Cannot change principals during re-authentication from %s: %s", dotted(previous), dotted(principal))
+		return 0, kafkaerr.New(kerr.SaslAuthenticationFailed,
+			"Cannot change principals during re-authentication from %s: %s", dotted(previous), dotted(principal))
 	}
 	s.state = saslComplete
 	s.raw = false
@@ -158,7 +173,7 @@ func (cn *conn) authenticated() (lifetimeMs int64, refused string) {
 	cn.mu.Lock()
 	cn.principal = principal
 	cn.mu.Unlock()
-	return lifetimeMs, ""
+	return lifetimeMs, nil
 }
 
 // Principal returns the connection's authenticated principal ("User:name"), "" before
@@ -214,29 +229,20 @@ func (b *Broker) handleSaslAuthenticate(cn *conn, req *kmsg.SASLAuthenticateRequ
 		return resp
 	}
 	out, done, err := cn.sasl.session.Step(req.SASLAuthBytes)
+	var lifetimeMs int64
+	if err == nil && done {
+		lifetimeMs, err = cn.authenticated()
+	}
 	if err != nil {
+		err = cn.sasl.failure(err)
 		b.c.logger.Warn("closing connection", "broker", b.id, "remote", cn.nc.RemoteAddr().String(), "reason", err.Error())
-		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
-		msg := err.Error()
-		resp.ErrorMessage = &msg
+		resp.ErrorCode, resp.ErrorMessage = codeOf(err), messageOf(err)
 		cn.closeAfterWrite = true
 		return resp
 	}
 	resp.SASLAuthBytes = out
 	if resp.SASLAuthBytes == nil {
 		resp.SASLAuthBytes = []byte{}
-	}
-	if !done {
-		return resp
-	}
-	lifetimeMs, refused := cn.authenticated()
-	if refused != "" {
-		b.c.logger.Warn("closing connection", "broker", b.id, "remote", cn.nc.RemoteAddr().String(), "reason", refused)
-		resp.SASLAuthBytes = []byte{}
-		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
-		resp.ErrorMessage = &refused
-		cn.closeAfterWrite = true
-		return resp
 	}
 	resp.SessionLifetimeMillis = lifetimeMs
 	return resp

@@ -53,6 +53,11 @@ func validateScramUser(user string, typ int8) error {
 	return nil
 }
 
+// reservedUser refuses an upsertion for sasl.InterBrokerUser, beyond Kafka: the replica
+// fetchers' credential is not among those the request manages (a deletion of it is not found),
+// and an admin's credential under that name could never authenticate.
+const reservedUser = "Username " + sasl.InterBrokerUser + " is reserved for the cluster's replica fetchers"
+
 // handleAlterUserSCRAMCredentials is ScramControlManager.alterCredentials: every deletion then
 // every upsertion is checked against the credentials as they were before the request; a user
 // named twice in one request fails with DUPLICATE_RESOURCE, and the changes that pass apply
@@ -113,9 +118,9 @@ func (b *Broker) handleAlterUserSCRAMCredentials(cn *conn, req *kmsg.AlterUserSC
 		if errs[u.Name] != nil {
 			continue
 		}
-		// Both removals run, as Kafka's || does not: a user both deleted and upserted is
+		// A user is in at most one of the two lists: a user both deleted and upserted is
 		// dropped from the deletions.
-		if dup := removeDeletion(u.Name); dup || removeUpsertion(u.Name) {
+		if removeDeletion(u.Name) || removeUpsertion(u.Name) {
 			fail(u.Name, kafkaerr.New(kerr.DuplicateResource, "%s", twice))
 			continue
 		}
@@ -124,6 +129,8 @@ func (b *Broker) handleAlterUserSCRAMCredentials(cn *conn, req *kmsg.AlterUserSC
 			continue
 		}
 		switch {
+		case u.Name == sasl.InterBrokerUser:
+			fail(u.Name, kafkaerr.New(kerr.UnacceptableCredential, "%s", reservedUser))
 		case u.Iterations < minScramIterations:
 			fail(u.Name, kafkaerr.New(kerr.UnacceptableCredential, "Too few iterations"))
 		case u.Iterations > maxScramIterations:
@@ -201,9 +208,6 @@ func (b *Broker) handleDescribeUserSCRAMCredentials(cn *conn, req *kmsg.Describe
 	for _, user := range users {
 		r := kmsg.DescribeUserSCRAMCredentialsResponseResult{User: user}
 		iterations := store.ScramIterations(user)
-		if user == sasl.InterBrokerUser {
-			iterations = nil
-		}
 		switch {
 		case dup[user]:
 			r.ErrorCode = kerr.DuplicateResource.Code
