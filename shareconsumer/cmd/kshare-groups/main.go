@@ -1,15 +1,15 @@
-// Command groups lists the groups of a cluster the way Kafka's kafka-groups.sh does, creates
+// Command kshare-groups lists the groups of a cluster the way Kafka's kafka-groups.sh does, creates
 // share groups (which Kafka's tools cannot: the draft of KIP-1043 had --create, the shipped KIP
 // dropped it) and describes a share group the way kafka-share-groups.sh --describe does:
 //
-//	go run ./examples/groups --list
-//	go run ./examples/groups --list --share
-//	go run ./examples/groups --list --group-type classic --protocol connect
-//	go run ./examples/groups --create --group workers
-//	go run ./examples/groups --describe --group demo-share
-//	go run ./examples/groups --bootstrap-server 127.0.0.1:9092 --list --consumer
-//	go run ./examples/groups --bootstrap-server kafka:9093 --command-config client.properties --list
-//	go run ./examples/groups --bootstrap-server kafka:9093 --tls-ca ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-username u --sasl-password p --list
+//	kshare-groups --list
+//	kshare-groups --list --share
+//	kshare-groups --list --group-type classic --protocol connect
+//	kshare-groups --create --group workers
+//	kshare-groups --describe --group demo-share
+//	kshare-groups --bootstrap-server 127.0.0.1:9092 --list --consumer
+//	kshare-groups --bootstrap-server kafka:9093 --command-config client.properties --list
+//	kshare-groups --bootstrap-server kafka:9093 --tls-ca ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-username u --sasl-password p --list
 //
 // Without --bootstrap-server it starts an embedded testbroker with one demo group of each type
 // it supports (see seedDemoGroups). Option errors and their messages are kafka-groups.sh's.
@@ -67,7 +67,7 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 func newFlagSet(o *options) *flag.FlagSet {
-	fs := flag.NewFlagSet("groups", flag.ContinueOnError)
+	fs := flag.NewFlagSet("kshare-groups", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.bootstrapServer, "bootstrap-server", "", "The Kafka server to connect to; without it, an embedded testbroker with demo groups.")
 	fs.BoolVar(&o.list, "list", false, "List the groups.")
