@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	stderrors "errors"
 	"fmt"
 	"io"
 	"slices"
@@ -16,46 +17,208 @@ import (
 	"github.com/kshare/kshare/errors"
 )
 
-// missing is what kafka-share-groups.sh prints for a value it does not have.
+// missing is what Kafka's group tools print for a value they do not have.
 const missing = "-"
 
-// describeGroup writes what kafka-share-groups.sh --describe --members and --describe
-// --offsets write for group, one after the other: its members (or, on stderr, that it has
-// none), then each partition's share-partition start offset and lag. A group of another type
-// or none at all is an error line. It reports whether group was described.
-func describeGroup(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client, group string) bool {
-	d, err := describeShareGroup(ctx, cl, group)
-	switch {
-	case errors.Is(err, errors.ErrInconsistentGroupType):
-		printError(stdout, "Group '"+group+"' is not a share group.")
-		return false
-	case errors.Is(err, kerr.GroupIDNotFound) || err == nil && d.GroupState == "Dead":
-		printError(stdout, "Share group '"+group+"' does not exist.")
-		return false
-	case err != nil:
-		printError(stdout, "Executing share group command failed due to "+err.Error())
-		return false
+// groupKind says whose behaviour the tool follows for a group: kafka-share-groups.sh's or
+// kafka-consumer-groups.sh's.
+type groupKind int
+
+const (
+	shareKind    groupKind = iota // share groups, and groups the cluster does not list as consumer or classic
+	consumerKind                  // consumer (KIP-848) and classic groups
+)
+
+// String is the word the tool's messages use: "share" or "consumer".
+func (k groupKind) String() string {
+	if k == consumerKind {
+		return "consumer"
 	}
-	if len(d.Members) == 0 {
-		fmt.Fprintf(stderr, "\nShare group '%s' has no active members.\n", group)
-	} else {
-		writeMembers(stdout, group, d.Members)
-	}
-	offsets, err := partitionOffsets(ctx, kadm.NewClient(cl), group)
-	if err != nil {
-		printError(stdout, "Executing share group command failed due to "+err.Error())
-		return false
-	}
-	writeOffsets(stdout, group, offsets)
-	return true
+	return "share"
 }
 
-// printError writes msg as kafka-share-groups.sh's printError does.
+// kindOf is the kind of a group as ListGroups lists it (listed false when it does not): consumer
+// for a consumer or classic group (also one a broker before ListGroups v5 lists without a type),
+// share for everything else, so that a group the cluster does not have, or a streams group,
+// gets kafka-share-groups.sh's answer.
+func kindOf(g kadm.ListedGroup, listed bool) groupKind {
+	switch typeName(g.GroupType) {
+	case "Consumer", "Classic":
+		return consumerKind
+	case "":
+		if listed && g.ProtocolType != "share" {
+			return consumerKind
+		}
+	}
+	return shareKind
+}
+
+// printError writes msg as the tools' printError does.
 func printError(w io.Writer, msg string) { fmt.Fprintf(w, "\nError: %s\n", msg) }
 
-// describeShareGroup sends ShareGroupDescribe for group and returns its entry, with the error
+// commandFailed writes an error the tool did not expect as the kind's tool does (on stdout;
+// Kafka's stack trace on stderr is left out).
+func commandFailed(w io.Writer, k groupKind, err error) {
+	printError(w, "Executing "+k.String()+" group command failed due to "+javaMessage(err))
+}
+
+// refuse writes an argument the kind's tool refuses once it runs (an IllegalArgumentException):
+// kafka-share-groups.sh prints the message, kafka-consumer-groups.sh the message and the usage,
+// both on stderr. It returns the exit code.
+func refuse(stderr io.Writer, k groupKind, err error) int {
+	fmt.Fprintln(stderr, err)
+	if k == consumerKind {
+		fmt.Fprint(stderr, usage())
+	}
+	return 1
+}
+
+// timedOut names --timeout in err when err is a request that ran out of it.
+func (o options) timedOut(err error) error {
+	if stderrors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no answer within --timeout %d ms: %w", o.timeoutMs, err)
+	}
+	return err
+}
+
+// javaError is an error Kafka's admin client raises itself, printed as Java prints it.
+type javaError struct{ class, msg string }
+
+func (e javaError) Error() string { return e.class + ": " + e.msg }
+
+// javaMessage is err as the tools print the cause of a failed admin call (Throwable.toString):
+// for an error code of Kafka, its exception class and Kafka's message, as
+// "org.apache.kafka.common.errors.GroupIdNotFoundException: Group g not found.".
+func javaMessage(err error) string {
+	var ke *errors.KafkaError
+	if !errors.As(err, &ke) {
+		return err.Error()
+	}
+	k, ok := ke.Unwrap().(*kerr.Error)
+	if !ok {
+		return err.Error()
+	}
+	msg := ke.Message
+	if msg == "" {
+		msg = k.Description
+	}
+	return "org.apache.kafka.common.errors." + exceptionClass(k.Message) + ": " + msg
+}
+
+// exceptionClass is the name of the exception Kafka's Errors gives an error code name:
+// GROUP_ID_NOT_FOUND is GroupIdNotFoundException, GROUP_AUTHORIZATION_FAILED
+// GroupAuthorizationException.
+func exceptionClass(code string) string {
+	switch code {
+	case "NON_EMPTY_GROUP":
+		return "GroupNotEmptyException"
+	}
+	code = strings.TrimSuffix(code, "_FAILED")
+	var b strings.Builder
+	for _, w := range strings.Split(code, "_") {
+		if w != "" {
+			b.WriteString(w[:1] + strings.ToLower(w[1:]))
+		}
+	}
+	return b.String() + "Exception"
+}
+
+// describeGroups writes what --describe asks for (o.members, o.state, else the offsets; o.verbose)
+// for each group of o.groups, or with --all-groups each share, consumer and classic group, in
+// order of id, each in the format of its kind's tool (kindOf). As the tools do, it describes
+// every group before it writes anything, so a group that cannot be described (a missing one:
+// "Group 'g' not found.") leaves only the error. It returns the exit code.
+func describeGroups(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client, o options) int {
+	adm := kadm.NewClient(cl)
+	lctx, cancel := o.requestCtx(ctx)
+	listed, err := adm.ListGroups(lctx)
+	cancel()
+	if err != nil {
+		commandFailed(stdout, shareKind, o.timedOut(err))
+		return 1
+	}
+	ids := slices.Clone(o.groups)
+	if o.allGroups {
+		for _, g := range listed.Sorted() {
+			typ := typeName(g.GroupType)
+			if typ == "Share" || (typ == "Consumer" || typ == "Classic") && (g.ProtocolType == "consumer" || g.ProtocolType == "") {
+				ids = append(ids, g.Group)
+			}
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	var writers []func()
+	for _, id := range ids {
+		g, ok := listed[id]
+		kind := kindOf(g, ok)
+		var write func()
+		if kind == consumerKind {
+			write, err = describeConsumerGroup(ctx, stdout, stderr, cl, o, id)
+		} else {
+			write, err = describeShareGroup(ctx, stdout, stderr, cl, o, id)
+		}
+		if err != nil {
+			commandFailed(stdout, kind, o.timedOut(err))
+			return 1
+		}
+		writers = append(writers, write)
+	}
+	for _, write := range writers {
+		write()
+	}
+	return 0
+}
+
+// describeShareGroup describes the share group group for the view o asks for and returns what
+// writes it as kafka-share-groups.sh does.
+func describeShareGroup(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client, o options, group string) (func(), error) {
+	d, err := shareGroupDescribe(ctx, cl, o, group)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case o.members:
+		return func() {
+			if printShareGroupState(stdout, stderr, group, d.GroupState, len(d.Members)) {
+				writeShareMembers(stdout, group, d.Members, o.verbose)
+			}
+		}, nil
+	case o.state.given:
+		coordinator, err := groupCoordinator(ctx, cl, o, group)
+		if err != nil {
+			return nil, err
+		}
+		return func() {
+			printShareGroupState(stdout, stderr, group, d.GroupState, 1)
+			writeShareState(stdout, group, coordinator, d, o.verbose)
+		}, nil
+	}
+	offsets, err := shareOffsets(ctx, kadm.NewClient(cl), o, group)
+	if err != nil {
+		return nil, err
+	}
+	return func() { writeShareOffsets(stdout, group, offsets, o.verbose) }, nil
+}
+
+// printShareGroupState writes what kafka-share-groups.sh says of a Dead group (an error, on
+// stdout) or an Empty one (on stderr), and reports whether a table of rows rows follows.
+func printShareGroupState(stdout, stderr io.Writer, group, state string, rows int) bool {
+	switch state {
+	case "Dead":
+		printError(stdout, "Share group '"+group+"' does not exist.")
+		return false
+	case "Empty":
+		fmt.Fprintf(stderr, "\nShare group '%s' has no active members.\n", group)
+	}
+	return rows > 0
+}
+
+// shareGroupDescribe sends ShareGroupDescribe for group and returns its entry, with the error
 // code Kafka set in it and its message (which kadm drops) as a *errors.KafkaError.
-func describeShareGroup(ctx context.Context, cl *kgo.Client, group string) (kmsg.ShareGroupDescribeResponseGroup, error) {
+func shareGroupDescribe(ctx context.Context, cl *kgo.Client, o options, group string) (kmsg.ShareGroupDescribeResponseGroup, error) {
+	ctx, cancel := o.requestCtx(ctx)
+	defer cancel()
 	req := kmsg.NewPtrShareGroupDescribeRequest()
 	req.GroupIDs = []string{group}
 	resp, err := req.RequestWith(ctx, cl)
@@ -70,9 +233,48 @@ func describeShareGroup(ctx context.Context, cl *kgo.Client, group string) (kmsg
 	return kmsg.ShareGroupDescribeResponseGroup{}, fmt.Errorf("ShareGroupDescribe answered without group %s", group)
 }
 
-// writeMembers writes the members as kafka-share-groups.sh --describe --members does, sorted
-// by member id: the assignment as "topic:p,p;topic:p".
-func writeMembers(w io.Writer, group string, members []kmsg.ShareGroupDescribeResponseGroupMember) {
+// groupCoordinator is the coordinator of group as the tools print it: "host:port  (id)".
+func groupCoordinator(ctx context.Context, cl *kgo.Client, o options, group string) (string, error) {
+	ctx, cancel := o.requestCtx(ctx)
+	defer cancel()
+	c, ok := kadm.NewClient(cl).FindGroupCoordinators(ctx, group)[group]
+	switch {
+	case !ok:
+		return "", fmt.Errorf("FindCoordinator answered without group %s", group)
+	case c.Err != nil:
+		return "", c.Err
+	}
+	return fmt.Sprintf("%s:%d  (%d)", c.Host, c.Port, c.NodeID), nil
+}
+
+// assignmentString writes partitions as the tools' getAssignmentString does: "topic:p,p" per
+// topic, partitions ascending, topics sorted as strings and joined by ";".
+func assignmentString(partitions map[string][]int32) string {
+	var topics []string
+	for topic, ps := range partitions {
+		ps = slices.Sorted(slices.Values(ps))
+		strs := make([]string, len(ps))
+		for i, p := range ps {
+			strs[i] = strconv.Itoa(int(p))
+		}
+		topics = append(topics, topic+":"+strings.Join(strs, ","))
+	}
+	slices.Sort(topics)
+	return strings.Join(topics, ";")
+}
+
+// countPartitions is the number of partitions of partitions.
+func countPartitions(partitions map[string][]int32) int {
+	n := 0
+	for _, ps := range partitions {
+		n += len(ps)
+	}
+	return n
+}
+
+// writeShareMembers writes the members as kafka-share-groups.sh --describe --members does,
+// sorted by member id; verbose adds MEMBER-EPOCH.
+func writeShareMembers(w io.Writer, group string, members []kmsg.ShareGroupDescribeResponseGroupMember, verbose bool) {
 	members = slices.Clone(members)
 	slices.SortFunc(members, func(a, b kmsg.ShareGroupDescribeResponseGroupMember) int {
 		return strings.Compare(a.MemberID, b.MemberID)
@@ -82,42 +284,59 @@ func writeMembers(w io.Writer, group string, members []kmsg.ShareGroupDescribeRe
 		idLen, hostLen, clientLen = max(idLen, len(m.MemberID)), max(hostLen, len(m.ClientHost)), max(clientLen, len(m.ClientID))
 	}
 	groupLen := max(15, len(group))
-	line := func(cols ...string) {
-		fmt.Fprintf(w, "\n%-*s %-*s %-*s %-*s %-12s %s", groupLen, cols[0], idLen, cols[1], hostLen, cols[2], clientLen, cols[3], cols[4], cols[5])
-	}
-	line("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT")
-	for _, m := range members {
-		n := 0
-		var topics []string
-		for _, tp := range m.Assignment.TopicPartitions {
-			n += len(tp.Partitions)
-			ps := slices.Sorted(slices.Values(tp.Partitions))
-			strs := make([]string, len(ps))
-			for i, p := range ps {
-				strs[i] = strconv.Itoa(int(p))
-			}
-			topics = append(topics, tp.Topic+":"+strings.Join(strs, ","))
+	line := func(g, id, host, client, n, epoch, assignment string) {
+		fmt.Fprintf(w, "\n%-*s %-*s %-*s %-*s %-12s ", groupLen, g, idLen, id, hostLen, host, clientLen, client, n)
+		if verbose {
+			fmt.Fprintf(w, "%-13s ", epoch)
 		}
-		slices.Sort(topics)
-		line(group, m.MemberID, m.ClientHost, m.ClientID, strconv.Itoa(n), strings.Join(topics, ";"))
+		fmt.Fprint(w, assignment)
+	}
+	line("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "MEMBER-EPOCH", "ASSIGNMENT")
+	for _, m := range members {
+		partitions := map[string][]int32{}
+		for _, tp := range m.Assignment.TopicPartitions {
+			partitions[tp.Topic] = append(partitions[tp.Topic], tp.Partitions...)
+		}
+		line(group, m.MemberID, m.ClientHost, m.ClientID, strconv.Itoa(countPartitions(partitions)),
+			strconv.Itoa(int(m.MemberEpoch)), assignmentString(partitions))
 	}
 	fmt.Fprintln(w)
 }
 
-// partitionOffset is one share partition's start offset and lag; -1 for what is not known.
-type partitionOffset struct {
+// writeShareState writes the group's state as kafka-share-groups.sh --describe --state does;
+// verbose adds GROUP-EPOCH and ASSIGNMENT-EPOCH.
+func writeShareState(w io.Writer, group, coordinator string, d kmsg.ShareGroupDescribeResponseGroup, verbose bool) {
+	groupLen, coordinatorLen := max(15, len(group)), max(25, len(coordinator))
+	line := func(g, c, state, epoch, assignmentEpoch, members string) {
+		fmt.Fprintf(w, "\n%-*s %-*s %-15s ", groupLen, g, coordinatorLen, c, state)
+		if verbose {
+			fmt.Fprintf(w, "%-12s %-17s ", epoch, assignmentEpoch)
+		}
+		fmt.Fprint(w, members)
+	}
+	line("GROUP", "COORDINATOR (ID)", "STATE", "GROUP-EPOCH", "ASSIGNMENT-EPOCH", "#MEMBERS")
+	line(group, coordinator, d.GroupState, strconv.Itoa(int(d.GroupEpoch)), strconv.Itoa(int(d.AssignmentEpoch)), strconv.Itoa(len(d.Members)))
+	fmt.Fprintln(w)
+}
+
+// shareOffset is one share partition's start offset, leader epoch and lag; -1 for what is not
+// known.
+type shareOffset struct {
 	topic       string
 	partition   int32
 	startOffset int64
+	leaderEpoch int32
 	lag         int64
 }
 
-// partitionOffsets asks for the share-partition start offsets of group
-// (DescribeShareGroupOffsets) and works out each partition's lag: the broker's, when it sends
-// one (DescribeShareGroupOffsets v1), else the partition's end offset (ListOffsets) less the
-// start offset.
-func partitionOffsets(ctx context.Context, adm *kadm.Client, group string) ([]partitionOffset, error) {
-	ds, err := adm.DescribeShareGroupOffsets(ctx, group)
+// shareOffsets asks for the share-partition start offsets of group (DescribeShareGroupOffsets;
+// a partition the broker answers with an error is left out, as Kafka's admin client does) and
+// works out each partition's lag: the broker's, when it sends one (DescribeShareGroupOffsets
+// v1), else the partition's end offset (ListOffsets) less the start offset.
+func shareOffsets(ctx context.Context, adm *kadm.Client, o options, group string) ([]shareOffset, error) {
+	dctx, cancel := o.requestCtx(ctx)
+	defer cancel()
+	ds, err := adm.DescribeShareGroupOffsets(dctx, group)
 	if err != nil {
 		return nil, err
 	}
@@ -125,20 +344,25 @@ func partitionOffsets(ctx context.Context, adm *kadm.Client, group string) ([]pa
 	if d.Err != nil {
 		return nil, d.Err
 	}
-	var out []partitionOffset
+	var out []shareOffset
 	var topics []string
 	for topic, ps := range d.Offsets {
 		topics = append(topics, topic)
-		for p, o := range ps {
-			po := partitionOffset{topic: topic, partition: p, startOffset: -1, lag: -1}
-			if o.Err == nil && o.StartOffset >= 0 {
-				po.startOffset, po.lag = o.StartOffset, o.Lag
+		for p, so := range ps {
+			if so.Err != nil {
+				continue
+			}
+			po := shareOffset{topic: topic, partition: p, startOffset: -1, leaderEpoch: -1, lag: -1}
+			if so.StartOffset >= 0 {
+				po.startOffset, po.leaderEpoch, po.lag = so.StartOffset, so.LeaderEpoch, so.Lag
 			}
 			out = append(out, po)
 		}
 	}
 	if len(topics) > 0 {
-		ends, err := adm.ListEndOffsets(ctx, topics...)
+		lctx, cancel := o.requestCtx(ctx)
+		defer cancel()
+		ends, err := adm.ListEndOffsets(lctx, topics...)
 		if err != nil {
 			return nil, err
 		}
@@ -148,7 +372,7 @@ func partitionOffsets(ctx context.Context, adm *kadm.Client, group string) ([]pa
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b partitionOffset) int {
+	slices.SortFunc(out, func(a, b shareOffset) int {
 		if c := strings.Compare(a.topic, b.topic); c != 0 {
 			return c
 		}
@@ -157,8 +381,9 @@ func partitionOffsets(ctx context.Context, adm *kadm.Client, group string) ([]pa
 	return out, nil
 }
 
-// writeOffsets writes the offsets as kafka-share-groups.sh --describe --offsets does.
-func writeOffsets(w io.Writer, group string, offsets []partitionOffset) {
+// writeShareOffsets writes the offsets as kafka-share-groups.sh --describe --offsets does;
+// verbose adds LEADER-EPOCH.
+func writeShareOffsets(w io.Writer, group string, offsets []shareOffset, verbose bool) {
 	if len(offsets) == 0 {
 		fmt.Fprintf(w, "\nShare group '%s' has no offset information.\n", group)
 		return
@@ -167,12 +392,16 @@ func writeOffsets(w io.Writer, group string, offsets []partitionOffset) {
 	for _, o := range offsets {
 		topicLen = max(topicLen, len(o.topic))
 	}
-	line := func(cols ...string) {
-		fmt.Fprintf(w, "\n%-*s %-*s %-10s %-13s %s", groupLen, cols[0], topicLen, cols[1], cols[2], cols[3], cols[4])
+	line := func(g, topic, partition, epoch, start, lag string) {
+		fmt.Fprintf(w, "\n%-*s %-*s %-10s ", groupLen, g, topicLen, topic, partition)
+		if verbose {
+			fmt.Fprintf(w, "%-13s ", epoch)
+		}
+		fmt.Fprintf(w, "%-13s %s", start, lag)
 	}
-	line("GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG")
+	line("GROUP", "TOPIC", "PARTITION", "LEADER-EPOCH", "START-OFFSET", "LAG")
 	for _, o := range offsets {
-		line(group, o.topic, strconv.Itoa(int(o.partition)), orMissing(o.startOffset), orMissing(o.lag))
+		line(group, o.topic, strconv.Itoa(int(o.partition)), orMissing(int64(o.leaderEpoch)), orMissing(o.startOffset), orMissing(o.lag))
 	}
 	fmt.Fprintln(w)
 }

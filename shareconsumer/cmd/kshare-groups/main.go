@@ -55,6 +55,15 @@ type options struct {
 	share           bool
 	streams         bool
 	connection      connectionFlags
+
+	groups    []string // every --group, in order (group is the last)
+	allGroups bool
+	members   bool
+	offsets   bool
+	state     optionalArg
+	typ       optionalArg // --type
+	verbose   bool
+	timeoutMs int64
 }
 
 // groupTypes are the types --group-type takes, as Kafka's GroupType parses them (case
@@ -73,7 +82,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.list, "list", false, "List the groups.")
 	fs.BoolVar(&o.create, "create", false, "Create the share group given by --group (beyond Kafka's tools).")
 	fs.BoolVar(&o.describe, "describe", false, "Describe the share group given by --group: members, start offset and lag per partition.")
-	fs.StringVar(&o.group, "group", "", "The group for --create and --describe.")
+	fs.Var(groupsFlag{&o.group, &o.groups}, "group", "The group for --create and --describe (--describe takes several).")
 	fs.String("group-type", "", "Filter the groups based on group type. Valid types are: 'classic', 'consumer', 'share' and 'streams'.")
 	fs.String("protocol", "", "Filter the groups based on protocol type.")
 	fs.BoolVar(&o.consumer, "consumer", false, "Filter the groups to show all kinds of consumer groups, including classic and simple consumer groups. "+
@@ -90,6 +99,18 @@ func newFlagSet(o *options) *flag.FlagSet {
 		"(an unsecured token whose sub is --sasl-username) (beyond Kafka's tools; overrides --command-config).")
 	fs.StringVar(&o.connection.saslUsername, "sasl-username", "", "The SASL user, with --sasl-mechanism.")
 	fs.StringVar(&o.connection.saslPassword, "sasl-password", "", "The SASL password, with --sasl-mechanism.")
+
+	fs.BoolVar(&o.allGroups, "all-groups", false, "Apply to all share, consumer and classic groups.")
+	fs.BoolVar(&o.members, "members", false, "Describe members of the group. This option may be used with the --describe option only.")
+	fs.BoolVar(&o.offsets, "offsets", false, "Describe the group and list all topic partitions in the group along with their offset information. "+
+		"This is the default sub-action and may be used with the --describe option only.")
+	fs.Var(&o.state, "state", "When specified with --describe, it displays the state of the group. When specified with --list, it displays "+
+		"the state of all share groups (with --consumer or --type, of consumer groups). It can also be used to list groups with specific states.")
+	fs.Var(&o.typ, "type", "When specified with --list, it displays the types of all the consumer groups. It can also be used to list "+
+		"groups with specific types. Valid types are: 'classic', 'consumer'.")
+	fs.BoolVar(&o.verbose, "verbose", false, "Provide additional information, if any, when describing the group. This option may be used "+
+		"with the --describe option only.")
+	fs.Int64Var(&o.timeoutMs, "timeout", defaultTimeoutMs, "The timeout in milliseconds of each request to the cluster.")
 	return fs
 }
 
@@ -111,7 +132,7 @@ func parseArgs(args []string) (options, error) {
 	if len(args) == 0 {
 		return o, usageError{"This tool helps to list groups of all types, create share groups and describe them."}
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(joinOptionalArgs(args)); err != nil {
 		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok {
 			return o, usageError{strings.TrimLeft(name, "-") + " is not a recognized option"}
 		}
@@ -125,8 +146,11 @@ func parseArgs(args []string) (options, error) {
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	if n := count(given, "list", "create", "describe"); n != 1 {
-		return o, usageError{"Command must include exactly one action: --list, --create, --describe."}
+	if err := checkAvailable(given); err != nil {
+		return o, err
+	}
+	if n := count(given, "list", "describe", "delete", "reset-offsets", "delete-offsets", "create"); n != 1 {
+		return o, usageError{"Command must include exactly one action: --list, --describe, --delete, --reset-offsets, --delete-offsets, --create."}
 	}
 	if given["group-type"] {
 		t := strings.ToLower(fs.Lookup("group-type").Value.String())
@@ -151,7 +175,10 @@ func parseArgs(args []string) (options, error) {
 			return o, err
 		}
 	}
-	if (o.create || o.describe) && !given["group"] {
+	if err := checkDescribeListArgs(o, given); err != nil {
+		return o, err
+	}
+	if o.create && !given["group"] {
 		return o, usageError{`Missing required argument "[group]"`}
 	}
 	if o.connection.given() && o.bootstrapServer == "" {
@@ -225,11 +252,16 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	// A first request that fails to connect or authenticate fails the action at once, with
 	// the broker's error code and message (kgo keeps the message here but not on the way to a
 	// group coordinator).
-	if err := cl.Ping(ctx); err != nil {
+	pingCtx, cancel := o.requestCtx(ctx)
+	err = cl.Ping(pingCtx)
+	cancel()
+	if err != nil {
 		writeActionError(stdout, o, err)
 		return 1
 	}
 	switch {
+	case o.list && o.listing() != kafkaGroupsListing:
+		return listGroupStates(ctx, stdout, stderr, kadm.NewClient(cl), o)
 	case o.list:
 		if err := listGroups(ctx, stdout, kadm.NewClient(cl), groupFilter{o.groupType, o.protocol, o.consumer, o.share, o.streams}); err != nil {
 			writeActionError(stdout, o, err)
@@ -240,9 +272,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 			return 1
 		}
 	case o.describe:
-		if !describeGroup(ctx, stdout, stderr, cl, o.group) {
-			return 1
-		}
+		return describeGroups(ctx, stdout, stderr, cl, o)
 	}
 	return 0
 }
@@ -250,11 +280,13 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 // writeActionError writes err as the action's Kafka tool writes an error it did not expect.
 func writeActionError(w io.Writer, o options, err error) {
 	switch {
+	case o.list && o.listing() != kafkaGroupsListing:
+		commandFailed(w, o.listing().kind(), err)
 	case o.list:
 		fmt.Fprintln(w, "Error while executing groups command : "+err.Error())
 	case o.create:
 		fmt.Fprintf(w, "Error: %v\n", err)
 	case o.describe:
-		printError(w, "Executing share group command failed due to "+err.Error())
+		commandFailed(w, shareKind, err)
 	}
 }
