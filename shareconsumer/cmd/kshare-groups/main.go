@@ -81,7 +81,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.bootstrapServer, "bootstrap-server", "", "The Kafka server to connect to; without it, an embedded testbroker with demo groups.")
 	fs.BoolVar(&o.list, "list", false, "List the groups.")
 	fs.BoolVar(&o.create, "create", false, "Create the share group given by --group (beyond Kafka's tools).")
-	fs.BoolVar(&o.describe, "describe", false, "Describe the share group given by --group: members, start offset and lag per partition.")
+	fs.BoolVar(&o.describe, "describe", false, "Describe the groups given by --group or --all-groups: members, offset information and lag, or state.")
 	fs.Var(groupsFlag{&o.group, &o.groups}, "group", "The group for --create and --describe (--describe takes several).")
 	fs.String("group-type", "", "Filter the groups based on group type. Valid types are: 'classic', 'consumer', 'share' and 'streams'.")
 	fs.String("protocol", "", "Filter the groups based on protocol type.")
@@ -281,12 +281,12 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 func writeActionError(w io.Writer, o options, err error) {
 	switch {
 	case o.list && o.listing() != kafkaGroupsListing:
-		commandFailed(w, o.listing().kind(), err)
+		commandFailed(w, o.listing().kind(), o.timedOut(err))
 	case o.list:
 		fmt.Fprintln(w, "Error while executing groups command : "+err.Error())
 	case o.create:
 		fmt.Fprintf(w, "Error: %v\n", err)
 	case o.describe:
-		commandFailed(w, shareKind, err)
+		commandFailed(w, shareKind, o.timedOut(err))
 	}
 }

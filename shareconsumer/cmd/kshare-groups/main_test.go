@@ -29,8 +29,8 @@ func TestOptionErrors(t *testing.T) {
 		withUsage bool
 	}{
 		{nil, "This tool helps to list groups of all types, create share groups and describe them.", true},
-		{[]string{"--share"}, "Command must include exactly one action: --list, --create, --describe.", true},
-		{[]string{"--list", "--create"}, "Command must include exactly one action: --list, --create, --describe.", true},
+		{[]string{"--share"}, actionsMsg, true},
+		{[]string{"--list", "--create"}, actionsMsg, true},
 		{[]string{"--list", "--group-type", "queue"}, "--group-type must be a valid group type.", false},
 		{[]string{"--list", "--group-type", "unknown"}, "--group-type must be a valid group type.", false},
 		{[]string{"--list", "--consumer", "--group-type", "share"}, `Option "[consumer]" can't be used with option "[group-type]"`, true},
@@ -42,7 +42,7 @@ func TestOptionErrors(t *testing.T) {
 		{[]string{"--create"}, `Missing required argument "[group]"`, true},
 		{[]string{"--describe", "--group", "g", "--share"}, `Option "[describe]" can't be used with option "[share]"`, true},
 		{[]string{"--create", "--group", "g", "--protocol", "x"}, `Option "[create]" can't be used with option "[protocol]"`, true},
-		{[]string{"--list", "--all-groups"}, "all-groups is not a recognized option", true},
+		{[]string{"--list", "--reset"}, "reset is not a recognized option", true},
 		{[]string{"--list", "extra"}, "Found non-option arguments: extra", true},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -56,6 +56,9 @@ func TestOptionErrors(t *testing.T) {
 	}
 }
 
+// actionsMsg is the message of a command line without exactly one action.
+const actionsMsg = "Command must include exactly one action: --list, --describe, --delete, --reset-offsets, --delete-offsets, --create."
+
 func TestParseArgs(t *testing.T) {
 	t.Parallel()
 	o, err := parseArgs([]string{"--list", "--group-type", "CLASSIC", "--protocol", ""})
@@ -66,7 +69,7 @@ func TestParseArgs(t *testing.T) {
 
 	o, err = parseArgs([]string{"--bootstrap-server", "b:9092", "--describe", "--group", "g"})
 	require.NoError(t, err)
-	assert.Equal(t, options{bootstrapServer: "b:9092", describe: true, group: "g"}, o)
+	assert.Equal(t, options{bootstrapServer: "b:9092", describe: true, group: "g", groups: []string{"g"}, timeoutMs: 30000}, o)
 }
 
 // syntheticGroups has one group of each kind, as ListGroups v5 lists them, and one listed by
@@ -185,18 +188,23 @@ func TestKfake(t *testing.T) {
 
 	rc, stdout, stderr := cmd("--describe", "--group", demoShare)
 	require.Equal(t, 0, rc, stderr)
+	assert.Equal(t, "\n"+
+		"GROUP           TOPIC           PARTITION  START-OFFSET  LAG\n"+
+		"demo-share      demo-queue      0          4             6\n", stdout)
+
+	rc, stdout, stderr = cmd("--describe", "--group", demoShare, "--members")
+	require.Equal(t, 0, rc, stderr)
 	// The member id (22 characters, as every kshare member id) and the host (at most 15) vary.
 	stdout = regexp.MustCompile(`(?m)^(demo-share +)\S{22} \S+ +kgo`).ReplaceAllString(stdout, "${1}MEMBER-ID------------- HOST            kgo")
 	assert.Equal(t, "\n"+
 		"GROUP           CONSUMER-ID            HOST            CLIENT-ID       #PARTITIONS  ASSIGNMENT\n"+
-		"demo-share      MEMBER-ID------------- HOST            kgo             1            demo-queue:0\n"+
-		"\n"+
-		"GROUP           TOPIC           PARTITION  START-OFFSET  LAG\n"+
-		"demo-share      demo-queue      0          4             6\n", stdout)
+		"demo-share      MEMBER-ID------------- HOST            kgo             1            demo-queue:0\n", stdout)
 
 	rc, stdout, _ = cmd("--describe", "--group", "nope")
 	assert.Equal(t, 1, rc)
-	assert.Equal(t, "\nError: Share group 'nope' does not exist.\n", stdout)
+	assert.Equal(t, "\nError: Executing share group command failed due to "+
+		"org.apache.kafka.common.errors.GroupIdNotFoundException: The group id does not exist.\n", stdout,
+		"kfake sends GROUP_ID_NOT_FOUND without a message: Kafka's default message for the code")
 }
 
 // TestEmbeddedGolden lists the demo groups of the embedded testbroker: one group of each type
