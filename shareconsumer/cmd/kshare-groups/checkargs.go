@@ -9,7 +9,7 @@ import (
 )
 
 // defaultTimeoutMs is --timeout's default for every group kind: kafka-share-groups.sh and,
-// since Kafka 4.2 (PR #20764), kafka-consumer-groups.sh both default to 30000 ms.
+// since Kafka 4.1 (PR #16406; 5000 before), kafka-consumer-groups.sh both default to 30000 ms.
 const defaultTimeoutMs = 30000
 
 // requestCtx bounds one request to the cluster by --timeout, as Kafka's tools give each admin

@@ -1,18 +1,24 @@
 // Command kshare-groups lists the groups of a cluster the way Kafka's kafka-groups.sh does, creates
 // share groups (which Kafka's tools cannot: the draft of KIP-1043 had --create, the shipped KIP
-// dropped it) and describes a share group the way kafka-share-groups.sh --describe does:
+// dropped it) and describes groups the way kafka-share-groups.sh --describe does for a share
+// group and kafka-consumer-groups.sh --describe for a consumer or classic group (describe.go):
 //
 //	kshare-groups --list
 //	kshare-groups --list --share
 //	kshare-groups --list --group-type classic --protocol connect
 //	kshare-groups --create --group workers
 //	kshare-groups --describe --group demo-share
+//	kshare-groups --describe --all-groups --members --verbose
+//	kshare-groups --list --state
+//	kshare-groups --list --type --state
 //	kshare-groups --bootstrap-server 127.0.0.1:9092 --list --consumer
 //	kshare-groups --bootstrap-server kafka:9093 --command-config client.properties --list
 //	kshare-groups --bootstrap-server kafka:9093 --tls-ca ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-username u --sasl-password p --list
 //
 // Without --bootstrap-server it starts an embedded testbroker with one demo group of each type
-// it supports (see seedDemoGroups). Option errors and their messages are kafka-groups.sh's.
+// it supports (see seedDemoGroups). Option errors and their messages are kafka-groups.sh's and,
+// for --describe and --list with --state or --type, those of kafka-share-groups.sh and
+// kafka-consumer-groups.sh (checkargs.go).
 //
 // A secured cluster is reached with --command-config, a file of Kafka's client properties
 // (security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.* in PEM,
