@@ -431,3 +431,67 @@ func TestJavaMessage(t *testing.T) {
 		javaMessage(errors.FromKafka(kerr.NonEmptyGroup.Code, nil)))
 	assert.Equal(t, "broken pipe", javaMessage(stderrors.New("broken pipe")))
 }
+
+// TestWriteConsumerMembersGolden formats a consumer group in the middle of an upgrade from the
+// classic protocol, with a static member: GROUP-INSTANCE-ID and, verbose, UPGRADED appear.
+func TestWriteConsumerMembersGolden(t *testing.T) {
+	t.Parallel()
+	epoch, assignmentEpoch, yes, no := int32(7), int32(8), true, false
+	g := consumerGroup{state: "Reconciling", assignor: "uniform", groupEpoch: &assignmentEpoch, assignmentEpoch: &assignmentEpoch, members: []consumerMember{
+		{id: "m-consumer", host: "/10.0.0.1", clientID: "app", epoch: &epoch, upgraded: &yes,
+			assignment: map[string][]int32{"orders": {2, 0}, "audit": {1}}, target: map[string][]int32{"orders": {0, 2}}},
+		{id: "m-classic", instanceID: "pod-1", host: "/10.0.0.2", clientID: "app", epoch: &epoch, upgraded: &no,
+			assignment: map[string][]int32{}, target: map[string][]int32{"orders": {1}}},
+	}}
+	var stdout, stderr strings.Builder
+	writeConsumerMembers(&stdout, &stderr, "g", g, true)
+	assert.Equal(t, "\n"+
+		"GROUP           CONSUMER-ID     GROUP-INSTANCE-ID HOST            CLIENT-ID       #PARTITIONS     CURRENT-EPOCH   CURRENT-ASSIGNMENT   TARGET-EPOCH    TARGET-ASSIGNMENT    UPGRADED\n"+
+		"g               m-consumer                        /10.0.0.1       app             3               7               audit:1;orders:0,2   8               orders:0,2           true\n"+
+		"g               m-classic       pod-1             /10.0.0.2       app             0               7               -                    8               orders:1             false\n",
+		stdout.String())
+	assert.Equal(t, "\nWarning: Consumer group 'g' is rebalancing.\n", stderr.String())
+
+	stdout.Reset()
+	stderr.Reset()
+	writeConsumerMembers(&stdout, &stderr, "g", g, false)
+	assert.Equal(t, "\n"+
+		"GROUP           CONSUMER-ID     GROUP-INSTANCE-ID HOST            CLIENT-ID       #PARTITIONS     \n"+
+		"g               m-consumer                        /10.0.0.1       app             3               \n"+
+		"g               m-classic       pod-1             /10.0.0.2       app             0               \n",
+		stdout.String())
+}
+
+// TestGroupStateMessages: what each tool says of a group's state, and whether the table follows.
+func TestGroupStateMessages(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		share          bool
+		state          string
+		rows           int
+		table          bool
+		stdout, stderr string
+	}{
+		{true, "Dead", 1, false, "\nError: Share group 'g' does not exist.\n", ""},
+		{true, "Empty", 0, false, "", "\nShare group 'g' has no active members.\n"},
+		{true, "Empty", 1, true, "", "\nShare group 'g' has no active members.\n"},
+		{true, "Stable", 1, true, "", ""},
+		{false, "Dead", 1, false, "\nError: Consumer group 'g' does not exist.\n", ""},
+		{false, "Empty", 2, true, "", "\nConsumer group 'g' has no active members.\n"},
+		{false, "PreparingRebalance", 1, true, "", "\nWarning: Consumer group 'g' is rebalancing.\n"},
+		{false, "CompletingRebalance", 1, true, "", "\nWarning: Consumer group 'g' is rebalancing.\n"},
+		{false, "Assigning", 1, true, "", "\nWarning: Consumer group 'g' is rebalancing.\n"},
+		{false, "Stable", 0, false, "", ""},
+	} {
+		var stdout, stderr strings.Builder
+		var table bool
+		if tc.share {
+			table = printShareGroupState(&stdout, &stderr, "g", tc.state, tc.rows)
+		} else {
+			table = printConsumerGroupState(&stdout, &stderr, "g", tc.state, tc.rows)
+		}
+		assert.Equal(t, tc.table, table, "%+v", tc)
+		assert.Equal(t, tc.stdout, stdout.String(), "%+v", tc)
+		assert.Equal(t, tc.stderr, stderr.String(), "%+v", tc)
+	}
+}

@@ -88,7 +88,16 @@ func TestSecuredClusterConnects(t *testing.T) {
 		rc, stdout, stderr = runOn(t, c, append(tc.args, "--describe", "--group", group)...)
 		require.Equal(t, 0, rc, "%s: %s%s", tc.name, stdout, stderr)
 		assert.Equal(t, "\nShare group '"+group+"' has no offset information.\n", stdout, tc.name)
+		assert.Empty(t, stderr, tc.name)
+
+		rc, stdout, stderr = runOn(t, c, append(tc.args, "--describe", "--group", group, "--members")...)
+		require.Equal(t, 0, rc, "%s: %s%s", tc.name, stdout, stderr)
+		assert.Empty(t, stdout, tc.name)
 		assert.Equal(t, "\nShare group '"+group+"' has no active members.\n", stderr, tc.name)
+
+		rc, stdout, stderr = runOn(t, c, append(tc.args, "--describe", "--group", group, "--state")...)
+		require.Equal(t, 0, rc, "%s: %s%s", tc.name, stdout, stderr)
+		assert.Regexp(t, "\n"+group+" +127.0.0.1:[0-9]+  \\(0\\) +Empty +0\n$", stdout, tc.name)
 	}
 }
 
