@@ -87,22 +87,24 @@ type javaError struct{ class, msg string }
 func (e javaError) Error() string { return e.class + ": " + e.msg }
 
 // javaMessage is err as the tools print the cause of a failed admin call (Throwable.toString):
-// for an error code of Kafka, its exception class and Kafka's message, as
+// for an error code of Kafka, its exception class and Kafka's message (its default one for the
+// code when the broker sent none), as
 // "org.apache.kafka.common.errors.GroupIdNotFoundException: Group g not found.".
 func javaMessage(err error) string {
+	var k *kerr.Error
+	if !errors.As(err, &k) {
+		return err.Error()
+	}
 	var ke *errors.KafkaError
-	if !errors.As(err, &ke) {
-		return err.Error()
+	switch {
+	case errors.As(err, &ke) && ke.Message != "":
+		return "org.apache.kafka.common.errors." + exceptionClass(k.Message) + ": " + ke.Message
+	case ke != nil || err == k:
+		return "org.apache.kafka.common.errors." + exceptionClass(k.Message) + ": " + k.Description
 	}
-	k, ok := ke.Unwrap().(*kerr.Error)
-	if !ok {
-		return err.Error()
-	}
-	msg := ke.Message
-	if msg == "" {
-		msg = k.Description
-	}
-	return "org.apache.kafka.common.errors." + exceptionClass(k.Message) + ": " + msg
+	// An error that says more than the code (a failed SASL handshake carries the broker's
+	// message in its text) is kept whole.
+	return err.Error()
 }
 
 // exceptionClass is the name of the exception Kafka's Errors gives an error code name:
@@ -362,10 +364,9 @@ func shareOffsets(ctx context.Context, adm *kadm.Client, o options, group string
 	if len(topics) > 0 {
 		lctx, cancel := o.requestCtx(ctx)
 		defer cancel()
-		ends, err := adm.ListEndOffsets(lctx, topics...)
-		if err != nil {
-			return nil, err
-		}
+		// The lag worked out here is beyond Kafka: a partition whose end offset cannot be
+		// listed keeps "-" rather than failing the describe.
+		ends, _ := adm.ListEndOffsets(lctx, topics...)
 		for i, po := range out {
 			if end, ok := ends.Lookup(po.topic, po.partition); ok && end.Err == nil && po.startOffset >= 0 && po.lag < 0 {
 				out[i].lag = max(0, end.Offset-po.startOffset)

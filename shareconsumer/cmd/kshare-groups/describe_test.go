@@ -429,6 +429,10 @@ func TestJavaMessage(t *testing.T) {
 		javaMessage(errors.FromKafka(kerr.GroupAuthorizationFailed.Code, nil)))
 	assert.Equal(t, "org.apache.kafka.common.errors.GroupNotEmptyException: The group is not empty.",
 		javaMessage(errors.FromKafka(kerr.NonEmptyGroup.Code, nil)))
+	assert.Equal(t, "org.apache.kafka.common.errors.CoordinatorNotAvailableException: The coordinator is not available.",
+		javaMessage(kerr.CoordinatorNotAvailable), "kadm's errors carry no message: Kafka's default one")
+	assert.Equal(t, "SASL_AUTHENTICATION_FAILED: SASL Authentication failed.: bad password",
+		javaMessage(fmt.Errorf("%w: bad password", kerr.SaslAuthenticationFailed)), "an error with more to say is kept whole")
 	assert.Equal(t, "broken pipe", javaMessage(stderrors.New("broken pipe")))
 }
 
