@@ -105,7 +105,8 @@ func checkAvailable(given map[string]bool) error {
 // checkDescribeListArgs checks the options of --describe and --list as ShareGroupCommandOptions
 // and ConsumerGroupCommandOptions checkArgs do, in their order and words: --describe needs
 // --group or --all-groups, takes at most one of --members, --offsets and --state, and --state
-// without a value; --group goes neither with --all-groups nor with --list. --state and --type
+// without a value; --group does not go with --all-groups (with --list, kafka-groups.sh's check
+// in parseArgs refuses it first). --state and --type
 // with --list choose the listing of kafka-share-groups.sh (--state, with or without --share)
 // or of kafka-consumer-groups.sh (--type, or --state with --consumer), so they take no other
 // kafka-groups.sh filter.
@@ -123,7 +124,6 @@ func checkDescribeListArgs(o options, given map[string]bool) error {
 	}
 	for _, rule := range [][]string{
 		{"group", "all-groups"},
-		{"group", "list"},
 		{"all-groups", "create"},
 		{"state", "group-type", "protocol", "streams"},
 		{"type", "group-type", "protocol", "share", "streams"},
