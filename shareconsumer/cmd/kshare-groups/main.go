@@ -55,6 +55,8 @@ type options struct {
 	share           bool
 	streams         bool
 	connection      connectionFlags
+
+	offsetActions // --reset-offsets, --delete-offsets, --delete: resetargs.go
 }
 
 // groupTypes are the types --group-type takes, as Kafka's GroupType parses them (case
@@ -90,6 +92,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 		"(an unsecured token whose sub is --sasl-username) (beyond Kafka's tools; overrides --command-config).")
 	fs.StringVar(&o.connection.saslUsername, "sasl-username", "", "The SASL user, with --sasl-mechanism.")
 	fs.StringVar(&o.connection.saslPassword, "sasl-password", "", "The SASL password, with --sasl-mechanism.")
+
+	addOffsetActionFlags(fs, &o.offsetActions)
 	return fs
 }
 
@@ -125,8 +129,8 @@ func parseArgs(args []string) (options, error) {
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	if n := count(given, "list", "create", "describe"); n != 1 {
-		return o, usageError{"Command must include exactly one action: --list, --create, --describe."}
+	if n := count(given, "list", "create", "describe", "delete", "reset-offsets", "delete-offsets"); n != 1 {
+		return o, usageError{"Command must include exactly one action: --list, --create, --describe, --delete, --reset-offsets, --delete-offsets."}
 	}
 	if given["group-type"] {
 		t := strings.ToLower(fs.Lookup("group-type").Value.String())
@@ -188,6 +192,9 @@ func count(given map[string]bool, names ...string) int {
 // rest to stderr, and returns the exit code.
 func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	o, err := parseArgs(args)
+	if err == nil {
+		err = checkOffsetActions(o)
+	}
 	var ue usageError
 	switch {
 	case stderrors.Is(err, flag.ErrHelp):
@@ -243,6 +250,13 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 		if !describeGroup(ctx, stdout, stderr, cl, o.group) {
 			return 1
 		}
+
+	case o.resetOffsets:
+		return resetOffsets(ctx, stdout, stderr, cl, o)
+	case o.deleteOffsets:
+		return deleteOffsets(ctx, stdout, stderr, cl, o)
+	case o.deleteGroups:
+		return deleteGroups(ctx, stdout, stderr, cl, o)
 	}
 	return 0
 }
@@ -256,5 +270,8 @@ func writeActionError(w io.Writer, o options, err error) {
 		fmt.Fprintf(w, "Error: %v\n", err)
 	case o.describe:
 		printError(w, "Executing share group command failed due to "+err.Error())
+
+	default: // --reset-offsets, --delete-offsets, --delete
+		printError(w, "Executing "+toolFor(kadm.ListedGroup{}, false, o.consumerOnly()).name()+" group command failed due to "+err.Error())
 	}
 }

@@ -29,8 +29,8 @@ func TestOptionErrors(t *testing.T) {
 		withUsage bool
 	}{
 		{nil, "This tool helps to list groups of all types, create share groups and describe them.", true},
-		{[]string{"--share"}, "Command must include exactly one action: --list, --create, --describe.", true},
-		{[]string{"--list", "--create"}, "Command must include exactly one action: --list, --create, --describe.", true},
+		{[]string{"--share"}, "Command must include exactly one action: --list, --create, --describe, --delete, --reset-offsets, --delete-offsets.", true},
+		{[]string{"--list", "--create"}, "Command must include exactly one action: --list, --create, --describe, --delete, --reset-offsets, --delete-offsets.", true},
 		{[]string{"--list", "--group-type", "queue"}, "--group-type must be a valid group type.", false},
 		{[]string{"--list", "--group-type", "unknown"}, "--group-type must be a valid group type.", false},
 		{[]string{"--list", "--consumer", "--group-type", "share"}, `Option "[consumer]" can't be used with option "[group-type]"`, true},
@@ -42,7 +42,7 @@ func TestOptionErrors(t *testing.T) {
 		{[]string{"--create"}, `Missing required argument "[group]"`, true},
 		{[]string{"--describe", "--group", "g", "--share"}, `Option "[describe]" can't be used with option "[share]"`, true},
 		{[]string{"--create", "--group", "g", "--protocol", "x"}, `Option "[create]" can't be used with option "[protocol]"`, true},
-		{[]string{"--list", "--all-groups"}, "all-groups is not a recognized option", true},
+		{[]string{"--list", "--bogus"}, "bogus is not a recognized option", true},
 		{[]string{"--list", "extra"}, "Found non-option arguments: extra", true},
 	} {
 		var stdout, stderr bytes.Buffer
