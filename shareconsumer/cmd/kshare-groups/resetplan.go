@@ -64,6 +64,8 @@ type resetPlan struct {
 // IllegalArgumentException, a usage error.
 type noCurrentOffsetError struct{ tp topicPartition }
 
+func (noCurrentOffsetError) illegalArgument() {}
+
 func (e noCurrentOffsetError) Error() string {
 	return "Cannot shift offset for partition " + e.tp.String() + " since there is no current committed offset"
 }

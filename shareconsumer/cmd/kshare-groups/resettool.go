@@ -55,20 +55,27 @@ func lookupGroup(ctx context.Context, adm *kadm.Client, group string) (kadm.List
 	return g, ok, nil
 }
 
-// illegalArgumentError is what Kafka's tools raise as an IllegalArgumentException: the share
+// illegalArgument is an error Kafka's tools raise as an IllegalArgumentException: the share
 // tool writes its message on stderr, the consumer tool the message and the usage; both exit 1.
+type illegalArgument interface {
+	error
+	illegalArgument()
+}
+
+// illegalArgumentError is an illegalArgument with a message.
 type illegalArgumentError struct{ msg string }
 
 func (e illegalArgumentError) Error() string { return e.msg }
+func (illegalArgumentError) illegalArgument() {}
 
 // fail writes err as t writes a failure of its command and returns the exit code: an
 // illegalArgumentError on stderr (exit 1), anything else as "Error: Executing <t> group command
 // failed due to <message>" on stdout, exit 1 for the share tool and 0 for the consumer tool
 // (kafka-consumer-groups.sh prints the error and returns normally).
 func (t groupTool) fail(stdout, stderr io.Writer, err error) int {
-	var ia illegalArgumentError
+	var ia illegalArgument
 	if stderrors.As(err, &ia) {
-		fmt.Fprintln(stderr, ia.msg)
+		fmt.Fprintln(stderr, ia.Error())
 		if t == consumerTool {
 			fmt.Fprint(stderr, usage())
 		}
