@@ -65,7 +65,7 @@ type illegalArgument interface {
 // illegalArgumentError is an illegalArgument with a message.
 type illegalArgumentError struct{ msg string }
 
-func (e illegalArgumentError) Error() string { return e.msg }
+func (e illegalArgumentError) Error() string  { return e.msg }
 func (illegalArgumentError) illegalArgument() {}
 
 // fail writes err as t writes a failure of its command and returns the exit code: an
