@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,6 +111,9 @@ func (o options) resetScenario(now time.Time) (resetScenario, int64, int64, erro
 // --all-topics, those the group has offsets for; each checked to exist and have a leader;
 // then the scenario applied to their log offsets and the group's current offsets.
 func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool groupTool, o options, now time.Time) (resetPlan, error) {
+	if o.fromFile != "" {
+		return planFromFile(ctx, cl, adm, o)
+	}
 	scenario, n, millis, err := o.resetScenario(now)
 	if err != nil {
 		return resetPlan{}, err
@@ -166,6 +170,53 @@ func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool 
 		}
 	}
 	return planReset(scenario, n, partitions, positions)
+}
+
+// planFromFile works out the reset plan of o.group from the CSV file --from-file names: each
+// partition's offset, clamped to its log as --to-offset is. A file without a line for the group
+// is Kafka's "Error: No reset plan for group <g> found." and an empty plan.
+func planFromFile(ctx context.Context, cl *kgo.Client, adm *kadm.Client, o options) (resetPlan, error) {
+	text, err := os.ReadFile(o.fromFile)
+	if err != nil {
+		return resetPlan{}, err
+	}
+	plans, err := parseResetPlanCSV(string(text), o.group)
+	if err != nil {
+		return resetPlan{}, err
+	}
+	requested, ok := plans[o.group]
+	if !ok {
+		return resetPlan{notices: []string{"Error: No reset plan for group " + o.group + " found."}}, nil
+	}
+	partitions := slices.SortedFunc(maps.Keys(requested), compareTopicPartitions)
+	if err := checkPartitionsValid(ctx, adm, partitions); err != nil {
+		return resetPlan{}, err
+	}
+	starts, err := listOffsets(ctx, cl, partitions, -2)
+	if err != nil {
+		return resetPlan{}, err
+	}
+	ends, err := listOffsets(ctx, cl, partitions, -1)
+	if err != nil {
+		return resetPlan{}, err
+	}
+	var plan resetPlan
+	for _, tp := range partitions {
+		position := logPosition{logStart: -1, logEnd: -1, atTimestamp: -1, current: -1}
+		if v, ok := starts[tp]; ok {
+			position.logStart = v
+		}
+		if v, ok := ends[tp]; ok {
+			position.logEnd = v
+		}
+		one, err := planReset(toOffset, requested[tp], []topicPartition{tp}, map[topicPartition]logPosition{tp: position})
+		if err != nil {
+			return resetPlan{}, err
+		}
+		plan.offsets = append(plan.offsets, one.offsets...)
+		plan.warnings = append(plan.warnings, one.warnings...)
+	}
+	return plan, nil
 }
 
 // parseTopicArg reads a --topic of the form topic:0,1,2 as Kafka's tools do.

@@ -340,10 +340,12 @@ func TestOffsetActionOptionErrors(t *testing.T) {
 		{[]string{"--delete-offsets", "--topic", "t"}, "Option [delete-offsets] takes the following options: [group], [topic]"},
 		{[]string{"--reset-offsets", "--group", "g", "--dry-run", "--execute"}, "Option [reset-offsets] only accepts one of [execute] and [dry-run]"},
 		{[]string{"--reset-offsets", "--dry-run", "--topic", "t", "--to-latest"}, "Option [reset-offsets] takes the option: [group]"},
-		{[]string{"--reset-offsets", "--group", "g", "--dry-run", "--to-latest"}, "Option [reset-offsets] takes one of these options: [all-topics], [topic]"},
+		{[]string{"--reset-offsets", "--group", "g", "--dry-run", "--to-latest"}, "Option [reset-offsets] takes one of these options: [all-topics], [from-file], [topic]"},
 		{[]string{"--reset-offsets", "--group", "g", "--dry-run", "--topic", "t", "--all-topics", "--to-latest"}, `Option "[topic]" can't be used with option "[all-topics]"`},
 		{[]string{"--reset-offsets", "--group", "g", "--dry-run", "--topic", "t"},
-			"Option [reset-offsets] takes one of these options: [by-duration], [shift-by], [to-current], [to-datetime], [to-earliest], [to-latest], [to-offset]"},
+			"Option [reset-offsets] takes one of these options: [by-duration], [from-file], [shift-by], [to-current], [to-datetime], [to-earliest], [to-latest], [to-offset]"},
+		{[]string{"--reset-offsets", "--group", "g", "--dry-run", "--topic", "t", "--from-file", "plan.csv"}, `Option "[topic]" can't be used with option "[from-file]"`},
+		{[]string{"--reset-offsets", "--group", "g", "--dry-run", "--from-file", "plan.csv", "--to-latest"}, `Option "[to-latest]" can't be used with option "[from-file]"`},
 		{[]string{"--reset-offsets", "--group", "g", "--dry-run", "--topic", "t", "--to-latest", "--to-earliest"}, `Option "[to-earliest]" can't be used with option "[to-latest]"`},
 		{[]string{"--reset-offsets", "--group", "g", "--dry-run", "--topic", "t", "--to-offset", "0", "--shift-by", "1"}, `Option "[to-offset]" can't be used with option "[shift-by]"`},
 		{[]string{"--describe", "--group", "g", "--topic", "t"}, `Option "[topic]" can't be used with option "[describe]"`},
@@ -374,4 +376,44 @@ func TestResetOffsetsSecured(t *testing.T) {
 	rc, stdout, stderr = runOn(t, c, "--command-config", config, "--describe", "--group", "secured")
 	require.Equal(t, 0, rc, stdout+stderr)
 	assert.Contains(t, stdout, fmt.Sprintf("\n%-15s %-15s %-10s %-13s %s", "secured", "orders", "1", "0", "0"))
+}
+
+// TestResetOffsetsFromFile exports a plan with --export --dry-run and executes it with
+// --from-file, for each group type; a file without the group's lines resets nothing.
+func TestResetOffsetsFromFile(t *testing.T) {
+	t.Parallel()
+	f := newGroupsFixture(t)
+	f.shareGroup(t, "sg", 3, 4)
+	f.consumerGroup(t, "cg", true, 3, 4)
+	f.consumerGroup(t, "classic", false, 3, 4)
+	for _, g := range []struct {
+		id    string
+		share bool
+	}{{"sg", true}, {"cg", false}, {"classic", false}} {
+		rc, exported, stderr := f.run(t, "--reset-offsets", "--group", g.id, "--dry-run", "--all-topics", "--shift-by", "3", "--export")
+		require.Equal(t, 0, rc, stderr)
+		require.Equal(t, "orders,0,6\norders,1,7\n\n", exported)
+		rc, stdout, stderr := f.run(t, "--reset-offsets", "--group", g.id, "--execute", "--from-file", writeFile(t, "plan.csv", exported))
+		require.Equal(t, 0, rc, stderr)
+		assert.Equal(t, planTable(g.id, [2]int64{0, 6}, [2]int64{1, 7}), stdout, g.id)
+		assert.Equal(t, map[int32]int64{0: 6, 1: 7}, f.offsets(t, g.id, g.share), g.id)
+
+		plan := writeFile(t, "groups.csv", g.id+",orders,1,42\nother,orders,0,1\n")
+		rc, stdout, stderr = f.run(t, "--reset-offsets", "--group", g.id, "--execute", "--from-file", plan)
+		require.Equal(t, 0, rc, stderr)
+		assert.Equal(t, planTable(g.id, [2]int64{1, 10}), stdout, g.id)
+		assert.Equal(t, "WARN New offset (42) is higher than latest offset for topic partition orders-1. Value will be set to 10.\n", stderr)
+		assert.Equal(t, map[int32]int64{0: 6, 1: 10}, f.offsets(t, g.id, g.share), g.id)
+
+		rc, stdout, _ = f.run(t, "--reset-offsets", "--group", g.id, "--execute", "--from-file", writeFile(t, "other.csv", "other,orders,0,1\n"))
+		require.Equal(t, 0, rc)
+		want := "\nError: No reset plan for group " + g.id + " found.\n"
+		if g.share {
+			want += "\n"
+		} else {
+			want += planTable(g.id)
+		}
+		assert.Equal(t, want, stdout, g.id)
+		assert.Equal(t, map[int32]int64{0: 6, 1: 10}, f.offsets(t, g.id, g.share), g.id)
+	}
 }

@@ -26,6 +26,7 @@ type offsetActions struct {
 	shiftBy       *int64
 	toDatetime    string
 	byDuration    string
+	fromFile      string
 }
 
 // topicArgs are the values of --topic, which may repeat.
@@ -53,6 +54,8 @@ func addOffsetActionFlags(fs *flag.FlagSet, o *offsetActions) {
 	fs.Func("to-offset", "Reset to this offset, kept within the log.", int64Flag(&o.toOffset))
 	fs.Func("shift-by", "Move the current offset by this many (negative: back), kept within the log (kafka-consumer-groups.sh; beyond Kafka for share groups).", int64Flag(&o.shiftBy))
 	fs.StringVar(&o.toDatetime, "to-datetime", "", "Reset to the first offset at or after this time, 'YYYY-MM-DDThh:mm:ss.sss' with an optional zone (UTC without).")
+	fs.StringVar(&o.fromFile, "from-file", "", "Reset to the offsets of a CSV file: lines topic,partition,offset (as --export writes them) or group,topic,partition,offset. "+
+		"A scope and a scenario in one.")
 	fs.StringVar(&o.byDuration, "by-duration", "", "Reset to the first offset at or after this long ago, 'PnDTnHnMnS' (kafka-consumer-groups.sh; beyond Kafka for share groups).")
 }
 
@@ -73,7 +76,7 @@ func (o offsetActions) consumerOnly() bool { return o.shiftBy != nil || o.byDura
 
 // resetScenarios are the scenario options of --reset-offsets, in the order of Kafka's checks;
 // by-duration and shift-by come from the consumer tool.
-var resetScenarios = []string{"to-offset", "to-datetime", "to-earliest", "to-latest", "to-current", "by-duration", "shift-by"}
+var resetScenarios = []string{"to-offset", "to-datetime", "to-earliest", "to-latest", "to-current", "from-file", "by-duration", "shift-by"}
 
 // checkOffsetActions checks the options of --reset-offsets, --delete-offsets and --delete as
 // kafka-share-groups.sh's checkArgs does, with its messages. --reset-offsets without
@@ -85,7 +88,7 @@ func checkOffsetActions(o options) error {
 		"group": o.group != "", "all-groups": o.allGroups, "topic": len(o.topics) > 0, "all-topics": o.allTopics,
 		"dry-run": o.dryRun, "execute": o.execute, "to-offset": o.toOffset != nil, "to-datetime": o.toDatetime != "",
 		"to-earliest": o.toEarliest, "to-latest": o.toLatest, "to-current": o.toCurrent, "by-duration": o.byDuration != "",
-		"shift-by": o.shiftBy != nil,
+		"shift-by": o.shiftBy != nil, "from-file": o.fromFile != "",
 	}
 	if o.deleteGroups {
 		switch {
@@ -107,11 +110,13 @@ func checkOffsetActions(o options) error {
 		if !given["group"] {
 			return usageError{"Option [reset-offsets] takes the option: [group]"}
 		}
-		if !given["topic"] && !given["all-topics"] {
-			return usageError{"Option [reset-offsets] takes one of these options: [all-topics], [topic]"}
+		if !given["topic"] && !given["all-topics"] && !given["from-file"] {
+			return usageError{"Option [reset-offsets] takes one of these options: [all-topics], [from-file], [topic]"}
 		}
-		if err := checkInvalidArgs(given, "topic", "all-topics"); err != nil {
-			return err
+		for _, rule := range [][]string{{"topic", "all-topics", "from-file"}, {"all-topics", "from-file", "topic"}, {"from-file", "all-topics", "topic"}} {
+			if err := checkInvalidArgs(given, rule[0], rule[1:]...); err != nil {
+				return err
+			}
 		}
 		if !slices.ContainsFunc(resetScenarios, func(s string) bool { return given[s] }) {
 			names := slices.Sorted(slices.Values(resetScenarios))

@@ -208,3 +208,50 @@ func parseISODuration(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// parseResetPlanCSV reads a --from-file reset plan as Kafka's tools do: lines
+// "topic,partition,offset" for group (the format --export writes for one group), or lines
+// "group,topic,partition,offset" when the first line is not of the first format. It returns the
+// requested offset of each partition by group. Empty lines at the end are ignored, as Java's
+// String.split drops them.
+func parseResetPlanCSV(text, group string) (map[string]map[topicPartition]int64, error) {
+	lines := strings.Split(text, "\n")
+	for len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	plan := map[string]map[topicPartition]int64{}
+	withGroup := len(lines) > 0 && parseResetPlanLine(lines[0], false, group, plan) != nil
+	for i, line := range lines {
+		if err := parseResetPlanLine(line, withGroup, group, plan); err != nil {
+			return nil, fmt.Errorf("reset plan line %d %q: %w", i+1, line, err)
+		}
+	}
+	return plan, nil
+}
+
+func parseResetPlanLine(line string, withGroup bool, group string, plan map[string]map[topicPartition]int64) error {
+	fields := strings.Split(line, ",")
+	want := 3
+	if withGroup {
+		want = 4
+	}
+	if len(fields) != want {
+		return fmt.Errorf("%d fields, want %d", len(fields), want)
+	}
+	if withGroup {
+		group, fields = fields[0], fields[1:]
+	}
+	p, err := strconv.ParseInt(fields[1], 10, 32)
+	if err != nil {
+		return fmt.Errorf("partition: %w", err)
+	}
+	offset, err := strconv.ParseInt(fields[2], 10, 64)
+	if err != nil {
+		return fmt.Errorf("offset: %w", err)
+	}
+	if plan[group] == nil {
+		plan[group] = map[topicPartition]int64{}
+	}
+	plan[group][topicPartition{fields[0], int32(p)}] = offset
+	return nil
+}

@@ -143,3 +143,24 @@ func TestParseISODuration(t *testing.T) {
 		assert.EqualError(t, err, "Text cannot be parsed to a Duration", in)
 	}
 }
+
+func TestParseResetPlanCSV(t *testing.T) {
+	t.Parallel()
+	orders0, orders1 := topicPartition{"orders", 0}, topicPartition{"orders", 1}
+	plan, err := parseResetPlanCSV("orders,0,5\norders,1,7\n\n", "g")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]map[topicPartition]int64{"g": {orders0: 5, orders1: 7}}, plan)
+
+	plan, err = parseResetPlanCSV("g,orders,0,5\nh,orders,1,7", "g")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]map[topicPartition]int64{"g": {orders0: 5}, "h": {orders1: 7}}, plan)
+
+	plan, err = parseResetPlanCSV("", "g")
+	require.NoError(t, err)
+	assert.Empty(t, plan)
+
+	_, err = parseResetPlanCSV("g,orders,0,5\norders,1,7", "g")
+	assert.EqualError(t, err, `reset plan line 2 "orders,1,7": 3 fields, want 4`)
+	_, err = parseResetPlanCSV("g,orders,x,5", "g")
+	assert.ErrorContains(t, err, `reset plan line 1 "g,orders,x,5": partition: `)
+}
