@@ -11,6 +11,15 @@
 //	kshare-groups --bootstrap-server kafka:9093 --command-config client.properties --list
 //	kshare-groups --bootstrap-server kafka:9093 --tls-ca ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-username u --sasl-password p --list
 //
+// It also resets offsets, deletes offsets and deletes groups of every type the way Kafka's tool
+// for the group's type does (kafka-share-groups.sh, or kafka-consumer-groups.sh for consumer
+// and classic groups): see reset.go, deleteoffsets.go and delete.go.
+//
+//	kshare-groups --reset-offsets --group workers --topic orders --to-earliest --execute
+//	kshare-groups --reset-offsets --group app --all-topics --shift-by -10 --dry-run
+//	kshare-groups --delete-offsets --group workers --topic orders
+//	kshare-groups --delete --all-groups
+//
 // Without --bootstrap-server it starts an embedded testbroker with one demo group of each type
 // it supports (see seedDemoGroups). Option errors and their messages are kafka-groups.sh's.
 //
