@@ -80,9 +80,9 @@ func resetOffsets(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client,
 	return 0
 }
 
-// resetScenario is the scenario the command line names, with its offset or shift and, for
+// scenario is the reset scenario the command line names, with its offset or shift and, for
 // --to-datetime and --by-duration, the time in milliseconds.
-func (o options) resetScenario(now time.Time) (resetScenario, int64, int64, error) {
+func (o options) scenario(now time.Time) (resetScenario, int64, int64, error) {
 	switch {
 	case o.toEarliest:
 		return toEarliest, 0, 0, nil
@@ -114,7 +114,7 @@ func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool 
 	if o.fromFile != "" {
 		return planFromFile(ctx, cl, adm, o)
 	}
-	scenario, n, millis, err := o.resetScenario(now)
+	scenario, n, millis, err := o.scenario(now)
 	if err != nil {
 		return resetPlan{}, err
 	}
@@ -142,16 +142,20 @@ func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool 
 	for _, tp := range partitions {
 		positions[tp] = logPosition{logStart: -1, logEnd: -1, atTimestamp: -1, current: -1}
 	}
-	for _, q := range []struct {
+	type query struct {
 		timestamp int64
 		set       func(*logPosition, int64)
-	}{
+	}
+	queries := []query{
 		{-2, func(p *logPosition, v int64) { p.logStart = v }},
 		{-1, func(p *logPosition, v int64) { p.logEnd = v }},
-		{millis, func(p *logPosition, v int64) { p.atTimestamp = v }},
-	} {
-		if q.timestamp >= 0 && scenario != toTimestamp || len(partitions) == 0 {
-			continue
+	}
+	if scenario == toTimestamp {
+		queries = append(queries, query{millis, func(p *logPosition, v int64) { p.atTimestamp = v }})
+	}
+	for _, q := range queries {
+		if len(partitions) == 0 {
+			break
 		}
 		got, err := listOffsets(ctx, cl, partitions, q.timestamp)
 		if err != nil {

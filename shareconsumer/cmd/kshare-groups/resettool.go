@@ -105,13 +105,10 @@ func kafkaMessage(err error) string {
 // javaExceptions are the Java classes of Kafka's error codes whose name does not follow from
 // the code's name.
 var javaExceptions = map[int16]string{
-	kerr.NonEmptyGroup.Code:             "org.apache.kafka.common.errors.GroupNotEmptyException",
-	kerr.GroupAuthorizationFailed.Code:  "org.apache.kafka.common.errors.GroupAuthorizationException",
-	kerr.TopicAuthorizationFailed.Code:  "org.apache.kafka.common.errors.TopicAuthorizationException",
-	kerr.UnknownServerError.Code:        "org.apache.kafka.common.errors.UnknownServerException",
-	kerr.GroupSubscribedToTopic.Code:    "org.apache.kafka.common.errors.GroupSubscribedToTopicException",
-	kerr.CoordinatorNotAvailable.Code:   "org.apache.kafka.common.errors.CoordinatorNotAvailableException",
-	kerr.CoordinatorLoadInProgress.Code: "org.apache.kafka.common.errors.CoordinatorLoadInProgressException",
+	kerr.NonEmptyGroup.Code:            "org.apache.kafka.common.errors.GroupNotEmptyException",
+	kerr.GroupAuthorizationFailed.Code: "org.apache.kafka.common.errors.GroupAuthorizationException",
+	kerr.TopicAuthorizationFailed.Code: "org.apache.kafka.common.errors.TopicAuthorizationException",
+	kerr.UnknownServerError.Code:       "org.apache.kafka.common.errors.UnknownServerException",
 }
 
 // javaString is err as Java's Throwable.toString prints the exception Kafka's admin client makes
@@ -131,7 +128,7 @@ func javaString(err error) string {
 			}
 			b.WriteString(strings.ToUpper(word[:1]) + word[1:])
 		}
-		class = "org.apache.kafka.common.errors." + strings.TrimSuffix(b.String(), "Exception") + "Exception"
+		class = "org.apache.kafka.common.errors." + b.String() + "Exception"
 	}
 	return class + ": " + kafkaMessage(err)
 }
