@@ -103,7 +103,8 @@ func checkAvailable(given map[string]bool) error {
 }
 
 // checkDescribeListArgs checks the options of --describe and --list as ShareGroupCommandOptions
-// and ConsumerGroupCommandOptions checkArgs do, in their order and words: --describe needs
+// and ConsumerGroupCommandOptions checkArgs do, in their order and words, with those of the
+// offset actions (checkOffsetActions) where Kafka checks them: --describe needs
 // --group or --all-groups, takes at most one of --members, --offsets and --state, and --state
 // without a value; --group does not go with --all-groups (with --list, kafka-groups.sh's check
 // in parseArgs refuses it first). --state and --type
@@ -121,6 +122,11 @@ func checkDescribeListArgs(o options, given map[string]bool) error {
 		if o.state.value != "" {
 			return usageError{"Option [describe] does not take a value for [state]"}
 		}
+	}
+	// The checks of --delete, --delete-offsets and --reset-offsets come between Kafka's
+	// --describe checks and its general ones.
+	if err := checkOffsetActions(o); err != nil {
+		return err
 	}
 	for _, rule := range [][]string{
 		{"group", "all-groups"},

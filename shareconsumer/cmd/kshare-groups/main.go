@@ -15,6 +15,15 @@
 //	kshare-groups --bootstrap-server kafka:9093 --command-config client.properties --list
 //	kshare-groups --bootstrap-server kafka:9093 --tls-ca ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-username u --sasl-password p --list
 //
+// It also resets offsets, deletes offsets and deletes groups of every type the way Kafka's tool
+// for the group's type does (kafka-share-groups.sh, or kafka-consumer-groups.sh for consumer
+// and classic groups): see reset.go, deleteoffsets.go and delete.go.
+//
+//	kshare-groups --reset-offsets --group workers --topic orders --to-earliest --execute
+//	kshare-groups --reset-offsets --group app --all-topics --shift-by -10 --dry-run
+//	kshare-groups --delete-offsets --group workers --topic orders
+//	kshare-groups --delete --all-groups
+//
 // Without --bootstrap-server it starts an embedded testbroker with one demo group of each type
 // it supports (see seedDemoGroups). Option errors and their messages are kafka-groups.sh's and,
 // for --describe and --list with --state or --type, those of kafka-share-groups.sh and
@@ -62,14 +71,15 @@ type options struct {
 	streams         bool
 	connection      connectionFlags
 
-	groups    []string // every --group, in order (group is the last)
-	allGroups bool
-	members   bool
-	offsets   bool
-	state     optionalArg
-	typ       optionalArg // --type
-	verbose   bool
-	timeoutMs int64
+	groups        []string // every --group, in order (group is the last)
+	allGroups     bool
+	members       bool
+	offsets       bool
+	state         optionalArg
+	typ           optionalArg // --type
+	verbose       bool
+	timeoutMs     int64
+	offsetActions // --reset-offsets, --delete-offsets, --delete: resetargs.go
 }
 
 // groupTypes are the types --group-type takes, as Kafka's GroupType parses them (case
@@ -117,6 +127,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.verbose, "verbose", false, "Provide additional information, if any, when describing the group. This option may be used "+
 		"with the --describe option only.")
 	fs.Int64Var(&o.timeoutMs, "timeout", defaultTimeoutMs, "The timeout in milliseconds of each request to the cluster.")
+	addOffsetActionFlags(fs, &o.offsetActions)
 	return fs
 }
 
@@ -279,6 +290,12 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 		}
 	case o.describe:
 		return describeGroups(ctx, stdout, stderr, cl, o)
+	case o.resetOffsets:
+		return resetOffsets(ctx, stdout, stderr, cl, o)
+	case o.deleteOffsets:
+		return deleteOffsets(ctx, stdout, stderr, cl, o)
+	case o.deleteGroups:
+		return deleteGroups(ctx, stdout, stderr, cl, o)
 	}
 	return 0
 }
@@ -294,5 +311,7 @@ func writeActionError(w io.Writer, o options, err error) {
 		fmt.Fprintf(w, "Error: %v\n", err)
 	case o.describe:
 		commandFailed(w, shareKind, o.timedOut(err))
+	default: // --reset-offsets, --delete-offsets, --delete
+		printError(w, "Executing "+toolFor(kadm.ListedGroup{}, false, o.consumerOnly()).name()+" group command failed due to "+err.Error())
 	}
 }

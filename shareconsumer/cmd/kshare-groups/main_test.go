@@ -42,7 +42,7 @@ func TestOptionErrors(t *testing.T) {
 		{[]string{"--create"}, `Missing required argument "[group]"`, true},
 		{[]string{"--describe", "--group", "g", "--share"}, `Option "[describe]" can't be used with option "[share]"`, true},
 		{[]string{"--create", "--group", "g", "--protocol", "x"}, `Option "[create]" can't be used with option "[protocol]"`, true},
-		{[]string{"--list", "--reset"}, "reset is not a recognized option", true},
+		{[]string{"--list", "--bogus"}, "bogus is not a recognized option", true},
 		{[]string{"--list", "extra"}, "Found non-option arguments: extra", true},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -1,0 +1,477 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/errors"
+)
+
+// consumerNoExecuteWarning is what kafka-consumer-groups.sh --reset-offsets writes on stderr
+// without --dry-run or --execute, before it does a dry run.
+const consumerNoExecuteWarning = "WARN: No action will be performed as the --execute option is missing. " +
+	"In a future major release, the default behavior of this command will be to prompt the user before executing the reset rather than doing a dry run. " +
+	"You should add the --dry-run option explicitly if you are scripting this command and want to keep the current default behavior without prompting."
+
+// resetOffsets runs --reset-offsets for o.group and returns the exit code. A share group (or a
+// group no broker lists, unless the command line has a consumer-only option) is reset as
+// kafka-share-groups.sh does: refused with "Share group 'G' is not empty." on stderr while it
+// has members, else its share-partition start offsets set with AlterShareGroupOffsets. A
+// consumer or classic group is reset as kafka-consumer-groups.sh does: while it is neither
+// Empty nor Dead an error line and an empty plan, exit 0; else its offsets committed with
+// OffsetCommit. Both print the plan, which --dry-run computes without changing anything.
+func resetOffsets(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client, o options) int {
+	adm := kadm.NewClient(cl)
+	listed, found, err := lookupGroup(ctx, adm, o.group)
+	tool := toolFor(listed, found, o.consumerOnly())
+	if err != nil {
+		return tool.fail(stdout, stderr, err)
+	}
+	if !o.dryRun && !o.execute {
+		if tool == shareTool {
+			fmt.Fprintln(stderr, "Option [reset-offsets] takes the option: [execute] or [dry-run]")
+			fmt.Fprint(stderr, usage())
+			return 1
+		}
+		fmt.Fprintln(stderr, consumerNoExecuteWarning)
+	}
+	if found && listed.State != "Empty" && listed.State != "Dead" {
+		if tool == shareTool {
+			fmt.Fprintf(stderr, "Share group '%s' is not empty.\n", o.group)
+			return 1
+		}
+		printError(stdout, fmt.Sprintf("Assignments can only be reset if the group '%s' is inactive, but the current state is %s.", o.group, listed.State))
+		writeResetPlan(stdout, tool, o, nil)
+		return 0
+	}
+	plan, err := planGroupReset(ctx, cl, adm, tool, o, time.Now())
+	if err != nil {
+		return tool.fail(stdout, stderr, err)
+	}
+	for _, n := range plan.notices {
+		fmt.Fprintf(stdout, "\n%s\n", n)
+	}
+	for _, w := range plan.warnings {
+		fmt.Fprintf(stderr, "WARN %s\n", w)
+	}
+	if o.execute && len(plan.offsets) > 0 {
+		if tool == shareTool {
+			err = alterShareGroupOffsets(ctx, cl, o.group, plan.offsets)
+		} else {
+			err = commitOffsets(ctx, adm, o.group, plan.offsets)
+		}
+		if err != nil {
+			return tool.fail(stdout, stderr, err)
+		}
+	}
+	writeResetPlan(stdout, tool, o, plan.offsets)
+	return 0
+}
+
+// scenario is the reset scenario the command line names, with its offset or shift and, for
+// --to-datetime and --by-duration, the time in milliseconds.
+func (o options) scenario(now time.Time) (resetScenario, int64, int64, error) {
+	switch {
+	case o.toEarliest:
+		return toEarliest, 0, 0, nil
+	case o.toLatest:
+		return toLatest, 0, 0, nil
+	case o.toCurrent:
+		return toCurrent, 0, 0, nil
+	case o.toOffset != nil:
+		return toOffset, *o.toOffset, 0, nil
+	case o.shiftBy != nil:
+		return shiftBy, *o.shiftBy, 0, nil
+	case o.toDatetime != "":
+		t, err := parseDateTime(o.toDatetime)
+		if err != nil {
+			// Kafka's tools wrap the ParseException, whose name then leads the message.
+			return 0, 0, 0, fmt.Errorf("java.text.ParseException: %w", err)
+		}
+		return toTimestamp, 0, t.UnixMilli(), nil
+	default:
+		d, err := parseISODuration(o.byDuration)
+		return toTimestamp, 0, now.Add(-d).UnixMilli(), err
+	}
+}
+
+// planGroupReset works out the reset plan of o.group: the partitions of --topic or, with
+// --all-topics, those the group has offsets for; each checked to exist and have a leader;
+// then the scenario applied to their log offsets and the group's current offsets.
+func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool groupTool, o options, now time.Time) (resetPlan, error) {
+	if o.fromFile != "" {
+		return planFromFile(ctx, cl, adm, o)
+	}
+	scenario, n, millis, err := o.scenario(now)
+	if err != nil {
+		return resetPlan{}, err
+	}
+	var (
+		partitions []topicPartition
+		current    map[topicPartition]int64
+	)
+	if o.allTopics {
+		if current, err = currentOffsets(ctx, cl, adm, tool, o.group); err != nil {
+			return resetPlan{}, err
+		}
+		partitions = slices.Collect(maps.Keys(current))
+	} else if partitions, err = topicPartitionsOf(ctx, adm, o.topics); err != nil {
+		return resetPlan{}, err
+	}
+	if err := checkPartitionsValid(ctx, adm, partitions); err != nil {
+		return resetPlan{}, err
+	}
+	if current == nil && (scenario == shiftBy || scenario == toCurrent) {
+		if current, err = currentOffsets(ctx, cl, adm, tool, o.group); err != nil {
+			return resetPlan{}, err
+		}
+	}
+	positions := make(map[topicPartition]logPosition, len(partitions))
+	for _, tp := range partitions {
+		positions[tp] = logPosition{logStart: -1, logEnd: -1, atTimestamp: -1, current: -1}
+	}
+	type query struct {
+		timestamp int64
+		set       func(*logPosition, int64)
+	}
+	queries := []query{
+		{-2, func(p *logPosition, v int64) { p.logStart = v }},
+		{-1, func(p *logPosition, v int64) { p.logEnd = v }},
+	}
+	if scenario == toTimestamp {
+		queries = append(queries, query{millis, func(p *logPosition, v int64) { p.atTimestamp = v }})
+	}
+	for _, q := range queries {
+		if len(partitions) == 0 {
+			break
+		}
+		got, err := listOffsets(ctx, cl, partitions, q.timestamp)
+		if err != nil {
+			return resetPlan{}, err
+		}
+		for tp, v := range got {
+			p := positions[tp]
+			q.set(&p, v)
+			positions[tp] = p
+		}
+	}
+	for tp, v := range current {
+		if p, ok := positions[tp]; ok {
+			p.current = v
+			positions[tp] = p
+		}
+	}
+	return planReset(scenario, n, partitions, positions)
+}
+
+// planFromFile works out the reset plan of o.group from the CSV file --from-file names: each
+// partition's offset, clamped to its log as --to-offset is. A file without a line for the group
+// is Kafka's "Error: No reset plan for group <g> found." and an empty plan.
+func planFromFile(ctx context.Context, cl *kgo.Client, adm *kadm.Client, o options) (resetPlan, error) {
+	text, err := os.ReadFile(o.fromFile)
+	if err != nil {
+		return resetPlan{}, err
+	}
+	plans, err := parseResetPlanCSV(string(text), o.group)
+	if err != nil {
+		return resetPlan{}, err
+	}
+	requested, ok := plans[o.group]
+	if !ok {
+		return resetPlan{notices: []string{"Error: No reset plan for group " + o.group + " found."}}, nil
+	}
+	partitions := slices.SortedFunc(maps.Keys(requested), compareTopicPartitions)
+	if err := checkPartitionsValid(ctx, adm, partitions); err != nil {
+		return resetPlan{}, err
+	}
+	starts, err := listOffsets(ctx, cl, partitions, -2)
+	if err != nil {
+		return resetPlan{}, err
+	}
+	ends, err := listOffsets(ctx, cl, partitions, -1)
+	if err != nil {
+		return resetPlan{}, err
+	}
+	var plan resetPlan
+	for _, tp := range partitions {
+		position := logPosition{logStart: -1, logEnd: -1, atTimestamp: -1, current: -1}
+		if v, ok := starts[tp]; ok {
+			position.logStart = v
+		}
+		if v, ok := ends[tp]; ok {
+			position.logEnd = v
+		}
+		one, err := planReset(toOffset, requested[tp], []topicPartition{tp}, map[topicPartition]logPosition{tp: position})
+		if err != nil {
+			return resetPlan{}, err
+		}
+		plan.offsets = append(plan.offsets, one.offsets...)
+		plan.warnings = append(plan.warnings, one.warnings...)
+	}
+	return plan, nil
+}
+
+// parseTopicArg reads a --topic of the form topic:0,1,2 as Kafka's tools do.
+func parseTopicArg(arg string) ([]topicPartition, error) {
+	parts := strings.Split(arg, ":")
+	for len(parts) > 0 && parts[len(parts)-1] == "" { // Java's split drops trailing empty strings
+		parts = parts[:len(parts)-1]
+	}
+	if len(parts) != 2 {
+		return nil, illegalArgumentError{"Invalid topic arg '" + arg + "', expected topic name and partitions"}
+	}
+	ps := strings.Split(parts[1], ",")
+	for len(ps) > 0 && ps[len(ps)-1] == "" {
+		ps = ps[:len(ps)-1]
+	}
+	var tps []topicPartition
+	for _, p := range ps {
+		n, err := strconv.ParseInt(p, 10, 32)
+		if err != nil {
+			return nil, illegalArgumentError{"Invalid partition '" + p + "' specified in topic arg '" + arg + "''"}
+		}
+		tps = append(tps, topicPartition{parts[0], int32(n)})
+	}
+	return tps, nil
+}
+
+// topicPartitionsOf is the partitions --topic names: those of topic:0,1 and every partition of
+// a bare topic name (Metadata). A topic that does not exist is Kafka's admin client's
+// UNKNOWN_TOPIC_OR_PARTITION "Topic <t> not found.".
+func topicPartitionsOf(ctx context.Context, adm *kadm.Client, args []string) ([]topicPartition, error) {
+	var tps []topicPartition
+	var names []string
+	for _, arg := range args {
+		if !strings.Contains(arg, ":") {
+			names = append(names, arg)
+			continue
+		}
+		parsed, err := parseTopicArg(arg)
+		if err != nil {
+			return nil, err
+		}
+		tps = append(tps, parsed...)
+	}
+	if len(names) == 0 {
+		return tps, nil
+	}
+	details, err := adm.ListTopics(ctx, names...)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		td, ok := details[name]
+		if !ok || td.Err != nil {
+			if ok && !errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+				return nil, td.Err
+			}
+			return nil, &errors.KafkaError{Code: kerr.UnknownTopicOrPartition.Code, Message: "Topic " + name + " not found."}
+		}
+		for _, p := range td.Partitions {
+			tps = append(tps, topicPartition{name, p.Partition})
+		}
+	}
+	return tps, nil
+}
+
+// checkPartitionsValid refuses partitions that do not exist (UNKNOWN_TOPIC_OR_PARTITION) or
+// have no leader (LEADER_NOT_AVAILABLE), in the words of Kafka's checkAllTopicPartitionsValid.
+func checkPartitionsValid(ctx context.Context, adm *kadm.Client, partitions []topicPartition) error {
+	if len(partitions) == 0 {
+		return nil
+	}
+	topics := map[string]bool{}
+	for _, tp := range partitions {
+		topics[tp.topic] = true
+	}
+	details, err := adm.ListTopics(ctx, slices.Sorted(maps.Keys(topics))...)
+	if err != nil {
+		return err
+	}
+	partitions = slices.SortedFunc(slices.Values(partitions), compareTopicPartitions)
+	var missing, leaderless []string
+	for _, tp := range partitions {
+		pd, ok := details[tp.topic].Partitions[tp.partition]
+		switch {
+		case details[tp.topic].Err != nil || !ok:
+			missing = append(missing, tp.String())
+		case pd.Leader < 0:
+			leaderless = append(leaderless, tp.String())
+		}
+	}
+	switch {
+	case len(missing) > 0:
+		return &errors.KafkaError{Code: kerr.UnknownTopicOrPartition.Code, Message: `The partitions "` + strings.Join(missing, ",") + `" do not exist`}
+	case len(leaderless) > 0:
+		return &errors.KafkaError{Code: kerr.LeaderNotAvailable.Code, Message: `The partitions "` + strings.Join(leaderless, ",") + `" have no leader`}
+	}
+	return nil
+}
+
+// currentOffsets is the group's current offset of each partition it has one for, -1 where it
+// has none: a consumer group's committed offsets (OffsetFetch), a share group's
+// share-partition start offsets (DescribeShareGroupOffsets).
+func currentOffsets(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool groupTool, group string) (map[topicPartition]int64, error) {
+	current := map[topicPartition]int64{}
+	if tool == consumerTool {
+		fetched, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return nil, err
+		}
+		for _, ps := range fetched {
+			for _, r := range ps {
+				if r.Err != nil {
+					return nil, r.Err
+				}
+				current[topicPartition{r.Topic, r.Partition}] = r.At
+			}
+		}
+		return current, nil
+	}
+	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	rg.GroupID = group
+	req.Groups = append(req.Groups, rg)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range resp.Groups {
+		if err := errors.FromKafka(g.ErrorCode, g.ErrorMessage); err != nil {
+			return nil, err
+		}
+		for _, t := range g.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == 0 {
+					current[topicPartition{t.Topic, p.Partition}] = max(-1, p.StartOffset)
+				}
+			}
+		}
+	}
+	return current, nil
+}
+
+// listOffsets asks the partitions' leaders (ListOffsets) for the offset at timestamp: -2 the
+// log start, -1 the log end, else the first offset of a record at or after that millisecond
+// (-1 when there is none).
+func listOffsets(ctx context.Context, cl *kgo.Client, partitions []topicPartition, timestamp int64) (map[topicPartition]int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	byTopic := map[string][]int32{}
+	for _, tp := range partitions {
+		byTopic[tp.topic] = append(byTopic[tp.topic], tp.partition)
+	}
+	for _, topic := range slices.Sorted(maps.Keys(byTopic)) {
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		for _, p := range byTopic[topic] {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, timestamp, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	got := map[topicPartition]int64{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return nil, err
+			}
+			got[topicPartition{t.Topic, p.Partition}] = p.Offset
+		}
+	}
+	return got, nil
+}
+
+// alterShareGroupOffsets sets the share-partition start offsets (AlterShareGroupOffsets): the
+// group's error, or the first partition's, with Kafka's message.
+func alterShareGroupOffsets(ctx context.Context, cl *kgo.Client, group string, offsets []newOffset) error {
+	req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+	req.GroupID = group
+	for _, o := range offsets {
+		if len(req.Topics) == 0 || req.Topics[len(req.Topics)-1].Topic != o.topic {
+			rt := kmsg.NewAlterShareGroupOffsetsRequestTopic()
+			rt.Topic = o.topic
+			req.Topics = append(req.Topics, rt)
+		}
+		rp := kmsg.NewAlterShareGroupOffsetsRequestTopicPartition()
+		rp.Partition, rp.StartOffset = o.partition, o.offset
+		rt := &req.Topics[len(req.Topics)-1]
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if err := errors.FromKafka(resp.ErrorCode, resp.ErrorMessage); err != nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := errors.FromKafka(p.ErrorCode, p.ErrorMessage); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// commitOffsets commits the offsets for a consumer or classic group as an admin does
+// (OffsetCommit without a member): the first partition's error.
+func commitOffsets(ctx context.Context, adm *kadm.Client, group string, offsets []newOffset) error {
+	os := kadm.Offsets{}
+	for _, o := range offsets {
+		os.Add(kadm.Offset{Topic: o.topic, Partition: o.partition, At: o.offset, LeaderEpoch: -1})
+	}
+	resp, err := adm.CommitOffsets(ctx, group, os)
+	if err != nil {
+		return err
+	}
+	return resp.Error()
+}
+
+// writeResetPlan writes the plan as Kafka's tools do: with --export a CSV line
+// "topic,partition,offset" per partition and an empty line; else the table GROUP TOPIC
+// PARTITION NEW-OFFSET, which the share tool leaves out for an empty plan and the consumer tool
+// does not. Rows are sorted by topic and partition (Kafka's follow a hash map).
+func writeResetPlan(w io.Writer, tool groupTool, o options, offsets []newOffset) {
+	if o.export {
+		for _, n := range offsets {
+			fmt.Fprintf(w, "%s,%d,%d\n", n.topic, n.partition, n.offset)
+		}
+		fmt.Fprintln(w)
+		return
+	}
+	if len(offsets) == 0 && tool == shareTool {
+		fmt.Fprintln(w)
+		return
+	}
+	groupLen, topicLen := max(15, len(o.group)), 15
+	for _, n := range offsets {
+		topicLen = max(topicLen, len(n.topic))
+	}
+	line := func(cols ...string) {
+		fmt.Fprintf(w, "\n%-*s %-*s %-10s %s", groupLen, cols[0], topicLen, cols[1], cols[2], cols[3])
+	}
+	line("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
+	for _, n := range offsets {
+		line(o.group, n.topic, strconv.Itoa(int(n.partition)), strconv.FormatInt(n.offset, 10))
+	}
+	fmt.Fprintln(w)
+}
