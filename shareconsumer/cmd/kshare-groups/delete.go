@@ -14,7 +14,7 @@ import (
 	"github.com/kshare/kshare/errors"
 )
 
-// deleteGroups runs --delete for o.group, or with --all-groups for every share group and every
+// deleteGroups runs --delete for every --group, or with --all-groups for every share group and every
 // consumer group (type consumer, or classic with protocol type consumer or none), and returns
 // the exit code: 0, as both of Kafka's tools, also when a group could not be deleted. Share
 // groups (and a group no broker lists) are deleted as kafka-share-groups.sh does, each checked
@@ -36,10 +36,14 @@ func deleteGroups(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client,
 				consumer = append(consumer, g.Group)
 			}
 		}
-	} else if g, ok := listed[o.group]; toolFor(g, ok, false) == consumerTool {
-		consumer = []string{o.group}
 	} else {
-		share = []string{o.group}
+		for _, id := range o.groups {
+			if g, ok := listed[id]; toolFor(g, ok, false) == consumerTool {
+				consumer = append(consumer, id)
+			} else {
+				share = append(share, id)
+			}
+		}
 	}
 	if len(share) > 0 || len(consumer) == 0 {
 		failed := map[string]string{}

@@ -93,6 +93,13 @@ func TestDeleteGroups(t *testing.T) {
 	assert.Equal(t, "\nError: Deletion of some share groups failed:\n"+
 		"* Group 'sg' could not be deleted due to: org.apache.kafka.common.errors.GroupIdNotFoundException: Group 'sg' is not a share group.\n", stdout)
 
+	f.shareGroup(t, "sg3", 1, 1)
+	f.consumerGroup(t, "cg3", true, 1, 1)
+	rc, stdout, _ = f.run(t, "--delete", "--group", "sg3", "--group", "cg3")
+	require.Equal(t, 0, rc)
+	assert.Equal(t, "Deletion of requested share groups ('sg3') was successful.\n"+
+		"Deletion of requested consumer groups ('cg3') was successful.\n", stdout, "several --group, each by its own tool")
+
 	stop, err := seedDemoGroups(testCtx(t), f.c.Addrs())
 	require.NoError(t, err)
 	t.Cleanup(stop)

@@ -98,7 +98,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.list, "list", false, "List the groups.")
 	fs.BoolVar(&o.create, "create", false, "Create the share group given by --group (beyond Kafka's tools).")
 	fs.BoolVar(&o.describe, "describe", false, "Describe the groups given by --group or --all-groups: members, offset information and lag, or state.")
-	fs.Var(groupsFlag{&o.group, &o.groups}, "group", "The group for --create and --describe (--describe takes several).")
+	fs.Var(groupsFlag{&o.group, &o.groups}, "group", "The group; --describe and --delete take several, --create, --reset-offsets and --delete-offsets one.")
 	fs.String("group-type", "", "Filter the groups based on group type. Valid types are: 'classic', 'consumer', 'share' and 'streams'.")
 	fs.String("protocol", "", "Filter the groups based on protocol type.")
 	fs.BoolVar(&o.consumer, "consumer", false, "Filter the groups to show all kinds of consumer groups, including classic and simple consumer groups. "+

@@ -338,6 +338,7 @@ func TestOffsetActionOptionErrors(t *testing.T) {
 		{[]string{"--delete", "--group", "g", "--topic", "t"}, "Option [delete] does not take the options [topic] or [all-topics]."},
 		{[]string{"--delete-offsets", "--group", "g"}, "Option [delete-offsets] takes the following options: [group], [topic]"},
 		{[]string{"--delete-offsets", "--topic", "t"}, "Option [delete-offsets] takes the following options: [group], [topic]"},
+		{[]string{"--reset-offsets", "--group", "a", "--group", "b", "--topic", "t", "--to-earliest", "--dry-run"}, "Found multiple arguments for option group, but you asked for only one"},
 		{[]string{"--reset-offsets", "--group", "g", "--dry-run", "--execute"}, "Option [reset-offsets] only accepts one of [execute] and [dry-run]"},
 		{[]string{"--reset-offsets", "--dry-run", "--topic", "t", "--to-latest"}, "Option [reset-offsets] takes the option: [group]"},
 		{[]string{"--reset-offsets", "--group", "g", "--dry-run", "--to-latest"}, "Option [reset-offsets] takes one of these options: [all-topics], [from-file], [topic]"},

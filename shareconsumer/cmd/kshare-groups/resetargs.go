@@ -98,6 +98,10 @@ func checkOffsetActions(o options) error {
 			return usageError{"Option [delete] does not take the options [topic] or [all-topics]."}
 		}
 	}
+	if (o.resetOffsets || o.deleteOffsets) && len(o.groups) > 1 {
+		// joptsimple's words when the share tool reads --group as a single value.
+		return usageError{"Found multiple arguments for option group, but you asked for only one"}
+	}
 	if o.deleteOffsets && (!given["group"] || !given["topic"]) {
 		return usageError{"Option [delete-offsets] takes the following options: [group], [topic]"}
 	}
