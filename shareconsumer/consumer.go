@@ -88,6 +88,9 @@ type Consumer struct {
 	process processState
 	// lag is the LagInterval goroutine's state; only lag.go touches it.
 	lag lagLoop
+	// dlq is the dead-letter producer and the group's delivery count limit; only dlq*.go
+	// touches it, under its own lock.
+	dlq deadLetters
 
 	// hooks are the hooks by interface, fixed in New. memberTold is the membership they were
 	// last told of (Consumer.mu); memberHookMu keeps their membership calls in order.
@@ -598,6 +601,7 @@ func (c *Consumer) Close(ctx context.Context) error {
 	c.member.subscription = nil
 	c.mu.Unlock()
 	c.life.cancel()
+	c.closeDeadLetters()
 	c.cl.Close()
 	c.life.wg.Wait()
 	c.mu.Lock()

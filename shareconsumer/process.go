@@ -79,6 +79,9 @@ func (c *Consumer) Process(ctx context.Context, h Handler, opts ...ProcessOpt) e
 	if err := cfg.validate(); err != nil {
 		return err
 	}
+	if !cfg.deadLetterSet {
+		cfg.deadLetterTopic = c.cfg.deadLetterTopic
+	}
 	if !c.poll.processing.CompareAndSwap(false, true) {
 		return errors.ErrProcessRunning
 	}
