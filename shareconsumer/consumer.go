@@ -34,9 +34,9 @@ const idlePause = 10 * time.Millisecond
 // Consumer is a member of a Kafka share group. Create it with New, call Poll in a loop on one
 // goroutine, and Close it when done.
 //
-// Poll, CommitSync, Subscribe, Unsubscribe and Close are meant for one goroutine, the
+// Poll, CommitSync, Subscribe, Unsubscribe, DeadLetter and Close are meant for one goroutine, the
 // application's poll loop. Acknowledge, AcknowledgeOffset, CommitAsync, Wakeup, Subscription,
-// Status, Lag, Group, ProcessStats and AcquisitionLockTimeoutMs are safe from any goroutine,
+// Status, Lag, Group, ProcessStats, DeliveryCountLimit and AcquisitionLockTimeoutMs are safe from any goroutine,
 // also while Poll runs; a second Poll running at the same time fails with ErrConcurrentPoll.
 // After Close every method that talks to the cluster or changes the consumer returns
 // ErrClosed.
@@ -62,7 +62,9 @@ const idlePause = 10 * time.Millisecond
 //     takes it, once per session in each batch it publishes (under worker.mu); shutdown once per record it
 //     releases from the queue.
 //
-// outcomes.cbMu is held only while the callback runs, never with another lock.
+// outcomes.cbMu is held only while the callback runs, never with another lock; deadLetters.mu
+// (dlq*.go) only to make or close the dead-letter producer and to read or store the delivery
+// count limit, never with another lock and never while a request is sent.
 type Consumer struct {
 	cfg      cfg
 	cl       *kgo.Client
