@@ -71,7 +71,7 @@ func (t deadLetterTopic) applyProcess(c *processCfg) {
 // delivery count, the error's text and the time. The copy goes to the partition numbered the
 // record's partition modulo the topic's partition count, as KIP-1191 places them, through a
 // producer of the consumer's own (the ClientOpts' transport, TLS, SASL and logger; acks=all,
-// idempotent). Only once the produce is acknowledged does Process accept the record, so that
+// not idempotent, so that it needs WRITE on topic and nothing else). Only once the produce is acknowledged does Process accept the record, so that
 // the broker does not archive it as failed (docs/semantics.md says why ACCEPT). While the
 // produce runs, the record's lock is renewed as while its handler ran. If the produce fails,
 // the record is released: delivered again if deliveries are left, archived by the broker if
@@ -120,7 +120,12 @@ func (c *Consumer) deadLetterProducer() (*kgo.Client, error) {
 		return nil, errors.ErrClosed
 	}
 	if d.cl == nil {
+		// Not idempotent: an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE
+		// on some topic before its first produce, and kgo keeps a refused InitProducerId for
+		// good, so a dead-letter path refused once would stay broken after the ACL is fixed.
+		// The copy is at least once anyway.
 		opts := append(slices.Clone(c.cfg.clientOpts),
+			kgo.DisableIdempotentWrite(),
 			kgo.RequiredAcks(kgo.AllISRAcks()),
 			kgo.ProducerLinger(0),
 			kgo.RecordPartitioner(deadLetterPartitioner{}),

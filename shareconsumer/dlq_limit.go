@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kshare/kshare/errors"
 )
 
 // The configs that bound a record's deliveries: the group's (Kafka 4.3+) and the broker's
@@ -110,7 +112,7 @@ func (c *Consumer) lastDeliveryLimit() int {
 // config of any broker, else Kafka's default. It fails only when the cluster could not be
 // asked at all (a request failed).
 func (c *Consumer) readDeliveryLimit(ctx context.Context) (int, string, error) {
-	v, err := describeIntConfig(ctx, c.cl, kmsg.ConfigResourceTypeGroupConfig, c.cfg.group, groupDeliveryLimitConfig)
+	v, groupRefusal, err := describeIntConfig(ctx, c.cl, kmsg.ConfigResourceTypeGroupConfig, c.cfg.group, groupDeliveryLimitConfig)
 	if err != nil {
 		return 0, "", err
 	}
@@ -124,8 +126,9 @@ func (c *Consumer) readDeliveryLimit(ctx context.Context) (int, string, error) {
 	if err != nil {
 		return 0, "", fmt.Errorf("Metadata: %w", err)
 	}
+	var brokerRefusal error
 	if len(mresp.Brokers) > 0 {
-		v, err := describeIntConfig(ctx, c.cl, kmsg.ConfigResourceTypeBroker, strconv.Itoa(int(mresp.Brokers[0].NodeID)), brokerDeliveryLimitConfig)
+		v, brokerRefusal, err = describeIntConfig(ctx, c.cl, kmsg.ConfigResourceTypeBroker, strconv.Itoa(int(mresp.Brokers[0].NodeID)), brokerDeliveryLimitConfig)
 		if err != nil {
 			return 0, "", err
 		}
@@ -133,34 +136,37 @@ func (c *Consumer) readDeliveryLimit(ctx context.Context) (int, string, error) {
 			return v, "broker config " + brokerDeliveryLimitConfig, nil
 		}
 	}
+	if groupRefusal != nil || brokerRefusal != nil {
+		c.log(kgo.LogLevelWarn, "the brokers refused to describe the delivery count limit; assuming Kafka's default (grant DESCRIBE_CONFIGS on the group)", "limit", defaultDeliveryCountLimit, "group_err", groupRefusal, "broker_err", brokerRefusal)
+	}
 	return defaultDeliveryCountLimit, "Kafka's default", nil
 }
 
 // describeIntConfig reads config name of a resource with DescribeConfigs: its value, 0 when the
-// broker refused the resource (an old broker without GROUP resources, a missing
-// DESCRIBE_CONFIGS permission) or does not have the config, or has no value for it. The error
-// is the request's failure.
-func describeIntConfig(ctx context.Context, cl *kgo.Client, typ kmsg.ConfigResourceType, resource, name string) (int, error) {
+// broker refused the resource (refusal is its error: an old broker without GROUP resources, a
+// missing DESCRIBE_CONFIGS permission) or does not have the config, or has no value for it.
+// err is the request's failure.
+func describeIntConfig(ctx context.Context, cl *kgo.Client, typ kmsg.ConfigResourceType, resource, name string) (v int, refusal, err error) {
 	req := kmsg.NewPtrDescribeConfigsRequest()
 	r := kmsg.NewDescribeConfigsRequestResource()
 	r.ResourceType, r.ResourceName, r.ConfigNames = typ, resource, []string{name}
 	req.Resources = append(req.Resources, r)
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return 0, fmt.Errorf("DescribeConfigs %s %q: %w", typ, resource, err)
+		return 0, nil, fmt.Errorf("DescribeConfigs %s %q: %w", typ, resource, err)
 	}
 	for _, rr := range resp.Resources {
-		if kerr.ErrorForCode(rr.ErrorCode) != nil {
-			return 0, nil
+		if code := kerr.ErrorForCode(rr.ErrorCode); code != nil {
+			return 0, errors.FromKafka(rr.ErrorCode, rr.ErrorMessage), nil
 		}
 		for _, cfg := range rr.Configs {
 			if cfg.Name != name || cfg.Value == nil {
 				continue
 			}
 			if v, err := strconv.Atoi(*cfg.Value); err == nil && v > 0 {
-				return v, nil
+				return v, nil, nil
 			}
 		}
 	}
-	return 0, nil
+	return 0, nil, nil
 }
