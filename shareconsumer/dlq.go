@@ -90,7 +90,7 @@ func validateDeadLetterTopic(set bool, topic string) error {
 	}
 	switch {
 	case topic == "":
-		return fmt.Errorf("shareconsumer: DeadLetterTopic: the topic name is empty")
+		return fmt.Errorf("shareconsumer: DeadLetterTopic(\"\"): Topic name is illegal, it can't be empty")
 	case topic == "." || topic == "..":
 		return fmt.Errorf("shareconsumer: DeadLetterTopic(%q): Topic name cannot be \".\" or \"..\"", topic)
 	case len(topic) > 249:

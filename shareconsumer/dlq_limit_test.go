@@ -72,7 +72,7 @@ func TestDeliveryCountLimitFollowsTheGroupConfig(t *testing.T) {
 func TestDeadLetterTopicValidation(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ topic, want string }{
-		{"", "shareconsumer: DeadLetterTopic: the topic name is empty"},
+		{"", `shareconsumer: DeadLetterTopic(""): Topic name is illegal, it can't be empty`},
 		{"..", `shareconsumer: DeadLetterTopic(".."): Topic name cannot be "." or ".."`},
 		{"a b", `shareconsumer: DeadLetterTopic("a b"): Topic name "a b" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'`},
 	} {
