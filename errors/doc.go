@@ -21,7 +21,8 @@
 //   - the consumer's own error types: CorruptBatchError for a record batch it could not decode,
 //     PollTimeoutError for a Poll that ended without records, and, from shareconsumer's Process,
 //     LockLostError for a lost acquisition lock and PanicError for a handler that panicked.
-//     Reject marks a handler's error as a rejection.
+//     Reject marks a handler's error as a rejection, DeadLetter as a poison record's (sent to the
+//     dead-letter topic), and DeadLetterError reports a copy that could not be produced there.
 //
 // Wherever Kafka sent an error code, the chain ends at franz-go's kerr value for that code, so
 // Is(err, kerr.InvalidRecordState) works through every wrapper, and As with a *kerr.Error

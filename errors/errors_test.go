@@ -155,6 +155,7 @@ func TestSentinelsAreDistinct(t *testing.T) {
 		errors.ErrImplicitMode, errors.ErrCannotAcknowledge, errors.ErrUnacknowledgedRecords,
 		errors.ErrNotSubscribed, errors.ErrProcessRunning, errors.ErrProcessStopped, errors.ErrReject, errors.ErrLockLost,
 		errors.ErrInvalidAcknowledgeType, errors.ErrRecordLimitUnsupported, errors.ErrTooManyAcquired,
+		errors.ErrDeadLetter, errors.ErrNoDeadLetterTopic,
 	}
 	for i, a := range all {
 		for k, b := range all {

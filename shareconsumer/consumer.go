@@ -34,9 +34,9 @@ const idlePause = 10 * time.Millisecond
 // Consumer is a member of a Kafka share group. Create it with New, call Poll in a loop on one
 // goroutine, and Close it when done.
 //
-// Poll, CommitSync, Subscribe, Unsubscribe and Close are meant for one goroutine, the
+// Poll, CommitSync, Subscribe, Unsubscribe, DeadLetter and Close are meant for one goroutine, the
 // application's poll loop. Acknowledge, AcknowledgeOffset, CommitAsync, Wakeup, Subscription,
-// Status, Lag, Group, ProcessStats and AcquisitionLockTimeoutMs are safe from any goroutine,
+// Status, Lag, Group, ProcessStats, DeliveryCountLimit and AcquisitionLockTimeoutMs are safe from any goroutine,
 // also while Poll runs; a second Poll running at the same time fails with ErrConcurrentPoll.
 // After Close every method that talks to the cluster or changes the consumer returns
 // ErrClosed.
@@ -62,7 +62,9 @@ const idlePause = 10 * time.Millisecond
 //     takes it, once per session in each batch it publishes (under worker.mu); shutdown once per record it
 //     releases from the queue.
 //
-// outcomes.cbMu is held only while the callback runs, never with another lock.
+// outcomes.cbMu is held only while the callback runs, never with another lock; deadLetters.mu
+// (dlq*.go) only to make or close the dead-letter producer and to read or store the delivery
+// count limit, never with another lock and never while a request is sent.
 type Consumer struct {
 	cfg      cfg
 	cl       *kgo.Client
@@ -88,6 +90,9 @@ type Consumer struct {
 	process processState
 	// lag is the LagInterval goroutine's state; only lag.go touches it.
 	lag lagLoop
+	// dlq is the dead-letter producer and the group's delivery count limit; only dlq*.go
+	// touches it, under its own lock.
+	dlq deadLetters
 
 	// hooks are the hooks by interface, fixed in New. memberTold is the membership they were
 	// last told of (Consumer.mu); memberHookMu keeps their membership calls in order.
@@ -598,6 +603,7 @@ func (c *Consumer) Close(ctx context.Context) error {
 	c.member.subscription = nil
 	c.mu.Unlock()
 	c.life.cancel()
+	c.closeDeadLetters()
 	c.cl.Close()
 	c.life.wg.Wait()
 	c.mu.Lock()

@@ -11,7 +11,8 @@ import (
 
 // Hook is a value that implements one or more of the hook interfaces of this package
 // (HookNewConsumer, HookConsumerClosed, HookShareFetch, HookPoll, HookProcessStart,
-// HookProcessDone, HookAcknowledge, HookRenew, HookLockLost, HookMembership, HookLag), as kgo's
+// HookProcessDone, HookAcknowledge, HookRenew, HookLockLost, HookMembership, HookLag,
+// HookDeadLetter), as kgo's
 // hooks are. The consumer calls each interface a hook implements at the moment its doc comment
 // gives; a metrics or tracing library is one such value (shareconsumer/kshareotel,
 // shareconsumer/kshareprom).
@@ -257,6 +258,29 @@ type LagEvent struct {
 	Err error // the lookup's failure; Lag is then empty
 }
 
+// HookDeadLetter is called when a record was dead-lettered (DeadLetterTopic), or its
+// dead-letter produce failed: by Process on the worker's goroutine, after the handler returned
+// and before HookProcessDone, and by Consumer.DeadLetter on its caller's, before it returns.
+type HookDeadLetter interface {
+	OnDeadLetter(DeadLetterEvent)
+}
+
+// DeadLetterEvent is one record's produce to the dead-letter topic.
+type DeadLetterEvent struct {
+	// Record is the record (its Topic, Partition, Offset and DeliveryCount).
+	Record *Record
+	// DeadLetterTopic is the topic its copy went to.
+	DeadLetterTopic string
+	// Cause is why it was dead-lettered: the handler's error (an errors.DeadLetter for a poison
+	// record, a *errors.PanicError for a panic), or the cause given to Consumer.DeadLetter.
+	Cause error
+	// Err is nil when the copy was produced (acks=all), else the *errors.DeadLetterError: the
+	// record was released (Process), or left to the caller (Consumer.DeadLetter).
+	Err error
+	// Latency is how long the produce took, until acknowledged or failed.
+	Latency time.Duration
+}
+
 // hooks holds the configured hooks by interface, so that a call site with none does nothing
 // but test a nil slice.
 type hooks struct {
@@ -271,6 +295,7 @@ type hooks struct {
 	lockLost     []HookLockLost
 	membership   []HookMembership
 	lag          []HookLag
+	deadLetter   []HookDeadLetter
 }
 
 // sortHooks files each hook under every interface it implements, and refuses one that
@@ -284,7 +309,7 @@ func sortHooks(in []Hook) (hooks, error) {
 		n := file(&h.newConsumer, v) + file(&h.closed, v) + file(&h.shareFetch, v) +
 			file(&h.poll, v) + file(&h.processStart, v) + file(&h.processDone, v) +
 			file(&h.acknowledge, v) + file(&h.renew, v) + file(&h.lockLost, v) +
-			file(&h.membership, v) + file(&h.lag, v)
+			file(&h.membership, v) + file(&h.lag, v) + file(&h.deadLetter, v)
 		if n == 0 {
 			return hooks{}, fmt.Errorf("shareconsumer: Hooks: hook %d (%T) implements none of the hook interfaces (HookNewConsumer, HookPoll, HookAcknowledge, ...): check its methods' names and signatures", i, v)
 		}

@@ -48,6 +48,9 @@ type cfg struct {
 	maxPollInterval time.Duration
 	hooks           []Hook
 	lagInterval     time.Duration
+	// deadLetterTopic is DeadLetterTopic's (dlq.go).
+	deadLetterTopic string
+	deadLetterSet   bool
 }
 
 func defaultCfg() cfg {
@@ -201,6 +204,9 @@ func (c *cfg) validate() error {
 	}
 	if c.lagInterval < 0 || c.lagInterval > 0 && c.lagInterval < time.Millisecond {
 		return fmt.Errorf("shareconsumer: LagInterval(%v): must be 0 (off) or at least 1ms", c.lagInterval)
+	}
+	if err := validateDeadLetterTopic(c.deadLetterSet, c.deadLetterTopic); err != nil {
+		return err
 	}
 	if c.fetchMinBytes > c.fetchMaxBytes {
 		return fmt.Errorf("shareconsumer: FetchMinBytes(%d) is above FetchMaxBytes(%d)", c.fetchMinBytes, c.fetchMaxBytes)

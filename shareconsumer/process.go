@@ -16,7 +16,8 @@ import (
 // Handler processes one record for Process. Its answer is the record's acknowledgement: nil
 // accepts it; an error releases it (it is delivered again, maybe to another consumer); an error
 // for which errors.Is(err, errors.ErrReject) holds (see errors.Reject) rejects it. A panic is
-// recovered and releases it.
+// recovered and releases it. With DeadLetterTopic, a failure on the record's last delivery, and
+// errors.DeadLetter(err) on any, copy it to the dead-letter topic and accept it instead.
 //
 // ctx ends when the record stops being the handler's: its cause (context.Cause) is a
 // *errors.LockLostError when the acquisition lock was lost, errors.ErrProcessStopped when
@@ -78,6 +79,9 @@ func (c *Consumer) Process(ctx context.Context, h Handler, opts ...ProcessOpt) e
 	}
 	if err := cfg.validate(); err != nil {
 		return err
+	}
+	if !cfg.deadLetterSet {
+		cfg.deadLetterTopic = c.cfg.deadLetterTopic
 	}
 	if !c.poll.processing.CompareAndSwap(false, true) {
 		return errors.ErrProcessRunning

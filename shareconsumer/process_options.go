@@ -37,6 +37,9 @@ type processCfg struct {
 	noRenew      bool
 	onPanic      func(r *Record, value any, stack []byte)
 	onRecordDone func(RecordOutcome)
+	// deadLetterTopic is DeadLetterTopic's, or the consumer's when Process has none (dlq.go).
+	deadLetterTopic string
+	deadLetterSet   bool
 }
 
 func defaultProcessCfg() processCfg {
@@ -121,6 +124,9 @@ func (c *processCfg) validate() error {
 	}
 	if c.grace < 0 {
 		return fmt.Errorf("shareconsumer: ShutdownGrace(%v): must be at least 0", c.grace)
+	}
+	if err := validateDeadLetterTopic(c.deadLetterSet, c.deadLetterTopic); err != nil {
+		return err
 	}
 	return nil
 }

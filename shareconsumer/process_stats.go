@@ -25,6 +25,12 @@ type RecordOutcome struct {
 	HandlerTime time.Duration
 	// Renews is how many times the broker renewed the record's lock for it.
 	Renews int
+	// DeadLettered says that the record's copy was produced to the dead-letter topic
+	// (DeadLetterTopic); Ack is then acktype.Accept, and Err the handler's error.
+	DeadLettered bool
+	// DeadLetterErr is the failure to produce the record's dead-letter copy, a
+	// *errors.DeadLetterError; the record was released.
+	DeadLetterErr error
 }
 
 // ProcessStats is a snapshot of what Process did on a consumer, counted from its creation over
@@ -36,6 +42,12 @@ type ProcessStats struct {
 	Accepted  uint64
 	Released  uint64 // handler errors and panics, and records released at shutdown
 	Rejected  uint64
+	// DeadLettered counts the records whose copy was produced to the dead-letter topic
+	// (DeadLetterTopic) and which were then acknowledged ACCEPT (not counted in Accepted);
+	// DeadLetterFailures, the produces to it that failed (those records were released, and
+	// count in Released).
+	DeadLettered       uint64
+	DeadLetterFailures uint64
 	// RenewRequests counts the ShareAcknowledge requests that renewed locks; Renewed, the
 	// renews of one record's lock that a broker confirmed, counted when the answer came, also
 	// for a record whose handler had returned by then (RecordOutcome.Renews counts those its
@@ -54,7 +66,7 @@ type ProcessStats struct {
 // String returns the stats as key=value pairs separated by spaces, in a fixed order:
 // delivered, accepted, released, rejected, redeliveries, renew_requests, renewed,
 // renew_failures, locks_lost, then locks_lost_<reason> for each reason with a count, panics,
-// held, handler_p50 and handler_p99.
+// dead_lettered, dead_letter_failures, held, handler_p50 and handler_p99.
 func (s ProcessStats) String() string {
 	var b strings.Builder
 	kv := func(k string, v uint64) {
@@ -80,6 +92,8 @@ func (s ProcessStats) String() string {
 		}
 	}
 	kv("panics", s.Panics)
+	kv("dead_lettered", s.DeadLettered)
+	kv("dead_letter_failures", s.DeadLetterFailures)
 	kv("held", uint64(max(0, s.Held)))
 	b.WriteString(" handler_p50=" + s.HandlerTime.Quantile(0.5).String())
 	b.WriteString(" handler_p99=" + s.HandlerTime.Quantile(0.99).String())
@@ -139,6 +153,7 @@ func (h Histogram) Quantile(q float64) time.Duration {
 type processCounters struct {
 	delivered, accepted, released, rejected atomic.Uint64
 	redeliveries, panics                    atomic.Uint64
+	deadLettered, deadLetterFailures        atomic.Uint64
 	locksLost                               [errors.LockMaxHoldReached + 1]atomic.Uint64
 	handlerCounts                           [histogramBuckets]atomic.Uint64
 	handlerCount                            atomic.Uint64
@@ -165,17 +180,19 @@ func (pc *processCounters) countAck(t acktype.Type) {
 // snapshot returns the counts, with held and the lease's renew counts.
 func (pc *processCounters) snapshot(held int, renewRequests, renewed, renewFailures uint64) ProcessStats {
 	s := ProcessStats{
-		Delivered:     pc.delivered.Load(),
-		Accepted:      pc.accepted.Load(),
-		Released:      pc.released.Load(),
-		Rejected:      pc.rejected.Load(),
-		RenewRequests: renewRequests,
-		Renewed:       renewed,
-		RenewFailures: renewFailures,
-		Redeliveries:  pc.redeliveries.Load(),
-		Panics:        pc.panics.Load(),
-		Held:          held,
-		LocksLostBy:   make(map[errors.LockLostReason]uint64),
+		Delivered:          pc.delivered.Load(),
+		Accepted:           pc.accepted.Load(),
+		Released:           pc.released.Load(),
+		Rejected:           pc.rejected.Load(),
+		RenewRequests:      renewRequests,
+		Renewed:            renewed,
+		RenewFailures:      renewFailures,
+		Redeliveries:       pc.redeliveries.Load(),
+		Panics:             pc.panics.Load(),
+		DeadLettered:       pc.deadLettered.Load(),
+		DeadLetterFailures: pc.deadLetterFailures.Load(),
+		Held:               held,
+		LocksLostBy:        make(map[errors.LockLostReason]uint64),
 	}
 	for _, r := range errors.LockLostReasons {
 		if n := pc.locksLost[r].Load(); n > 0 {
@@ -199,6 +216,8 @@ func (pc *processCounters) fold(o *processCounters) {
 	pc.rejected.Add(o.rejected.Load())
 	pc.redeliveries.Add(o.redeliveries.Load())
 	pc.panics.Add(o.panics.Load())
+	pc.deadLettered.Add(o.deadLettered.Load())
+	pc.deadLetterFailures.Add(o.deadLetterFailures.Load())
 	for i := range pc.locksLost {
 		pc.locksLost[i].Add(o.locksLost[i].Load())
 	}
@@ -217,6 +236,8 @@ func (s *ProcessStats) add(o ProcessStats) {
 	s.Rejected += o.Rejected
 	s.Redeliveries += o.Redeliveries
 	s.Panics += o.Panics
+	s.DeadLettered += o.DeadLettered
+	s.DeadLetterFailures += o.DeadLetterFailures
 	for r, n := range o.LocksLostBy {
 		s.LocksLostBy[r] += n
 		s.LocksLost += n

@@ -31,5 +31,5 @@ func TestHistogramQuantiles(t *testing.T) {
 func TestProcessStatsString(t *testing.T) {
 	t.Parallel()
 	s := ProcessStats{Delivered: 3, Accepted: 2, LocksLost: 1, LocksLostBy: map[errors.LockLostReason]uint64{errors.LockLeaderMoved: 1}, Held: 1}
-	assert.Equal(t, "delivered=3 accepted=2 released=0 rejected=0 redeliveries=0 renew_requests=0 renewed=0 renew_failures=0 locks_lost=1 locks_lost_leader_moved=1 panics=0 held=1 handler_p50=0s handler_p99=0s", s.String())
+	assert.Equal(t, "delivered=3 accepted=2 released=0 rejected=0 redeliveries=0 renew_requests=0 renewed=0 renew_failures=0 locks_lost=1 locks_lost_leader_moved=1 panics=0 dead_lettered=0 dead_letter_failures=0 held=1 handler_p50=0s handler_p99=0s", s.String())
 }

@@ -301,6 +301,13 @@ func (w *worker) handle(t *task) {
 	w.handled++
 	w.handlerNs += int64(took)
 	out := RecordOutcome{Record: e.rec, Err: err, HandlerTime: took}
+	if err != nil && t.e.lost.Load() == nil && !t.stopped.Load() {
+		// The copy goes first; the lease renews the lock meanwhile, as the record is still
+		// running (dlq.go).
+		out.DeadLettered, out.DeadLetterErr = p.deadLetter(t, e.rec, err)
+		now = p.clock()
+		w.now = now
+	}
 	if t.e.lost.Load() == nil && e.expired(now) {
 		// The handler outlived the lock, with no renew on its way: the broker may have given
 		// the record to another member.
@@ -309,6 +316,12 @@ func (w *worker) handle(t *task) {
 	}
 	ack := ackFor(err)
 	if t.stopped.Load() {
+		ack = acktype.Release
+	}
+	switch {
+	case out.DeadLettered:
+		ack = acktype.Accept // its copy is in the dead-letter topic
+	case out.DeadLetterErr != nil:
 		ack = acktype.Release
 	}
 	settled := t.e.lost.Load() == nil && l.finish(e)
@@ -333,7 +346,9 @@ func (w *worker) handle(t *task) {
 	w.mu.Unlock()
 	if settled {
 		out.Ack = ack
-		w.stats.countAck(ack)
+		if !out.DeadLettered {
+			w.stats.countAck(ack)
+		}
 		if first {
 			// The flush publishes the batch if the worker has not by then (a slow handler).
 			p.armFlush(now)
@@ -403,12 +418,13 @@ func (p *pool) call(t *task) (ctx context.Context, err error) {
 	return ctx, p.h(ctx, t.e.rec)
 }
 
-// ackFor is the acknowledgement of a handler's answer.
+// ackFor is the acknowledgement of a handler's answer, but for dead-lettering (dlq.go): a
+// poison record with no dead-letter topic is rejected.
 func ackFor(err error) acktype.Type {
 	switch {
 	case err == nil:
 		return acktype.Accept
-	case errors.Is(err, errors.ErrReject):
+	case errors.Is(err, errors.ErrReject), errors.Is(err, errors.ErrDeadLetter):
 		return acktype.Reject
 	}
 	return acktype.Release

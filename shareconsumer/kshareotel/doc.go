@@ -23,7 +23,9 @@
 // the record's outcome is known (OnProcessDone): accepted, it ends with its status unset;
 // released (the handler's error), rejected (errors.Reject) or panicked, it ends with an error
 // status whose description is the handler's error, error.type "release", "reject" or "panic",
-// and the error recorded as an exception event; a record whose lock was lost ends with an error
+// and the error recorded as an exception event; dead-lettered (shareconsumer.DeadLetterTopic:
+// copied to the dead-letter topic, then accepted), it ends the same way with error.type
+// "dead_letter", after an event "dead lettered" naming the topic; a record whose lock was lost ends with an error
 // status and error.type "lock_lost". While the span is open each renew of the record's lock
 // adds an event "lock renewed", and a lost lock an event "lock lost" with the reason, and makes
 // the status an error at once (the handler is still running, its context cancelled).

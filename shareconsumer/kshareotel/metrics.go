@@ -24,6 +24,7 @@ const (
 	MetricAcknowledged = "kshare.acknowledged.messages"
 	MetricRenewed      = "kshare.renewed.messages"
 	MetricLocksLost    = "kshare.locks_lost.messages"
+	MetricDeadLettered = "kshare.dead_lettered.messages"
 	MetricHeld         = "kshare.held.messages"
 	MetricLockTimeout  = "kshare.acquisition_lock.timeout"
 	MetricLag          = "kshare.lag"
@@ -40,6 +41,7 @@ type instruments struct {
 	acknowledged      metric.Int64Counter
 	renewed           metric.Int64Counter
 	locksLost         metric.Int64Counter
+	deadLettered      metric.Int64Counter
 	held              metric.Int64ObservableUpDownCounter
 	lockTimeout       metric.Float64ObservableGauge
 	lag               metric.Int64ObservableGauge
@@ -84,6 +86,11 @@ func newInstruments(m metric.Meter) instruments {
 		metric.WithDescription("Records whose acquisition lock Process lost, by reason.")); err != nil {
 		check(err)
 		in.locksLost, _ = noops.Int64Counter(MetricLocksLost)
+	}
+	if in.deadLettered, err = m.Int64Counter(MetricDeadLettered, metric.WithUnit("{message}"),
+		metric.WithDescription("Records produced to the dead-letter topic; error.type is set for those whose produce failed.")); err != nil {
+		check(err)
+		in.deadLettered, _ = noops.Int64Counter(MetricDeadLettered)
 	}
 	if in.held, err = m.Int64ObservableUpDownCounter(MetricHeld, metric.WithUnit("{message}"),
 		metric.WithDescription("Acquired records the consumers hold now.")); err != nil {

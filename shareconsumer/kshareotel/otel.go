@@ -101,6 +101,7 @@ var (
 	_ shareconsumer.HookRenew          = (*Otel)(nil)
 	_ shareconsumer.HookLockLost       = (*Otel)(nil)
 	_ shareconsumer.HookLag            = (*Otel)(nil)
+	_ shareconsumer.HookDeadLetter     = (*Otel)(nil)
 )
 
 // New returns an Otel, with its instruments made on the meter provider. An instrument the

@@ -36,12 +36,18 @@ const (
 	LockLostReasonKey = attribute.Key("kshare.lock_lost.reason")
 	// LockLostRunningKey says whether a handler had the record when its lock was lost.
 	LockLostRunningKey = attribute.Key("kshare.lock_lost.running")
+	// DeadLetterTopicKey is the dead-letter topic a record's copy was produced to
+	// (shareconsumer.DeadLetterEvent.DeadLetterTopic).
+	DeadLetterTopicKey = attribute.Key("kshare.dead_letter.topic")
 )
 
 // The span events this package adds to process spans.
 const (
 	EventLockRenewed = "lock renewed"
 	EventLockLost    = "lock lost"
+	// EventDeadLettered: the record's copy was produced to the dead-letter topic; with
+	// error.type when the produce failed.
+	EventDeadLettered = "dead lettered"
 )
 
 // The values of error.type this package sets on process spans and messaging.process.duration
@@ -51,6 +57,9 @@ const (
 	ErrorTypeReject   = "reject"
 	ErrorTypePanic    = "panic"
 	ErrorTypeLockLost = "lock_lost"
+	// ErrorTypeDeadLetter: the handler failed the record and its copy went to the dead-letter
+	// topic (it was then accepted).
+	ErrorTypeDeadLetter = "dead_letter"
 )
 
 // OnProcessStart starts r's process span and returns ctx carrying it, for the handler. The
@@ -190,11 +199,13 @@ func (o *Otel) OnProcessDone(ctx context.Context, out shareconsumer.RecordOutcom
 
 // outcomeErrorType returns the error.type of an outcome, "" for an accepted record.
 func outcomeErrorType(out shareconsumer.RecordOutcome) string {
-	if out.Ack == acktype.Accept {
+	if out.Ack == acktype.Accept && !out.DeadLettered {
 		return "" // before pe, which errors.As makes escape: an accepted record allocates nothing here
 	}
 	var pe *errors.PanicError
 	switch {
+	case out.DeadLettered && out.Ack != 0:
+		return ErrorTypeDeadLetter
 	case out.Err != nil && errors.As(out.Err, &pe):
 		return ErrorTypePanic
 	case out.Ack == acktype.Release:
@@ -262,6 +273,29 @@ func (o *Otel) OnLockLost(e shareconsumer.LockLostEvent) {
 	rs.lost = true
 	rs.span.AddEvent(EventLockLost, trace.WithAttributes(LockLostReasonKey.String(reason), LockLostRunningKey.Bool(e.Running)))
 	rs.span.SetStatus(codes.Error, desc)
+}
+
+// OnDeadLetter counts a produce to the dead-letter topic (error.type set when it failed), and
+// adds a dead lettered event to the record's process span, when it has one.
+func (o *Otel) OnDeadLetter(e shareconsumer.DeadLetterEvent) {
+	r := e.Record
+	a := partitionAttrs(o.groupName(), "", r.Topic, r.Partition)
+	event := []attribute.KeyValue{DeadLetterTopicKey.String(e.DeadLetterTopic)}
+	if e.Err != nil {
+		a = append(a, semconv.ErrorTypeKey.String(errorType(e.Err)))
+		event = append(event, semconv.ErrorTypeKey.String(errorType(e.Err)))
+	}
+	o.m.deadLettered.Add(context.Background(), 1, metricOpt(a))
+	v, ok := o.spans.Load(r)
+	if !ok {
+		return
+	}
+	rs := v.(*recSpan)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if !rs.ended {
+		rs.span.AddEvent(EventDeadLettered, trace.WithAttributes(event...))
+	}
 }
 
 // OnPoll starts and ends a receive span for a Poll that returned records, linked to each

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -157,6 +158,7 @@ func TestProcessSpanStatus(t *testing.T) {
 		{"reject", shareconsumer.RecordOutcome{Ack: acktype.Reject, Err: errors.Reject(handlerErr)}, "reject", true},
 		{"panic", shareconsumer.RecordOutcome{Ack: acktype.Release, Err: &errors.PanicError{Value: "boom"}}, "panic", true},
 		{"lock lost", shareconsumer.RecordOutcome{Err: lost}, "lock_lost", false},
+		{"dead letter", shareconsumer.RecordOutcome{Ack: acktype.Accept, Err: errors.DeadLetter(handlerErr), DeadLettered: true}, "dead_letter", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -382,4 +384,32 @@ func TestSamplerSeesStartAttributes(t *testing.T) {
 		assert.Equal(t, topic, a["messaging.destination.name"].AsString())
 		assert.Equal(t, "billing", a["messaging.consumer.group.name"].AsString(), topic)
 	}
+}
+
+// TestDeadLetter: a produce to the dead-letter topic counts in kshare.dead_lettered.messages,
+// with error.type when it failed, and is an event of the record's span.
+func TestDeadLetter(t *testing.T) {
+	t.Parallel()
+	rg := newRig(t)
+	r := record(nil)
+	ctx := rg.o.OnProcessStart(context.Background(), r)
+	rg.o.OnDeadLetter(shareconsumer.DeadLetterEvent{Record: r, DeadLetterTopic: "orders.dlq", Cause: stderrors.New("bad")})
+	rg.o.OnProcessDone(ctx, shareconsumer.RecordOutcome{Record: r, Ack: acktype.Accept, Err: stderrors.New("bad"), DeadLettered: true})
+	rg.o.OnDeadLetter(shareconsumer.DeadLetterEvent{Record: record(nil), DeadLetterTopic: "orders.dlq",
+		Err: &errors.DeadLetterError{DeadLetterTopic: "orders.dlq", Err: kerr.TopicAuthorizationFailed}})
+
+	spans := rg.ended("process orders")
+	require.Len(t, spans, 1)
+	var found bool
+	for _, e := range spans[0].Events() {
+		if e.Name == kshareotel.EventDeadLettered {
+			found = true
+			assert.Equal(t, "orders.dlq", attrMap(e.Attributes)[kshareotel.DeadLetterTopicKey].AsString())
+		}
+	}
+	assert.True(t, found, "a dead lettered event")
+	m := rg.collect(t)
+	dl := m[kshareotel.MetricDeadLettered]
+	assert.EqualValues(t, 2, sumInt(dl, nil))
+	assert.EqualValues(t, 1, sumInt(dl, map[string]string{"error.type": "TOPIC_AUTHORIZATION_FAILED"}))
 }

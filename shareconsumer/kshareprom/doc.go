@@ -40,6 +40,7 @@
 //	ns_acknowledged_records_total{topic,type,outcome} counter acknowledgements sent (HookAcknowledge)
 //	ns_renewed_records_total{topic}             counter    records whose locks were renewed, still held at the answer (HookRenew)
 //	ns_locks_lost_total{topic,reason}           counter    locks Process lost (HookLockLost)
+//	ns_dead_letter_records_total{topic,outcome} counter    produces to the dead-letter topic (HookDeadLetter)
 //	ns_lag_lookup_errors_total                  counter    lag lookups that failed (LagEvent.Err)
 //
 // Gauges, made when Prometheus scrapes, from the last event of their kind or from the consumer:
@@ -53,8 +54,10 @@
 //
 // The label values: node_id is the partition leader's node id; partition is the partition
 // number in decimal; outcome of processed_records_total is accept, release or reject (what
-// Process acknowledged: RecordOutcome.Ack) or lost (the lock was lost before an
-// acknowledgement was chosen, RecordOutcome.Ack 0); type of acknowledged_records_total is
+// Process acknowledged: RecordOutcome.Ack), dead_letter (RecordOutcome.DeadLettered: copied to
+// the dead-letter topic, then accepted) or lost (the lock was lost before an acknowledgement
+// was chosen, RecordOutcome.Ack 0); outcome of dead_letter_records_total is ok or error
+// (DeadLetterEvent.Err), Process's produces and Consumer.DeadLetter's alike; type of acknowledged_records_total is
 // accept, release, reject, renew or gap (gap counts offsets, not records), its outcome ok or
 // error (AcknowledgedPartition.Err); reason of locks_lost_total is errors.LockLostReason's
 // String (renew_refused, invalid_record_state, session_reset, leader_moved, deadline_passed,
@@ -64,8 +67,11 @@
 // # How the figures relate to ProcessStats
 //
 // For a consumer that only runs Process, the processed_records_total outcomes add up to
-// ProcessStats.Delivered once Process returned; accept, release and reject equal
-// ProcessStats.Accepted, Released and Rejected; process_duration_seconds counts what
+// ProcessStats.Delivered once Process returned; accept, release, reject and dead_letter equal
+// ProcessStats.Accepted, Released, Rejected and DeadLettered (a record whose lock was lost
+// after its copy was produced counts as lost there, and in DeadLettered);
+// dead_letter_records_total's ok and error equal ProcessStats.DeadLettered and
+// DeadLetterFailures; process_duration_seconds counts what
 // ProcessStats.HandlerTime counts; locks_lost_total by reason equals ProcessStats.LocksLostBy.
 // renewed_records_total is at most ProcessStats.Renewed; equal when no record finished between
 // a renew's send and its answer: RenewEvent.Records lists the renewed records the consumer
@@ -94,7 +100,8 @@
 //     series is exported, and a counter whose topic is no longer consumed stays at its last
 //     value, as counters do. Counters without labels (poll_errors_total,
 //     lag_lookup_errors_total) are exported at 0 from the start; the four outcomes of
-//     processed_records_total from a topic's first record in Process.
+//     processed_records_total but dead_letter from a topic's first record in Process,
+//     dead_letter from its first record dead-lettered.
 //   - The membership gauges are absent until the first membership change;
 //     acquisition_lock_timeout_seconds until an answer reports a lock duration (ShareFetch
 //     v1+); held_records while no consumer is attached (before New returns).

@@ -130,7 +130,7 @@ func TestE2EProcessRenewsAndLosesALock(t *testing.T) {
 
 		// The figures ProcessStats has, as Prometheus's text format says them.
 		var want strings.Builder
-		fmt.Fprintf(&want, `# HELP kshare_processed_records_total Records Process acquired, by what became of them: outcome accept, release or reject (what was acknowledged), or lost (the lock was lost first).
+		fmt.Fprintf(&want, `# HELP kshare_processed_records_total Records Process acquired, by what became of them: outcome accept, release or reject (what was acknowledged), dead_letter (copied to the dead-letter topic, then accepted), or lost (the lock was lost first).
 # TYPE kshare_processed_records_total counter
 kshare_processed_records_total{group="workers",outcome="accept",topic="orders"} %d
 kshare_processed_records_total{group="workers",outcome="lost",topic="orders"} %d

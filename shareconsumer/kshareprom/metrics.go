@@ -34,6 +34,7 @@ type Metrics struct {
 	acknowledged         *prometheus.CounterVec   // topic, type, outcome
 	renewed              *prometheus.CounterVec   // topic
 	locksLost            *prometheus.CounterVec   // topic, reason
+	deadLetters          *prometheus.CounterVec   // topic, outcome
 	lagErrors            prometheus.Counter
 	counters             []prometheus.Collector
 	topics               sync.Map // topic -> *topicMetrics
@@ -125,11 +126,12 @@ func New(namespace string, opts ...Opt) *Metrics {
 	m.pollRecords = counter("poll_records_total", "Records Poll returned, renewed records returned again included, by topic.", lTopic)
 	pollErrors := counter("poll_errors_total", "Polls that returned an error other than the end of their context.")
 	m.pollErrors = pollErrors.WithLabelValues()
-	m.processed = counter("processed_records_total", "Records Process acquired, by what became of them: outcome accept, release or reject (what was acknowledged), or lost (the lock was lost first).", lTopic, lOutcome)
+	m.processed = counter("processed_records_total", "Records Process acquired, by what became of them: outcome accept, release or reject (what was acknowledged), dead_letter (copied to the dead-letter topic, then accepted), or lost (the lock was lost first).", lTopic, lOutcome)
 	m.processDuration = histogram("process_duration_seconds", "How long Process's handler ran, per record a handler had, by topic.", c.processBuckets, lTopic)
 	m.acknowledged = counter("acknowledged_records_total", "Records acknowledged to a partition leader, by type (accept, release, reject, renew, gap: offsets) and outcome (ok or error).", lTopic, lType, lOutcome)
 	m.renewed = counter("renewed_records_total", "Records whose acquisition lock a leader renewed, by topic.", lTopic)
 	m.locksLost = counter("locks_lost_total", "Records whose acquisition lock Process lost, by reason.", lTopic, lReason)
+	m.deadLetters = counter("dead_letter_records_total", "Records produced to the dead-letter topic (outcome ok) or whose produce there failed (outcome error), by the record's topic.", lTopic, lOutcome)
 	lagErrors := counter("lag_lookup_errors_total", "Share-group lag lookups that failed.")
 	m.lagErrors = lagErrors.WithLabelValues()
 
@@ -300,12 +302,15 @@ func (m *Metrics) OnPoll(e shareconsumer.PollEvent) {
 // handler had it (shareconsumer.HookProcessDone).
 func (m *Metrics) OnProcessDone(ctx context.Context, o shareconsumer.RecordOutcome) {
 	tm := m.topic(o.Record.Topic)
-	switch o.Ack {
-	case acktype.Accept:
+	switch {
+	case o.DeadLettered && o.Ack != 0:
+		// Rare, and exported from the first: looked up each time.
+		m.processed.WithLabelValues(o.Record.Topic, "dead_letter").Inc()
+	case o.Ack == acktype.Accept:
 		tm.accepted.Inc()
-	case acktype.Release:
+	case o.Ack == acktype.Release:
 		tm.released.Inc()
-	case acktype.Reject:
+	case o.Ack == acktype.Reject:
 		tm.rejected.Inc()
 	default:
 		tm.lost.Inc()
@@ -315,6 +320,16 @@ func (m *Metrics) OnProcessDone(ctx context.Context, o shareconsumer.RecordOutco
 	if ctx != context.Background() {
 		tm.duration.Observe(o.HandlerTime.Seconds())
 	}
+}
+
+// OnDeadLetter counts a produce to the dead-letter topic, Process's or Consumer.DeadLetter's,
+// by the record's topic and outcome (shareconsumer.HookDeadLetter).
+func (m *Metrics) OnDeadLetter(e shareconsumer.DeadLetterEvent) {
+	outcome := "ok"
+	if e.Err != nil {
+		outcome = "error"
+	}
+	m.deadLetters.WithLabelValues(e.Record.Topic, outcome).Inc()
 }
 
 // ackTypes are the acknowledgement types by index of AcknowledgedPartition.Records, as the

@@ -146,6 +146,7 @@ func TestProcessDone(t *testing.T) {
 		{handled, shareconsumer.RecordOutcome{Record: rec("orders", 0, 2), Ack: acktype.Accept, HandlerTime: 5 * time.Millisecond}},
 		{handled, shareconsumer.RecordOutcome{Record: rec("orders", 0, 3), Ack: acktype.Release, Err: stderrors.New("retry"), HandlerTime: 2 * time.Second}},
 		{handled, shareconsumer.RecordOutcome{Record: rec("orders", 1, 3), Ack: acktype.Reject, Err: stderrors.New("bad"), HandlerTime: time.Millisecond}},
+		{handled, shareconsumer.RecordOutcome{Record: rec("orders", 1, 4), Ack: acktype.Accept, Err: stderrors.New("poison"), DeadLettered: true, HandlerTime: time.Millisecond}},
 		// Lost while its handler ran: observed.
 		{handled, shareconsumer.RecordOutcome{Record: rec("audit", 0, 9), Err: &errors.LockLostError{Reason: errors.LockDeadlinePassed}, HandlerTime: 20 * time.Millisecond}},
 		// No handler had these two: released at shutdown, lost in the queue. Not observed.
@@ -156,10 +157,11 @@ func TestProcessDone(t *testing.T) {
 		m.OnProcessDone(o.ctx, o.o)
 	}
 	compare(t, m, `
-# HELP kshare_processed_records_total Records Process acquired, by what became of them: outcome accept, release or reject (what was acknowledged), or lost (the lock was lost first).
+# HELP kshare_processed_records_total Records Process acquired, by what became of them: outcome accept, release or reject (what was acknowledged), dead_letter (copied to the dead-letter topic, then accepted), or lost (the lock was lost first).
 # TYPE kshare_processed_records_total counter
 kshare_processed_records_total{outcome="accept",topic="audit"} 0
 kshare_processed_records_total{outcome="accept",topic="orders"} 2
+kshare_processed_records_total{outcome="dead_letter",topic="orders"} 1
 kshare_processed_records_total{outcome="lost",topic="audit"} 1
 kshare_processed_records_total{outcome="lost",topic="orders"} 1
 kshare_processed_records_total{outcome="reject",topic="audit"} 0
@@ -173,12 +175,26 @@ kshare_process_duration_seconds_bucket{topic="audit",le="0.01"} 0
 kshare_process_duration_seconds_bucket{topic="audit",le="+Inf"} 1
 kshare_process_duration_seconds_sum{topic="audit"} 0.02
 kshare_process_duration_seconds_count{topic="audit"} 1
-kshare_process_duration_seconds_bucket{topic="orders",le="0.001"} 2
-kshare_process_duration_seconds_bucket{topic="orders",le="0.01"} 3
-kshare_process_duration_seconds_bucket{topic="orders",le="+Inf"} 4
-kshare_process_duration_seconds_sum{topic="orders"} 2.0065
-kshare_process_duration_seconds_count{topic="orders"} 4
+kshare_process_duration_seconds_bucket{topic="orders",le="0.001"} 3
+kshare_process_duration_seconds_bucket{topic="orders",le="0.01"} 4
+kshare_process_duration_seconds_bucket{topic="orders",le="+Inf"} 5
+kshare_process_duration_seconds_sum{topic="orders"} 2.0075
+kshare_process_duration_seconds_count{topic="orders"} 5
 `, "processed_records_total", "process_duration_seconds")
+}
+
+func TestDeadLetter(t *testing.T) {
+	t.Parallel()
+	m := newMetrics()
+	m.OnDeadLetter(shareconsumer.DeadLetterEvent{Record: rec("orders", 0, 1), DeadLetterTopic: "dlq"})
+	m.OnDeadLetter(shareconsumer.DeadLetterEvent{Record: rec("orders", 0, 2), DeadLetterTopic: "dlq"})
+	m.OnDeadLetter(shareconsumer.DeadLetterEvent{Record: rec("audit", 0, 2), DeadLetterTopic: "dlq", Err: &errors.DeadLetterError{}})
+	compare(t, m, `
+# HELP kshare_dead_letter_records_total Records produced to the dead-letter topic (outcome ok) or whose produce there failed (outcome error), by the record's topic.
+# TYPE kshare_dead_letter_records_total counter
+kshare_dead_letter_records_total{outcome="error",topic="audit"} 1
+kshare_dead_letter_records_total{outcome="ok",topic="orders"} 2
+`, "dead_letter_records_total")
 }
 
 func TestAcknowledge(t *testing.T) {

@@ -1,0 +1,79 @@
+package errors
+
+import (
+	stderrors "errors"
+	"strconv"
+	"strings"
+)
+
+// ErrDeadLetter: a shareconsumer Process handler returned an error for which
+// errors.Is(err, ErrDeadLetter) holds (see DeadLetter): the record goes to the dead-letter topic at
+// once, whatever its delivery count.
+var ErrDeadLetter = stderrors.New("record sent to the dead-letter topic by the handler")
+
+// ErrNoDeadLetterTopic: shareconsumer's Consumer.DeadLetter was called on a consumer created
+// without the DeadLetterTopic option. Nothing was produced or acknowledged.
+var ErrNoDeadLetterTopic = stderrors.New("no dead-letter topic is configured: use shareconsumer.DeadLetterTopic")
+
+// deadLetterError marks a handler's error as a poison record's.
+type deadLetterError struct{ err error }
+
+func (e deadLetterError) Error() string {
+	if e.err == nil {
+		return ErrDeadLetter.Error()
+	}
+	return e.err.Error()
+}
+
+func (e deadLetterError) Unwrap() []error {
+	if e.err == nil {
+		return []error{ErrDeadLetter}
+	}
+	return []error{ErrDeadLetter, e.err}
+}
+
+// DeadLetter wraps err so that a shareconsumer Process handler returning it sends the record to
+// the dead-letter topic at once (a poison record), whatever its delivery count, instead of
+// releasing it. errors.Is(DeadLetter(err), err) holds, and so does
+// errors.Is(DeadLetter(err), ErrDeadLetter); the dead-letter record's error header carries
+// err's text. DeadLetter(nil) works too. Without a dead-letter topic the record is rejected, as
+// with Reject.
+func DeadLetter(err error) error { return deadLetterError{err} }
+
+// DeadLetterError reports that a record could not be produced to the dead-letter topic: the
+// record was not acknowledged for it (Process releases it; Consumer.DeadLetter leaves it to the
+// caller in explicit mode and releases it in implicit mode).
+type DeadLetterError struct {
+	// DeadLetterTopic is the topic the copy was for.
+	DeadLetterTopic string
+	// Topic, Partition and Offset name the record.
+	Topic     string
+	Partition int32
+	Offset    int64
+	// Err is the produce's failure: a *kerr.Error where Kafka sent a code (TOPIC_AUTHORIZATION_FAILED,
+	// UNKNOWN_TOPIC_OR_PARTITION, ...), a context error, or kgo's; Unwrap returns it.
+	Err error
+}
+
+// Error returns, for example, "dead-lettering orders-3@42 to orders.dlq: TOPIC_AUTHORIZATION_FAILED: ...".
+func (e *DeadLetterError) Error() string {
+	var b strings.Builder
+	b.WriteString("dead-lettering ")
+	b.WriteString(e.Topic)
+	b.WriteByte('-')
+	b.WriteString(strconv.Itoa(int(e.Partition)))
+	b.WriteByte('@')
+	b.WriteString(strconv.FormatInt(e.Offset, 10))
+	b.WriteString(" to ")
+	b.WriteString(e.DeadLetterTopic)
+	b.WriteString(": ")
+	if e.Err == nil {
+		b.WriteString("unknown error")
+	} else {
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns e.Err.
+func (e *DeadLetterError) Unwrap() error { return e.Err }

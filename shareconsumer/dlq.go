@@ -1,0 +1,344 @@
+package shareconsumer
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kshare/kshare/acktype"
+	"github.com/kshare/kshare/errors"
+)
+
+// The headers a dead-letter record carries, beside the original record's own, every value UTF-8
+// text, numbers in decimal. The first six are KIP-1191's (Kafka's broker-side dead-letter queue
+// for share groups, in Kafka's trunk for 4.4), so that tools written for Kafka's dead-letter
+// records read ours; Kafka has no header for the time, and HeaderDeadLetterTimestamp is
+// kshare's own.
+const (
+	HeaderDeadLetterTopic         = "__dlq.errors.topic"          // the record's topic
+	HeaderDeadLetterPartition     = "__dlq.errors.partition"      // its partition
+	HeaderDeadLetterOffset        = "__dlq.errors.offset"         // its offset
+	HeaderDeadLetterGroup         = "__dlq.errors.group"          // the share group
+	HeaderDeadLetterDeliveryCount = "__dlq.errors.delivery.count" // its delivery count when it failed
+	HeaderDeadLetterMessage       = "__dlq.errors.message"        // the error's text
+	// HeaderDeadLetterTimestamp is when the record was dead-lettered, in milliseconds since the
+	// Unix epoch (as Kafka's record timestamps count).
+	HeaderDeadLetterTimestamp = "__dlq.errors.timestamp"
+)
+
+// deadLetterHeaders are the header keys the consumer sets on a dead-letter record; an original
+// header with one of these keys (a record read from a dead-letter topic) is left out.
+var deadLetterHeaders = []string{HeaderDeadLetterTopic, HeaderDeadLetterPartition, HeaderDeadLetterOffset,
+	HeaderDeadLetterGroup, HeaderDeadLetterDeliveryCount, HeaderDeadLetterMessage, HeaderDeadLetterTimestamp}
+
+// Delivery count limits: Kafka's broker default (group.share.delivery.count.limit), and how long
+// the consumer trusts the limit it read.
+const (
+	defaultDeliveryCountLimit = 5
+	deliveryLimitMaxAge       = 10 * time.Second
+	// deadLetterTimeout bounds one dead-letter produce, retries included
+	// (kgo.RecordDeliveryTimeout).
+	deadLetterTimeout = 30 * time.Second
+)
+
+// DeadLetterOpt is an option of New and of Process alike.
+type DeadLetterOpt interface {
+	Opt
+	ProcessOpt
+}
+
+type deadLetterTopic string
+
+func (t deadLetterTopic) apply(c *cfg) { c.deadLetterTopic, c.deadLetterSet = string(t), true }
+func (t deadLetterTopic) applyProcess(c *processCfg) {
+	c.deadLetterTopic, c.deadLetterSet = string(t), true
+}
+
+// DeadLetterTopic names the topic that records which keep failing are copied to, given to New
+// (for Consumer.DeadLetter, and as Process's default) or to Process (for that call).
+//
+// With it, when a Process handler fails a record (an error or a panic) on its last allowed
+// delivery, its DeliveryCount having reached the group's share.delivery.count.limit (see
+// Consumer.DeliveryCountLimit), or returns errors.DeadLetter(err) whatever the delivery count
+// (a poison record), Process first produces a copy of the record to topic: its key, value and
+// headers, plus the Header* headers of this package naming where it came from, the group, the
+// delivery count, the error's text and the time. The copy goes to the partition numbered the
+// record's partition modulo the topic's partition count, as KIP-1191 places them, through a
+// producer of the consumer's own (the ClientOpts' transport, TLS, SASL and logger; acks=all,
+// not idempotent, so that it needs WRITE on topic and nothing else). Only once the produce is acknowledged does Process accept the record, so that
+// the broker does not archive it as failed (docs/semantics.md says why ACCEPT). While the
+// produce runs, the record's lock is renewed as while its handler ran. If the produce fails,
+// the record is released: delivered again if deliveries are left, archived by the broker if
+// that was its last (the failure is logged, counted in ProcessStats.DeadLetterFailures and told
+// to the hooks, and RecordOutcome.DeadLetterErr has it).
+//
+// errors.Reject still rejects, without a copy (Kafka's broker-side dead-letter queue copies
+// rejected records too; here the handler chooses). The topic must exist: the producer does not
+// create it. Handlers that fail on every record fill it, so watch DeadLettered.
+func DeadLetterTopic(topic string) DeadLetterOpt { return deadLetterTopic(topic) }
+
+// validateDeadLetterTopic checks a DeadLetterTopic name as Kafka checks topic names.
+func validateDeadLetterTopic(set bool, topic string) error {
+	if !set {
+		return nil
+	}
+	switch {
+	case topic == "":
+		return fmt.Errorf("shareconsumer: DeadLetterTopic(\"\"): Topic name is illegal, it can't be empty")
+	case topic == "." || topic == "..":
+		return fmt.Errorf("shareconsumer: DeadLetterTopic(%q): Topic name cannot be \".\" or \"..\"", topic)
+	case len(topic) > 249:
+		return fmt.Errorf("shareconsumer: DeadLetterTopic(%q): Topic name is illegal, it can't be longer than 249 characters, topic name: %s", topic, topic)
+	}
+	if strings.Trim(topic, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != "" {
+		return fmt.Errorf("shareconsumer: DeadLetterTopic(%q): Topic name %q is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'", topic, topic)
+	}
+	return nil
+}
+
+// deadLetters is what the consumer keeps for dead-lettering: the producer, made on first use
+// and closed by Close, and the group's delivery count limit.
+type deadLetters struct {
+	mu     sync.Mutex
+	cl     *kgo.Client
+	closed bool
+	limit  deliveryLimit
+}
+
+// producer returns the dead-letter producer, made on first use.
+func (c *Consumer) deadLetterProducer() (*kgo.Client, error) {
+	d := &c.dlq
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, errors.ErrClosed
+	}
+	if d.cl == nil {
+		// Not idempotent: an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE
+		// on some topic before its first produce, and kgo keeps a refused InitProducerId for
+		// good, so a dead-letter path refused once would stay broken after the ACL is fixed.
+		// The copy is at least once anyway.
+		opts := append(slices.Clone(c.cfg.clientOpts),
+			kgo.DisableIdempotentWrite(),
+			kgo.RequiredAcks(kgo.AllISRAcks()),
+			kgo.ProducerLinger(0),
+			kgo.RecordPartitioner(deadLetterPartitioner{}),
+			kgo.RecordDeliveryTimeout(deadLetterTimeout),
+		)
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			return nil, fmt.Errorf("shareconsumer: the dead-letter producer: %w", err)
+		}
+		d.cl = cl
+	}
+	return d.cl, nil
+}
+
+// closeDeadLetters closes the producer, failing the produces still on their way; none starts
+// after it.
+func (c *Consumer) closeDeadLetters() {
+	d := &c.dlq
+	d.mu.Lock()
+	cl := d.cl
+	d.closed, d.cl = true, nil
+	d.mu.Unlock()
+	if cl != nil {
+		cl.Close()
+	}
+}
+
+// produceDeadLetter produces the dead-letter copy of r to topic, cause its failure, and waits
+// for the acknowledgement (acks=all) or ctx's end; the hooks are told. The error is a
+// *errors.DeadLetterError.
+func (c *Consumer) produceDeadLetter(ctx context.Context, topic string, r *Record, cause error) error {
+	start := time.Now()
+	err := c.produceDeadLetterRecord(ctx, topic, r, cause, start)
+	if err != nil {
+		err = &errors.DeadLetterError{DeadLetterTopic: topic, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err}
+		c.log(kgo.LogLevelError, "producing a record to the dead-letter topic failed; the record is not acknowledged for it", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "dead_letter_topic", topic, "err", err)
+	}
+	if len(c.hooks.deadLetter) > 0 {
+		ev := DeadLetterEvent{Record: r, DeadLetterTopic: topic, Cause: cause, Err: err, Latency: time.Since(start)}
+		for _, h := range c.hooks.deadLetter {
+			h.OnDeadLetter(ev)
+		}
+	}
+	return err
+}
+
+func (c *Consumer) produceDeadLetterRecord(ctx context.Context, topic string, r *Record, cause error, now time.Time) error {
+	cl, err := c.deadLetterProducer()
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	cl.Produce(ctx, deadLetterRecord(topic, r, c.cfg.group, cause, now), func(_ *kgo.Record, err error) { done <- err })
+	select {
+	case err = <-done:
+		return err
+	case <-ctx.Done():
+		// The record may still be produced: kgo cannot take back a request in flight.
+		return context.Cause(ctx)
+	}
+}
+
+// deadLetterRecord is the copy of r for topic: r's key, value and headers (but for headers
+// with the dead-letter keys), and the dead-letter headers.
+func deadLetterRecord(topic string, r *Record, group string, cause error, now time.Time) *kgo.Record {
+	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+len(deadLetterHeaders))
+	for _, h := range r.Headers {
+		if !slices.Contains(deadLetterHeaders, h.Key) {
+			hs = append(hs, h)
+		}
+	}
+	msg := errors.ErrDeadLetter.Error()
+	if cause != nil {
+		msg = cause.Error()
+	}
+	hs = append(hs,
+		kgo.RecordHeader{Key: HeaderDeadLetterTopic, Value: []byte(r.Topic)},
+		kgo.RecordHeader{Key: HeaderDeadLetterPartition, Value: strconv.AppendInt(nil, int64(r.Partition), 10)},
+		kgo.RecordHeader{Key: HeaderDeadLetterOffset, Value: strconv.AppendInt(nil, r.Offset, 10)},
+		kgo.RecordHeader{Key: HeaderDeadLetterGroup, Value: []byte(group)},
+		kgo.RecordHeader{Key: HeaderDeadLetterDeliveryCount, Value: strconv.AppendInt(nil, int64(r.DeliveryCount), 10)},
+		kgo.RecordHeader{Key: HeaderDeadLetterMessage, Value: []byte(msg)},
+		kgo.RecordHeader{Key: HeaderDeadLetterTimestamp, Value: strconv.AppendInt(nil, now.UnixMilli(), 10)},
+	)
+	return &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: hs}
+}
+
+// deadLetterPartitioner places a dead-letter record as KIP-1191 does: on the partition numbered
+// the source partition modulo the topic's partition count, read from the partition header.
+type deadLetterPartitioner struct{}
+
+func (deadLetterPartitioner) ForTopic(string) kgo.TopicPartitioner { return deadLetterPartitioner{} }
+
+func (deadLetterPartitioner) RequiresConsistency(*kgo.Record) bool { return true }
+
+func (deadLetterPartitioner) Partition(r *kgo.Record, n int) int {
+	for i := len(r.Headers) - 1; i >= 0; i-- {
+		if r.Headers[i].Key == HeaderDeadLetterPartition {
+			p, err := strconv.Atoi(string(r.Headers[i].Value))
+			if err != nil || p < 0 {
+				return 0
+			}
+			return p % n
+		}
+	}
+	return 0
+}
+
+// DeadLetter is dead-lettering for Poll: it produces a copy of r, one of the records the last
+// Poll returned, to the DeadLetterTopic given to New, as Process does (the same headers, cause's
+// text in HeaderDeadLetterMessage; a nil cause gives errors.ErrDeadLetter's), and waits for the
+// produce to be acknowledged (acks=all), until ctx ends or r's lock deadline (r.LockDeadline)
+// passes, whichever comes first: a record whose lock ran out may be delivered elsewhere. Then:
+//
+//   - in explicit mode it acknowledges r ACCEPT, as Acknowledge(r, acktype.Accept) would (sent
+//     with the next Poll or commit); when the produce fails it returns a *errors.DeadLetterError
+//     and leaves r's acknowledgement as it was, for the caller to release (or to try again);
+//   - in implicit mode the next Poll or commit accepts r, as any record; when the produce fails
+//     it returns a *errors.DeadLetterError and releases r itself, so that the next Poll does not
+//     accept it: r is delivered again, or archived by the broker if that was its last delivery.
+//
+// It fails at once, doing nothing, with ErrClosed, with errors.ErrNoDeadLetterTopic when New had
+// no DeadLetterTopic, and with ErrCannotAcknowledge for a record this consumer does not hold
+// (a nil one, one of Process's, one whose acknowledgement was sent). Call it from the poll loop,
+// between Polls; the hooks (HookDeadLetter) are told, as for Process's. Use DeliveryCountLimit
+// to tell a record's last delivery (r.DeliveryCount >= the limit).
+func (c *Consumer) DeadLetter(ctx context.Context, r *Record, cause error) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	topic := c.cfg.deadLetterTopic
+	if topic == "" {
+		return errors.ErrNoDeadLetterTopic
+	}
+	if r == nil || !c.ledger.holdsPolled(TopicPartition{r.Topic, r.Partition}, r.Offset) {
+		return errors.ErrCannotAcknowledge
+	}
+	if !r.LockDeadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, r.LockDeadline)
+		defer cancel()
+	}
+	tp := TopicPartition{r.Topic, r.Partition}
+	if err := c.produceDeadLetter(ctx, topic, r, cause); err != nil {
+		if !c.cfg.explicit {
+			_, _ = c.ledger.acknowledge(tp, r.Offset, acktype.Release, false, nil)
+		}
+		return err
+	}
+	if held, _ := c.ledger.acknowledge(tp, r.Offset, acktype.Accept, false, nil); !held {
+		return errors.ErrCannotAcknowledge
+	}
+	return nil
+}
+
+// DeliveryCountLimit returns the share group's delivery count limit: how many times the
+// brokers deliver a record before they archive it. It is the group config
+// share.delivery.count.limit (Kafka 4.3+: DescribeConfigs on the GROUP resource, which answers
+// the group's value or the broker default), else the broker config
+// group.share.delivery.count.limit of any broker (Kafka 4.2 has no group config), else Kafka's
+// default, 5, when neither can be read (the error says why; the limit is still usable). The
+// consumer reads it again when it is more than 10 seconds old, and at once when a record is
+// delivered more times than it allows (the limit was raised); Process reads it the same way
+// when a handler fails.
+func (c *Consumer) DeliveryCountLimit(ctx context.Context) (int, error) {
+	if err := c.check(); err != nil {
+		return 0, err
+	}
+	return c.deliveryCountLimit(ctx, 0)
+}
+
+// deadLetter decides what becomes of a record its Process handler failed with err, and
+// produces its copy when it is to be dead-lettered. It reports whether the copy was produced,
+// and the produce's failure. ctx is the task's: it ends when the lock is lost or shutdown
+// stops the handler.
+func (p *pool) deadLetter(ctx context.Context, r *Record, err error) (bool, error) {
+	topic := p.cfg.deadLetterTopic
+	poison := errors.Is(err, errors.ErrDeadLetter)
+	if topic == "" {
+		if poison {
+			p.c.log(kgo.LogLevelWarn, "a handler returned errors.DeadLetter with no dead-letter topic configured (DeadLetterTopic); the record is rejected", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", err)
+		}
+		return false, nil
+	}
+	if !poison {
+		if errors.Is(err, errors.ErrReject) {
+			return false, nil
+		}
+		limit, lerr := p.c.deliveryCountLimit(ctx, r.DeliveryCount)
+		if lerr != nil && ctx.Err() != nil {
+			return false, nil // the lock is gone or Process is stopping: nothing will be acknowledged
+		}
+		if int(r.DeliveryCount) < limit {
+			return false, nil
+		}
+	}
+	if perr := p.c.produceDeadLetter(ctx, topic, r, err); perr != nil {
+		p.stats.deadLetterFailures.Add(1)
+		return false, perr
+	}
+	p.stats.deadLettered.Add(1)
+	return true, nil
+}
+
+// holdsPolled reports whether the record at tp/offset is one Poll returned whose
+// acknowledgement was not taken for sending yet.
+func (l *ledger) holdsPolled(tp TopicPartition, offset int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	pp := l.polled.get(tp)
+	if pp == nil {
+		return false
+	}
+	r := pp.find(offset)
+	return r != nil && !r.undecodable
+}

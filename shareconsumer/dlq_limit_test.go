@@ -1,0 +1,89 @@
+package shareconsumer
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kshare/kshare/errors"
+	"github.com/kshare/kshare/testbroker"
+)
+
+// TestDeliveryCountLimitFollowsTheGroupConfig reads the limit from the group config, keeps it
+// for its max age, reads it again at once when a delivery count is above it (it was raised),
+// and after the max age when it was lowered; Process then dead-letters on the new limit.
+func TestDeliveryCountLimitFollowsTheGroupConfig(t *testing.T) {
+	t.Parallel()
+	c := tStart(t, testbroker.Topic("t", 1), testbroker.Topic("t.dlq", 1))
+	const group = "g"
+	tEarliest(t, c, group)
+	tGroupConfig(t, c, group, "share.delivery.count.limit", "3")
+	cons := tNew(t, c, group, Topics("t"))
+	ctx := tCtx(t)
+
+	limit, err := cons.DeliveryCountLimit(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 3, limit)
+	tGroupConfig(t, c, group, "share.delivery.count.limit", "4")
+	limit, err = cons.DeliveryCountLimit(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 3, limit, "read less than its max age ago")
+	limit, err = cons.deliveryCountLimit(ctx, 4)
+	require.NoError(t, err)
+	assert.Equal(t, 4, limit, "a record delivered a 4th time: the limit was raised")
+
+	tGroupConfig(t, c, group, "share.delivery.count.limit", "2")
+	cons.dlq.mu.Lock()
+	cons.dlq.limit.maxAge = time.Nanosecond
+	cons.dlq.mu.Unlock()
+	limit, err = cons.DeliveryCountLimit(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 2, limit, "read again past its max age")
+
+	// Raised again behind the consumer's back: Process, reading it at each failure, releases
+	// the record on its 2nd delivery and dead-letters it on its 3rd.
+	tGroupConfig(t, c, group, "share.delivery.count.limit", "3")
+	tProduce(t, c, "t", 0, []string{"v"})
+	outs := make(chan RecordOutcome, 10)
+	pctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- cons.Process(pctx, func(context.Context, *Record) error { return errors.New("boom") },
+			DeadLetterTopic("t.dlq"), OnRecordDone(func(o RecordOutcome) { outs <- o }))
+	}()
+	for dc := int16(1); dc <= 3; dc++ {
+		select {
+		case o := <-outs:
+			require.Equal(t, dc, o.Record.DeliveryCount)
+			assert.Equal(t, dc == 3, o.DeadLettered, "delivery %d", dc)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no outcome for delivery %d", dc)
+		}
+	}
+	cancel()
+	require.NoError(t, <-done)
+	assert.EqualValues(t, 1, cons.ProcessStats().DeadLettered)
+}
+
+// TestDeadLetterTopicValidation: a bad topic name fails New and Process with Kafka's words.
+func TestDeadLetterTopicValidation(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ topic, want string }{
+		{"", `shareconsumer: DeadLetterTopic(""): Topic name is illegal, it can't be empty`},
+		{"..", `shareconsumer: DeadLetterTopic(".."): Topic name cannot be "." or ".."`},
+		{"a b", `shareconsumer: DeadLetterTopic("a b"): Topic name "a b" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'`},
+	} {
+		_, err := New(Group("g"), ClientOpts(), DeadLetterTopic(tc.topic))
+		assert.EqualError(t, err, tc.want)
+		pc := defaultProcessCfg()
+		DeadLetterTopic(tc.topic).applyProcess(&pc)
+		assert.EqualError(t, pc.validate(), tc.want)
+	}
+	long := string(make([]byte, 250))
+	assert.ErrorContains(t, validateDeadLetterTopic(true, long), "can't be longer than 249 characters")
+	assert.NoError(t, validateDeadLetterTopic(true, "orders.dlq_1-a"))
+	assert.NoError(t, validateDeadLetterTopic(false, ""))
+}

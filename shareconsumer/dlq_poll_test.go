@@ -1,0 +1,110 @@
+package shareconsumer_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kshare/kshare/acktype"
+	"github.com/kshare/kshare/errors"
+	"github.com/kshare/kshare/shareconsumer"
+	"github.com/kshare/kshare/testbroker"
+)
+
+// TestE2EDeadLetterPollExplicit: in explicit mode DeadLetter produces the copy and acknowledges
+// the record ACCEPT; it refuses records the consumer does not hold.
+func TestE2EDeadLetterPollExplicit(t *testing.T) {
+	forEachBroker(t, e2eSetup{}, func(t *testing.T, env *e2eEnv) {
+		const group = "g"
+		env.prepareGroup(t, group)
+		env.createDLQ(t, 1)
+		start := time.Now()
+		off := env.produceWithHeaders(t, 0, "k", "v")
+		hooks := newDLQOutcomes()
+		c := env.newConsumer(t, group, shareconsumer.ExplicitAcknowledgement(), shareconsumer.DeadLetterTopic(dlqTopic), shareconsumer.Hooks(hooks))
+		ctx := e2eCtx(t, 10*time.Second)
+		recs := pollN(t, c, 1, 10*time.Second)
+		require.ErrorIs(t, c.DeadLetter(ctx, nil, nil), errors.ErrCannotAcknowledge)
+		other := *recs[0]
+		other.Offset++
+		require.ErrorIs(t, c.DeadLetter(ctx, &other, nil), errors.ErrCannotAcknowledge)
+
+		require.NoError(t, c.DeadLetter(ctx, recs[0], fmt.Errorf("unparseable")))
+		commitSyncOK(t, c, "commit")
+		env.waitSPSO(t, group, []int32{0}, off+1)
+		require.ErrorIs(t, c.DeadLetter(ctx, recs[0], nil), errors.ErrCannotAcknowledge, "its acknowledgement was sent")
+		evs := hooks.hookEvents()
+		require.Len(t, evs, 1)
+		assert.NoError(t, evs[0].Err)
+		assert.EqualError(t, evs[0].Cause, "unparseable")
+		dl := env.readDLQ(t, 1)
+		requireDeadLetterHeaders(t, dl[0], group, 0, off, 1, "unparseable", start)
+		assert.Equal(t, "v", string(dl[0].Value))
+	})
+}
+
+// TestE2EDeadLetterPollFailure dead-letters to a topic that does not exist: in explicit mode
+// the record is left to the caller, who releases it; in implicit mode DeadLetter releases it.
+// Either way it comes back; once the topic exists, DeadLetter succeeds, and in implicit mode
+// the next Poll accepts the record.
+func TestE2EDeadLetterPollFailure(t *testing.T) {
+	t.Parallel()
+	for _, explicit := range []bool{true, false} {
+		t.Run(fmt.Sprintf("explicit=%v", explicit), func(t *testing.T) {
+			t.Parallel()
+			c := testbroker.StartT(t, testbroker.Topic(e2eTopic, 1), testbroker.BrokerConfig("auto.create.topics.enable", "false"),
+				testbroker.BrokerConfig("group.share.heartbeat.interval.ms", "100"), testbroker.BrokerConfig("group.share.min.heartbeat.interval.ms", "50"))
+			env := &e2eEnv{name: "testbroker", seeds: c.Addrs(), tb: c}
+			const group = "g"
+			env.prepareGroup(t, group)
+			off := env.produceWithHeaders(t, 0, "k", "v")
+			opts := []shareconsumer.Opt{shareconsumer.DeadLetterTopic(dlqTopic)}
+			if explicit {
+				opts = append(opts, shareconsumer.ExplicitAcknowledgement())
+			}
+			cons := env.newConsumer(t, group, opts...)
+			ctx := e2eCtx(t, 20*time.Second)
+			recs := pollN(t, cons, 1, 10*time.Second)
+			err := cons.DeadLetter(ctx, recs[0], nil)
+			var de *errors.DeadLetterError
+			require.ErrorAs(t, err, &de)
+			assert.ErrorIs(t, err, kerr.UnknownTopicOrPartition)
+			if explicit {
+				_, err := cons.Poll(ctx)
+				require.ErrorIs(t, err, errors.ErrUnacknowledgedRecords, "left to the caller")
+				require.NoError(t, cons.Acknowledge(recs[0], acktype.Release))
+			}
+			recs = pollN(t, cons, 1, 10*time.Second)
+			require.Equal(t, off, recs[0].Offset)
+			assert.EqualValues(t, 2, recs[0].DeliveryCount, "released and delivered again")
+
+			require.NoError(t, c.CreateTopic(dlqTopic, 1, nil))
+			require.NoError(t, cons.DeadLetter(ctx, recs[0], nil))
+			if explicit {
+				commitSyncOK(t, cons, "commit")
+			} else {
+				pollNothing(t, cons, 300*time.Millisecond) // accepts the record
+			}
+			env.waitSPSO(t, group, []int32{0}, off+1)
+			sr, ok := c.ShareRecord(group, e2eTopic, 0, off)
+			if ok {
+				assert.Equal(t, testbroker.ShareAcknowledged, sr.State)
+			}
+			dl := env.readDLQ(t, 1)
+			delivery, _ := header(dl[0], shareconsumer.HeaderDeadLetterDeliveryCount)
+			assert.Equal(t, "2", delivery)
+		})
+	}
+}
+
+// TestDeadLetterWithoutTopic: DeadLetter on a consumer without DeadLetterTopic does nothing.
+func TestDeadLetterWithoutTopic(t *testing.T) {
+	onTestbroker(t, e2eSetup{}, func(t *testing.T, env *e2eEnv) {
+		c := env.newConsumer(t, "g")
+		require.ErrorIs(t, c.DeadLetter(e2eCtx(t, time.Second), &shareconsumer.Record{Topic: e2eTopic}, nil), errors.ErrNoDeadLetterTopic)
+	})
+}
