@@ -69,7 +69,8 @@ func TestParseArgs(t *testing.T) {
 
 	o, err = parseArgs([]string{"--bootstrap-server", "b:9092", "--describe", "--group", "g"})
 	require.NoError(t, err)
-	assert.Equal(t, options{bootstrapServer: "b:9092", describe: true, group: "g", groups: []string{"g"}, timeoutMs: 30000}, o)
+	assert.Equal(t, options{bootstrapServer: "b:9092", describe: true, group: "g", groups: []string{"g"}, timeoutMs: 30000,
+		given: map[string]bool{"bootstrap-server": true, "describe": true, "group": true}}, o)
 }
 
 // syntheticGroups has one group of each kind, as ListGroups v5 lists them, and one listed by
