@@ -106,7 +106,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.list, "list", false, "List the groups.")
 	fs.BoolVar(&o.create, "create", false, "Create the share group given by --group (beyond Kafka's tools).")
 	fs.BoolVar(&o.describe, "describe", false, "Describe the groups given by --group or --all-groups: members, offset information and lag, or state.")
-	fs.Var(groupsFlag{&o.group, &o.groups}, "group", "The group; --describe and --delete take several, --create, --reset-offsets and --delete-offsets one.")
+	fs.Var(groupsFlag{&o.group, &o.groups}, "group", "The group; --describe and --delete take several, --reset-offsets several consumer or classic groups, --create and --delete-offsets one.")
 	fs.String("group-type", "", "Filter the groups based on group type. Valid types are: 'classic', 'consumer', 'share' and 'streams'.")
 	fs.String("protocol", "", "Filter the groups based on protocol type.")
 	fs.BoolVar(&o.consumer, "consumer", false, "Filter the groups to show all kinds of consumer groups, including classic and simple consumer groups. "+
@@ -158,7 +158,7 @@ func parseArgs(args []string) (options, error) {
 	var o options
 	fs := newFlagSet(&o)
 	if len(args) == 0 {
-		return o, usageError{"This tool helps to list groups of all types, create share groups and describe them."}
+		return o, usageError{"This tool helps to list groups of all types, create share groups, describe them, reset and delete their offsets, and delete them."}
 	}
 	if err := fs.Parse(joinOptionalArgs(args)); err != nil {
 		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok {

@@ -28,7 +28,7 @@ func TestOptionErrors(t *testing.T) {
 		msg       string
 		withUsage bool
 	}{
-		{nil, "This tool helps to list groups of all types, create share groups and describe them.", true},
+		{nil, "This tool helps to list groups of all types, create share groups, describe them, reset and delete their offsets, and delete them.", true},
 		{[]string{"--share"}, actionsMsg, true},
 		{[]string{"--list", "--create"}, actionsMsg, true},
 		{[]string{"--list", "--group-type", "queue"}, "--group-type must be a valid group type.", false},

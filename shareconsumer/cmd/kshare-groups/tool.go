@@ -72,17 +72,6 @@ func isConsumerGroup(g kadm.ListedGroup) bool {
 // isShareGroup reports whether Kafka's admin client lists g among the share groups.
 func isShareGroup(g kadm.ListedGroup) bool { return typeName(g.GroupType) == "Share" }
 
-// lookupGroup lists the groups of every broker (ListGroups, bounded by --timeout) and returns
-// group's listing, with its type and state, and whether it was listed.
-func lookupGroup(ctx context.Context, adm *kadm.Client, o options, group string) (kadm.ListedGroup, bool, error) {
-	listed, err := listAllGroups(ctx, adm, o)
-	if err != nil {
-		return kadm.ListedGroup{}, false, err
-	}
-	g, ok := listed[group]
-	return g, ok, nil
-}
-
 // listAllGroups lists the groups of every broker (ListGroups), bounded by --timeout.
 func listAllGroups(ctx context.Context, adm *kadm.Client, o options) (kadm.ListedGroups, error) {
 	rctx, cancel := o.requestCtx(ctx)
