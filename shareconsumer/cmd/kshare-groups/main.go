@@ -301,7 +301,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 			return failAction(stdout, stderr, o, err)
 		}
 	case o.create:
-		if !createGroup(ctx, stdout, conn, o.group) {
+		if !createGroup(ctx, stdout, conn, o) {
 			return 1
 		}
 	case o.describe:

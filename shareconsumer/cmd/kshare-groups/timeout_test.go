@@ -33,6 +33,7 @@ func TestTimeoutEachRequest(t *testing.T) {
 		{kmsg.ListGroups, []string{"--list"}, 1, "Error while executing groups command : " + timedOut + "\n"},
 		{kmsg.ListGroups, []string{"--list", "--state"}, 1, share},
 		{kmsg.ListGroups, []string{"--list", "--type"}, 0, consumer},
+		{kmsg.ShareGroupHeartbeat, []string{"--create", "--group", "new"}, 1, "Error: " + timedOut + "\n"},
 		{kmsg.ListGroups, []string{"--reset-offsets", "--group", "sg", "--topic", ordersTopic, "--to-earliest", "--dry-run"}, 1, share},
 		{kmsg.DescribeShareGroupOffsets, []string{"--reset-offsets", "--group", "sg", "--all-topics", "--to-earliest", "--dry-run"}, 1, share},
 		{kmsg.ListOffsets, []string{"--reset-offsets", "--group", "sg", "--topic", ordersTopic, "--to-earliest", "--dry-run"}, 1, share},
