@@ -125,7 +125,7 @@ func checkDescribeListArgs(o options, given map[string]bool) error {
 	}
 	// The checks of --delete, --delete-offsets and --reset-offsets come between Kafka's
 	// --describe checks and its general ones.
-	if err := checkOffsetActions(o); err != nil {
+	if err := checkOffsetActions(o, given); err != nil {
 		return err
 	}
 	for _, rule := range [][]string{

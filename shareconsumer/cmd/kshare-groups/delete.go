@@ -22,7 +22,7 @@ import (
 // with DeleteGroups alone.
 func deleteGroups(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client, o options) int {
 	adm := kadm.NewClient(cl)
-	listed, err := adm.ListGroups(ctx)
+	listed, err := listAllGroups(ctx, adm, o)
 	if err != nil {
 		return shareTool.fail(stdout, stderr, err)
 	}
@@ -30,15 +30,15 @@ func deleteGroups(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client,
 	if o.allGroups {
 		for _, g := range listed.Sorted() {
 			switch {
-			case g.GroupType == "share":
+			case isShareGroup(g):
 				share = append(share, g.Group)
-			case g.GroupType == "consumer" || g.GroupType == "classic" && (g.ProtocolType == "consumer" || g.ProtocolType == ""):
+			case isConsumerGroup(g):
 				consumer = append(consumer, g.Group)
 			}
 		}
 	} else {
 		for _, id := range o.groups {
-			if g, ok := listed[id]; toolFor(g, ok, false) == consumerTool {
+			if g, ok := listed[id]; toolOf(g, ok, false) == consumerTool {
 				consumer = append(consumer, id)
 			} else {
 				share = append(share, id)
@@ -51,7 +51,7 @@ func deleteGroups(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client,
 		for _, id := range share {
 			g, ok := listed[id]
 			switch {
-			case !ok || g.GroupType != "share":
+			case !ok || !isShareGroup(g):
 				failed[id] = "org.apache.kafka.common.errors.GroupIdNotFoundException: Group '" + id + "' is not a share group."
 			case g.State == "Dead":
 				failed[id] = "java.lang.IllegalStateException: Share group '" + id + "' group state is DEAD."
@@ -61,12 +61,12 @@ func deleteGroups(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client,
 				todo = append(todo, id)
 			}
 		}
-		if err := deleteListedGroups(ctx, stdout, adm, shareTool, todo, failed); err != nil {
+		if err := deleteListedGroups(ctx, stdout, adm, o, shareTool, todo, failed); err != nil {
 			return shareTool.fail(stdout, stderr, err)
 		}
 	}
 	if len(consumer) > 0 {
-		if err := deleteListedGroups(ctx, stdout, adm, consumerTool, consumer, map[string]string{}); err != nil {
+		if err := deleteListedGroups(ctx, stdout, adm, o, consumerTool, consumer, map[string]string{}); err != nil {
 			return consumerTool.fail(stdout, stderr, err)
 		}
 	}
@@ -75,12 +75,14 @@ func deleteGroups(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client,
 
 // deleteListedGroups deletes groups (DeleteGroups) and writes the outcome as tool does, counting
 // those in failed (group to the exception, as Java prints it) as not deleted.
-func deleteListedGroups(ctx context.Context, w io.Writer, adm *kadm.Client, tool groupTool, groups []string, failed map[string]string) error {
+func deleteListedGroups(ctx context.Context, w io.Writer, adm *kadm.Client, o options, tool groupTool, groups []string, failed map[string]string) error {
 	var deleted []string
 	if len(groups) > 0 {
-		resp, err := adm.DeleteGroups(ctx, groups...)
+		rctx, cancel := o.requestCtx(ctx)
+		resp, err := adm.DeleteGroups(rctx, groups...)
+		cancel()
 		if err != nil {
-			return err
+			return o.timedOut(err)
 		}
 		for _, g := range groups {
 			r, ok := resp[g]

@@ -21,20 +21,26 @@ import (
 // deleteOffsets runs --delete-offsets for o.group and each --topic and returns the exit code
 // (0 once the request was answered, as Kafka's tools). A share group (or a group no broker
 // lists) follows kafka-share-groups.sh: DeleteShareGroupOffsets for the topics, a line for a
-// group-level error, then TOPIC STATUS. A consumer or classic group follows
-// kafka-consumer-groups.sh: OffsetDelete for the partitions (topic:0,1 or every partition of
-// a topic), a line for the outcome, then TOPIC PARTITION STATUS.
+// group-level error, then TOPIC STATUS. A consumer or classic group (a Connect group too: as
+// kafka-consumer-groups.sh, which does not describe the group first, leaves it to the broker)
+// follows kafka-consumer-groups.sh: OffsetDelete for the partitions (topic:0,1 or every
+// partition of a topic), a line for the outcome, then TOPIC PARTITION STATUS. Several --group
+// are the error both tools meet when they read the one group (errMultipleGroups), under the
+// consumer tool when every group follows it.
 func deleteOffsets(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client, o options) int {
 	adm := kadm.NewClient(cl)
-	listed, found, err := lookupGroup(ctx, adm, o.group)
-	tool := toolFor(listed, found, o.consumerOnly())
+	listed, err := listAllGroups(ctx, adm, o)
+	tool := groupsTool(listed, o)
 	if err != nil {
 		return tool.fail(stdout, stderr, err)
 	}
+	if len(o.groups) > 1 {
+		return tool.fail(stdout, stderr, errMultipleGroups)
+	}
 	if tool == consumerTool {
-		err = deleteConsumerGroupOffsets(ctx, stdout, adm, o.group, o.topics)
+		err = deleteConsumerGroupOffsets(ctx, stdout, adm, o, o.topics)
 	} else {
-		err = deleteShareGroupOffsets(ctx, stdout, cl, o.group, o.topics)
+		err = deleteShareGroupOffsets(ctx, stdout, cl, o, o.topics)
 	}
 	if err != nil {
 		return tool.fail(stdout, stderr, err)
@@ -45,18 +51,20 @@ func deleteOffsets(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client
 // deleteShareGroupOffsets deletes the share group's offsets of topics and writes the outcome as
 // kafka-share-groups.sh does: a group-level error (or else the first topic's) decides the
 // line above the table; every topic shows the group's error, or its own.
-func deleteShareGroupOffsets(ctx context.Context, w io.Writer, cl *kgo.Client, group string, topicArgs []string) error {
+func deleteShareGroupOffsets(ctx context.Context, w io.Writer, cl *kgo.Client, o options, topicArgs []string) error {
 	topics := slices.Compact(slices.Sorted(slices.Values(topicArgs)))
 	req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
-	req.GroupID = group
+	req.GroupID = o.group
 	for _, t := range topics {
 		rt := kmsg.NewDeleteShareGroupOffsetsRequestTopic()
 		rt.Topic = t
 		req.Topics = append(req.Topics, rt)
 	}
-	resp, err := req.RequestWith(ctx, cl)
+	rctx, cancel := o.requestCtx(ctx)
+	resp, err := req.RequestWith(rctx, cl)
+	cancel()
 	if err != nil {
-		return err
+		return o.timedOut(err)
 	}
 	groupErr := errors.FromKafka(resp.ErrorCode, resp.ErrorMessage)
 	answered := map[string]error{}
@@ -108,7 +116,8 @@ func deleteShareGroupOffsets(ctx context.Context, w io.Writer, cl *kgo.Client, g
 // deleteConsumerGroupOffsets deletes a consumer group's offsets (OffsetDelete) of the
 // partitions topicArgs name and writes the outcome as kafka-consumer-groups.sh does. A topic
 // that does not exist is a row of its own, partition "-".
-func deleteConsumerGroupOffsets(ctx context.Context, w io.Writer, adm *kadm.Client, group string, topicArgs []string) error {
+func deleteConsumerGroupOffsets(ctx context.Context, w io.Writer, adm *kadm.Client, o options, topicArgs []string) error {
+	group := o.group
 	results := map[topicPartition]error{}
 	partitions := kadm.TopicsSet{}
 	var names []string
@@ -126,9 +135,11 @@ func deleteConsumerGroupOffsets(ctx context.Context, w io.Writer, adm *kadm.Clie
 		}
 	}
 	if len(names) > 0 {
-		details, err := adm.ListTopics(ctx, names...)
+		rctx, cancel := o.requestCtx(ctx)
+		details, err := adm.ListTopics(rctx, names...)
+		cancel()
 		if err != nil {
-			return err
+			return o.timedOut(err)
 		}
 		for _, name := range names {
 			td, ok := details[name]
@@ -141,10 +152,12 @@ func deleteConsumerGroupOffsets(ctx context.Context, w io.Writer, adm *kadm.Clie
 			}
 		}
 	}
-	resp, top := adm.DeleteOffsets(ctx, group, partitions)
+	rctx, cancel := o.requestCtx(ctx)
+	resp, top := adm.DeleteOffsets(rctx, group, partitions)
+	cancel()
 	var answer *kerr.Error
 	if top != nil && !errors.As(top, &answer) {
-		return top // the request failed: no answer to print
+		return o.timedOut(top) // the request failed: no answer to print
 	}
 	for t, ps := range partitions {
 		for p := range ps {
@@ -171,7 +184,7 @@ func deleteConsumerGroupOffsets(ctx context.Context, w io.Writer, adm *kadm.Clie
 	case code == kerr.GroupSubscribedToTopic.Code || code == kerr.TopicAuthorizationFailed.Code || code == kerr.UnknownTopicOrPartition.Code:
 		printError(w, "Encountered some partition-level error, see the follow-up details.")
 	default:
-		printError(w, "Encountered some unknown error: "+kerr.ErrorForCode(code).(*kerr.Error).Message)
+		printError(w, "Encountered some unknown error: "+kerr.TypedErrorForCode(code).Message)
 	}
 	topicLen := 15
 	for tp := range results {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	stderrors "errors"
 	"fmt"
 	"io"
 	"slices"
@@ -10,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -20,130 +18,20 @@ import (
 // missing is what Kafka's group tools print for a value they do not have.
 const missing = "-"
 
-// groupKind says whose behaviour the tool follows for a group: kafka-share-groups.sh's or
-// kafka-consumer-groups.sh's.
-type groupKind int
-
-const (
-	shareKind    groupKind = iota // share groups, and groups the cluster does not list as consumer or classic
-	consumerKind                  // consumer (KIP-848) and classic groups
-)
-
-// String is the word the tool's messages use: "share" or "consumer".
-func (k groupKind) String() string {
-	if k == consumerKind {
-		return "consumer"
-	}
-	return "share"
-}
-
-// kindOf is the kind of a group as ListGroups lists it (listed false when it does not): consumer
-// for a consumer or classic group (also one a broker before ListGroups v5 lists without a type),
-// share for everything else, so that a group the cluster does not have, or a streams group,
-// gets kafka-share-groups.sh's answer.
-func kindOf(g kadm.ListedGroup, listed bool) groupKind {
-	switch typeName(g.GroupType) {
-	case "Consumer", "Classic":
-		return consumerKind
-	case "":
-		if listed && g.ProtocolType != "share" {
-			return consumerKind
-		}
-	}
-	return shareKind
-}
-
-// printError writes msg as the tools' printError does.
-func printError(w io.Writer, msg string) { fmt.Fprintf(w, "\nError: %s\n", msg) }
-
-// commandFailed writes an error the tool did not expect as the kind's tool does (on stdout;
-// Kafka's stack trace on stderr is left out).
-func commandFailed(w io.Writer, k groupKind, err error) {
-	printError(w, "Executing "+k.String()+" group command failed due to "+javaMessage(err))
-}
-
-// refuse writes an argument the kind's tool refuses once it runs (an IllegalArgumentException):
-// kafka-share-groups.sh prints the message, kafka-consumer-groups.sh the message and the usage,
-// both on stderr. It returns the exit code.
-func refuse(stderr io.Writer, k groupKind, err error) int {
-	fmt.Fprintln(stderr, err)
-	if k == consumerKind {
-		fmt.Fprint(stderr, usage())
-	}
-	return 1
-}
-
-// timedOut names --timeout in err when err is a request that ran out of it.
-func (o options) timedOut(err error) error {
-	if stderrors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("no answer within --timeout %d ms: %w", o.timeoutMs, err)
-	}
-	return err
-}
-
-// javaError is an error Kafka's admin client raises itself, printed as Java prints it.
-type javaError struct{ class, msg string }
-
-func (e javaError) Error() string { return e.class + ": " + e.msg }
-
-// javaMessage is err as the tools print the cause of a failed admin call (Throwable.toString):
-// for an error code of Kafka, its exception class and Kafka's message (its default one for the
-// code when the broker sent none), as
-// "org.apache.kafka.common.errors.GroupIdNotFoundException: Group g not found.".
-func javaMessage(err error) string {
-	var k *kerr.Error
-	if !errors.As(err, &k) {
-		return err.Error()
-	}
-	var ke *errors.KafkaError
-	switch {
-	case errors.As(err, &ke) && ke.Message != "":
-		return "org.apache.kafka.common.errors." + exceptionClass(k.Message) + ": " + ke.Message
-	case ke != nil || err == k:
-		return "org.apache.kafka.common.errors." + exceptionClass(k.Message) + ": " + k.Description
-	}
-	// An error that says more than the code (a failed SASL handshake carries the broker's
-	// message in its text) is kept whole.
-	return err.Error()
-}
-
-// exceptionClass is the name of the exception Kafka's Errors gives an error code name:
-// GROUP_ID_NOT_FOUND is GroupIdNotFoundException, GROUP_AUTHORIZATION_FAILED
-// GroupAuthorizationException.
-func exceptionClass(code string) string {
-	switch code {
-	case "NON_EMPTY_GROUP":
-		return "GroupNotEmptyException"
-	}
-	code = strings.TrimSuffix(code, "_FAILED")
-	var b strings.Builder
-	for _, w := range strings.Split(code, "_") {
-		if w != "" {
-			b.WriteString(w[:1] + strings.ToLower(w[1:]))
-		}
-	}
-	return b.String() + "Exception"
-}
-
 // describeGroups writes what --describe asks for (o.members, o.state, else the offsets; o.verbose)
 // for each group of o.groups, or with --all-groups each share, consumer and classic group, in
-// order of id, each in the format of its kind's tool (kindOf). As the tools do, it describes
+// order of id, each in the format of its tool (toolOf). As the tools do, it describes
 // every group before it writes anything, so a group that cannot be described (a missing one:
 // "Group 'g' not found.") leaves only the error. It returns the exit code.
 func describeGroups(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client, o options) int {
-	adm := kadm.NewClient(cl)
-	lctx, cancel := o.requestCtx(ctx)
-	listed, err := adm.ListGroups(lctx)
-	cancel()
+	listed, err := listAllGroups(ctx, kadm.NewClient(cl), o)
 	if err != nil {
-		commandFailed(stdout, shareKind, o.timedOut(err))
-		return 1
+		return shareTool.fail(stdout, stderr, thrown(err))
 	}
 	ids := slices.Clone(o.groups)
 	if o.allGroups {
 		for _, g := range listed.Sorted() {
-			typ := typeName(g.GroupType)
-			if typ == "Share" || (typ == "Consumer" || typ == "Classic") && (g.ProtocolType == "consumer" || g.ProtocolType == "") {
+			if isShareGroup(g) || isConsumerGroup(g) {
 				ids = append(ids, g.Group)
 			}
 		}
@@ -153,16 +41,15 @@ func describeGroups(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Clien
 	var writers []func()
 	for _, id := range ids {
 		g, ok := listed[id]
-		kind := kindOf(g, ok)
+		tool := toolOf(g, ok, false)
 		var write func()
-		if kind == consumerKind {
+		if tool == consumerTool {
 			write, err = describeConsumerGroup(ctx, stdout, stderr, cl, o, id)
 		} else {
 			write, err = describeShareGroup(ctx, stdout, stderr, cl, o, id)
 		}
 		if err != nil {
-			commandFailed(stdout, kind, o.timedOut(err))
-			return 1
+			return tool.fail(stdout, stderr, thrown(o.timedOut(err)))
 		}
 		writers = append(writers, write)
 	}

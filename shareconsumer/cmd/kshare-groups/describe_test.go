@@ -1,7 +1,6 @@
 package main
 
 import (
-	stderrors "errors"
 	"fmt"
 	"net"
 	"regexp"
@@ -12,10 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kshare/kshare/errors"
 	"github.com/kshare/kshare/testbroker"
 )
 
@@ -249,7 +246,7 @@ func TestDescribeViews(t *testing.T) {
 			"\n" +
 				"Error: Executing share group command failed due to org.apache.kafka.common.errors.GroupIdNotFoundException: Group nope not found.\n",
 			""},
-		{[]string{"--describe", "--group", "demo-connect", "--members"}, 1,
+		{[]string{"--describe", "--group", "demo-connect", "--members"}, 0,
 			"\n" +
 				"Error: Executing consumer group command failed due to java.lang.IllegalArgumentException: GroupId demo-connect is not a consumer group (connect).\n",
 			""},
@@ -366,8 +363,9 @@ func TestDescribeListOptionErrors(t *testing.T) {
 	}
 }
 
-// TestTimeout runs the tool against a listener that accepts connections and never answers:
-// the first request ends after --timeout with an error that names it.
+// TestTimeout runs every action against a listener that accepts connections and never
+// answers: the first request ends after --timeout with an error that names it, written as the
+// action's Kafka tool writes a failure (see TestTimeoutEachRequest for the later requests).
 func TestTimeout(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -393,16 +391,27 @@ func TestTimeout(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
+	const (
+		share    = "\nError: Executing share group command failed due to no answer within --timeout 50 ms: context deadline exceeded\n"
+		consumer = "\nError: Executing consumer group command failed due to no answer within --timeout 50 ms: context deadline exceeded\n"
+	)
 	for _, tc := range []struct {
 		args []string
+		rc   int
 		want string
 	}{
-		{[]string{"--describe", "--group", "g"}, "\nError: Executing share group command failed due to no answer within --timeout 50 ms: context deadline exceeded\n"},
-		{[]string{"--list", "--type"}, "\nError: Executing consumer group command failed due to no answer within --timeout 50 ms: context deadline exceeded\n"},
+		{[]string{"--describe", "--group", "g"}, 1, share},
+		{[]string{"--list"}, 1, "Error while executing groups command : no answer within --timeout 50 ms: context deadline exceeded\n"},
+		{[]string{"--list", "--state"}, 1, share},
+		{[]string{"--list", "--type"}, 0, consumer},
+		{[]string{"--reset-offsets", "--group", "g", "--all-topics", "--to-earliest", "--dry-run"}, 1, share},
+		{[]string{"--reset-offsets", "--group", "g", "--all-topics", "--shift-by", "1", "--dry-run"}, 0, consumer},
+		{[]string{"--delete-offsets", "--group", "g", "--topic", "t"}, 1, share},
+		{[]string{"--delete", "--group", "g"}, 1, share},
 	} {
 		var stdout, stderr strings.Builder
 		rc := run(testCtx(t), &stdout, &stderr, append([]string{"--bootstrap-server", ln.Addr().String(), "--timeout", "50"}, tc.args...))
-		assert.Equal(t, 1, rc, "%v", tc.args)
+		assert.Equal(t, tc.rc, rc, "%v", tc.args)
 		assert.Equal(t, tc.want, stdout.String(), "%v", tc.args)
 	}
 }
@@ -418,22 +427,6 @@ func TestJoinOptionalArgs(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, joinOptionalArgs(tc.in), "%v", tc.in)
 	}
-}
-
-func TestJavaMessage(t *testing.T) {
-	t.Parallel()
-	msg := "Group g not found."
-	assert.Equal(t, "org.apache.kafka.common.errors.GroupIdNotFoundException: Group g not found.",
-		javaMessage(errors.FromKafka(kerr.GroupIDNotFound.Code, &msg)))
-	assert.Equal(t, "org.apache.kafka.common.errors.GroupAuthorizationException: Not authorized to access group: Group authorization failed.",
-		javaMessage(errors.FromKafka(kerr.GroupAuthorizationFailed.Code, nil)))
-	assert.Equal(t, "org.apache.kafka.common.errors.GroupNotEmptyException: The group is not empty.",
-		javaMessage(errors.FromKafka(kerr.NonEmptyGroup.Code, nil)))
-	assert.Equal(t, "org.apache.kafka.common.errors.CoordinatorNotAvailableException: The coordinator is not available.",
-		javaMessage(kerr.CoordinatorNotAvailable), "kadm's errors carry no message: Kafka's default one")
-	assert.Equal(t, "SASL_AUTHENTICATION_FAILED: SASL Authentication failed.: bad password",
-		javaMessage(fmt.Errorf("%w: bad password", kerr.SaslAuthenticationFailed)), "an error with more to say is kept whole")
-	assert.Equal(t, "broken pipe", javaMessage(stderrors.New("broken pipe")))
 }
 
 // TestWriteConsumerMembersGolden formats a consumer group in the middle of an upgrade from the

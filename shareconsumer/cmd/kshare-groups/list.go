@@ -41,8 +41,8 @@ func (f groupFilter) keeps(g kadm.ListedGroup) bool {
 
 // listGroups lists every group of the cluster (ListGroups with no filter, to every broker) and
 // writes those f keeps.
-func listGroups(ctx context.Context, w io.Writer, adm *kadm.Client, f groupFilter) error {
-	listed, err := adm.ListGroups(ctx)
+func listGroups(ctx context.Context, w io.Writer, adm *kadm.Client, o options, f groupFilter) error {
+	listed, err := listAllGroups(ctx, adm, o)
 	if err != nil {
 		return err
 	}
@@ -111,11 +111,12 @@ func (o options) listing() listing {
 	return kafkaGroupsListing
 }
 
-func (l listing) kind() groupKind {
+// tool is the Kafka tool whose listing l is.
+func (l listing) tool() groupTool {
 	if l == consumerListing {
-		return consumerKind
+		return consumerTool
 	}
-	return shareKind
+	return shareTool
 }
 
 // The group states of Kafka's GroupState, in its order, and those each tool accepts in --state
@@ -170,27 +171,23 @@ func listGroupStates(ctx context.Context, stdout, stderr io.Writer, adm *kadm.Cl
 		valid = consumerGroupStates
 		var err error
 		if types, err = parseList(o.typ.value, "types", append([]string{"Unknown"}, consumerGroupTypes...), consumerGroupTypes); err != nil {
-			return refuse(stderr, l.kind(), err)
+			return l.tool().refuse(stderr, err)
 		}
 	}
 	states, err := parseList(o.state.value, "state", allGroupStates, valid)
 	if err != nil {
-		return refuse(stderr, l.kind(), err)
+		return l.tool().refuse(stderr, err)
 	}
-	rctx, cancel := o.requestCtx(ctx)
-	defer cancel()
-	listed, err := adm.ListGroups(rctx)
+	listed, err := listAllGroups(ctx, adm, o)
 	if err != nil {
-		commandFailed(stdout, l.kind(), o.timedOut(err))
-		return 1
+		return l.tool().fail(stdout, stderr, thrown(err))
 	}
 	var groups []kadm.ListedGroup
 	for _, g := range listed.Sorted() {
-		typ := typeName(g.GroupType)
 		switch {
-		case l == shareListing && typ != "Share",
-			l == consumerListing && (typ != "Classic" && typ != "Consumer" || g.ProtocolType != "consumer" && g.ProtocolType != ""),
-			types != nil && !types[typ],
+		case l == shareListing && !isShareGroup(g),
+			l == consumerListing && !isConsumerGroup(g),
+			types != nil && !types[typeName(g.GroupType)],
 			states != nil && !states[stateName(g.State)]:
 			continue
 		}

@@ -43,18 +43,24 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
-	"time"
+	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func main() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	os.Exit(run(ctx, os.Stdout, os.Stderr, os.Args[1:]))
+	// No overall deadline: --timeout bounds each request, as in Kafka's tools; an interrupt
+	// ends the run.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Stdout, os.Stderr, os.Args[1:])
+	stop()
+	os.Exit(code)
 }
 
 // options are the parsed command line.
@@ -80,6 +86,8 @@ type options struct {
 	verbose       bool
 	timeoutMs     int64
 	offsetActions // --reset-offsets, --delete-offsets, --delete: resetargs.go
+
+	given map[string]bool // the options on the command line, with or without a value
 }
 
 // groupTypes are the types --group-type takes, as Kafka's GroupType parses them (case
@@ -98,7 +106,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.list, "list", false, "List the groups.")
 	fs.BoolVar(&o.create, "create", false, "Create the share group given by --group (beyond Kafka's tools).")
 	fs.BoolVar(&o.describe, "describe", false, "Describe the groups given by --group or --all-groups: members, offset information and lag, or state.")
-	fs.Var(groupsFlag{&o.group, &o.groups}, "group", "The group; --describe and --delete take several, --create, --reset-offsets and --delete-offsets one.")
+	fs.Var(groupsFlag{&o.group, &o.groups}, "group", "The group; --describe and --delete take several, --reset-offsets several consumer or classic groups, --create and --delete-offsets one.")
 	fs.String("group-type", "", "Filter the groups based on group type. Valid types are: 'classic', 'consumer', 'share' and 'streams'.")
 	fs.String("protocol", "", "Filter the groups based on protocol type.")
 	fs.BoolVar(&o.consumer, "consumer", false, "Filter the groups to show all kinds of consumer groups, including classic and simple consumer groups. "+
@@ -140,6 +148,9 @@ func usage() string {
 	return b.String()
 }
 
+// badValue is the error of Go's flag package for a value its flag cannot parse (a number).
+var badValue = regexp.MustCompile(`^invalid value ("(?:[^"\\]|\\.)*") for flag -(\S+): `)
+
 // parseArgs checks the command line as kafka-groups.sh does, in its order: something given, one
 // action, a valid --group-type, then --consumer, --share and --streams each alone among the
 // filters. --create and --describe need --group and take no filter; --list takes no --group.
@@ -147,11 +158,17 @@ func parseArgs(args []string) (options, error) {
 	var o options
 	fs := newFlagSet(&o)
 	if len(args) == 0 {
-		return o, usageError{"This tool helps to list groups of all types, create share groups and describe them."}
+		return o, usageError{"This tool helps to list groups of all types, create share groups, describe them, reset and delete their offsets, and delete them."}
 	}
 	if err := fs.Parse(joinOptionalArgs(args)); err != nil {
 		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok {
 			return o, usageError{strings.TrimLeft(name, "-") + " is not a recognized option"}
+		}
+		if m := badValue.FindStringSubmatch(err.Error()); m != nil {
+			if v, uerr := strconv.Unquote(m[1]); uerr == nil {
+				// joptsimple's OptionArgumentConversionException.
+				return o, usageError{"Cannot parse argument '" + v + "' of option [" + m[2] + "]"}
+			}
 		}
 		if stderrors.Is(err, flag.ErrHelp) {
 			return o, err
@@ -163,6 +180,7 @@ func parseArgs(args []string) (options, error) {
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	o.given = given
 	if err := checkAvailable(given); err != nil {
 		return o, err
 	}
@@ -273,19 +291,17 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	err = cl.Ping(pingCtx)
 	cancel()
 	if err != nil {
-		writeActionError(stdout, o, err)
-		return 1
+		return failAction(stdout, stderr, o, o.timedOut(err))
 	}
 	switch {
 	case o.list && o.listing() != kafkaGroupsListing:
 		return listGroupStates(ctx, stdout, stderr, kadm.NewClient(cl), o)
 	case o.list:
-		if err := listGroups(ctx, stdout, kadm.NewClient(cl), groupFilter{o.groupType, o.protocol, o.consumer, o.share, o.streams}); err != nil {
-			writeActionError(stdout, o, err)
-			return 1
+		if err := listGroups(ctx, stdout, kadm.NewClient(cl), o, groupFilter{o.groupType, o.protocol, o.consumer, o.share, o.streams}); err != nil {
+			return failAction(stdout, stderr, o, err)
 		}
 	case o.create:
-		if !createGroup(ctx, stdout, conn, o.group) {
+		if !createGroup(ctx, stdout, conn, o) {
 			return 1
 		}
 	case o.describe:
@@ -300,18 +316,20 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 	return 0
 }
 
-// writeActionError writes err as the action's Kafka tool writes an error it did not expect.
-func writeActionError(w io.Writer, o options, err error) {
+// failAction writes err, which ended the action before it knew a group's type, as the
+// action's Kafka tool writes an error it did not expect, and returns the exit code.
+func failAction(stdout, stderr io.Writer, o options, err error) int {
 	switch {
 	case o.list && o.listing() != kafkaGroupsListing:
-		commandFailed(w, o.listing().kind(), o.timedOut(err))
+		return o.listing().tool().fail(stdout, stderr, thrown(err))
 	case o.list:
-		fmt.Fprintln(w, "Error while executing groups command : "+err.Error())
+		fmt.Fprintln(stdout, "Error while executing groups command : "+err.Error())
 	case o.create:
-		fmt.Fprintf(w, "Error: %v\n", err)
+		fmt.Fprintf(stdout, "Error: %v\n", err)
 	case o.describe:
-		commandFailed(w, shareKind, o.timedOut(err))
+		return shareTool.fail(stdout, stderr, thrown(err))
 	default: // --reset-offsets, --delete-offsets, --delete
-		printError(w, "Executing "+toolFor(kadm.ListedGroup{}, false, o.consumerOnly()).name()+" group command failed due to "+err.Error())
+		return toolOf(kadm.ListedGroup{}, false, o.consumerOnly()).fail(stdout, stderr, javaError{msg: err.Error()})
 	}
+	return 1
 }

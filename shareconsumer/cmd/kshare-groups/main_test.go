@@ -28,7 +28,7 @@ func TestOptionErrors(t *testing.T) {
 		msg       string
 		withUsage bool
 	}{
-		{nil, "This tool helps to list groups of all types, create share groups and describe them.", true},
+		{nil, "This tool helps to list groups of all types, create share groups, describe them, reset and delete their offsets, and delete them.", true},
 		{[]string{"--share"}, actionsMsg, true},
 		{[]string{"--list", "--create"}, actionsMsg, true},
 		{[]string{"--list", "--group-type", "queue"}, "--group-type must be a valid group type.", false},
@@ -69,7 +69,8 @@ func TestParseArgs(t *testing.T) {
 
 	o, err = parseArgs([]string{"--bootstrap-server", "b:9092", "--describe", "--group", "g"})
 	require.NoError(t, err)
-	assert.Equal(t, options{bootstrapServer: "b:9092", describe: true, group: "g", groups: []string{"g"}, timeoutMs: 30000}, o)
+	assert.Equal(t, options{bootstrapServer: "b:9092", describe: true, group: "g", groups: []string{"g"}, timeoutMs: 30000,
+		given: map[string]bool{"bootstrap-server": true, "describe": true, "group": true}}, o)
 }
 
 // syntheticGroups has one group of each kind, as ListGroups v5 lists them, and one listed by

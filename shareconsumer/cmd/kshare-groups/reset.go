@@ -25,59 +25,106 @@ const consumerNoExecuteWarning = "WARN: No action will be performed as the --exe
 	"In a future major release, the default behavior of this command will be to prompt the user before executing the reset rather than doing a dry run. " +
 	"You should add the --dry-run option explicitly if you are scripting this command and want to keep the current default behavior without prompting."
 
-// resetOffsets runs --reset-offsets for o.group and returns the exit code. A share group (or a
-// group no broker lists, unless the command line has a consumer-only option) is reset as
-// kafka-share-groups.sh does: refused with "Share group 'G' is not empty." on stderr while it
-// has members, else its share-partition start offsets set with AlterShareGroupOffsets. A
-// consumer or classic group is reset as kafka-consumer-groups.sh does: while it is neither
-// Empty nor Dead an error line and an empty plan, exit 0; else its offsets committed with
-// OffsetCommit. Both print the plan, which --dry-run computes without changing anything.
+// resetOffsets runs --reset-offsets and returns the exit code. A share group (or a group no
+// broker lists, unless the command line has a consumer-only option) is reset as
+// kafka-share-groups.sh does: one group only, refused with "Share group 'G' is not empty." on
+// stderr while it has members, else its share-partition start offsets set with
+// AlterShareGroupOffsets. Consumer and classic groups, one or several, are reset as
+// kafka-consumer-groups.sh does (resetConsumerGroups). Both print the plan, which --dry-run
+// computes without changing anything.
 func resetOffsets(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client, o options) int {
 	adm := kadm.NewClient(cl)
-	listed, found, err := lookupGroup(ctx, adm, o.group)
-	tool := toolFor(listed, found, o.consumerOnly())
+	listed, err := listAllGroups(ctx, adm, o)
+	tool := groupsTool(listed, o)
 	if err != nil {
 		return tool.fail(stdout, stderr, err)
 	}
 	if !o.dryRun && !o.execute {
 		if tool == shareTool {
-			fmt.Fprintln(stderr, "Option [reset-offsets] takes the option: [execute] or [dry-run]")
-			fmt.Fprint(stderr, usage())
-			return 1
+			return usageFailure(stderr, "Option [reset-offsets] takes the option: [execute] or [dry-run]")
 		}
 		fmt.Fprintln(stderr, consumerNoExecuteWarning)
 	}
-	if found && listed.State != "Empty" && listed.State != "Dead" {
-		if tool == shareTool {
-			fmt.Fprintf(stderr, "Share group '%s' is not empty.\n", o.group)
-			return 1
-		}
-		printError(stdout, fmt.Sprintf("Assignments can only be reset if the group '%s' is inactive, but the current state is %s.", o.group, listed.State))
-		writeResetPlan(stdout, tool, o, nil)
-		return 0
+	if tool == consumerTool {
+		return resetConsumerGroups(ctx, stdout, stderr, cl, adm, o)
 	}
-	plan, err := planGroupReset(ctx, cl, adm, tool, o, time.Now())
+	if len(o.groups) > 1 {
+		return tool.fail(stdout, stderr, errMultipleGroups)
+	}
+	if g, found := listed[o.group]; found && g.State != "Empty" && g.State != "Dead" {
+		fmt.Fprintf(stderr, "Share group '%s' is not empty.\n", o.group)
+		return 1
+	}
+	plan, err := planGroupReset(ctx, cl, adm, tool, o, o.group, time.Now())
 	if err != nil {
 		return tool.fail(stdout, stderr, err)
 	}
+	writeResetNotes(stdout, stderr, plan)
+	if o.execute && len(plan.offsets) > 0 {
+		if err := alterShareGroupOffsets(ctx, cl, o, o.group, plan.offsets); err != nil {
+			return tool.fail(stdout, stderr, err)
+		}
+	}
+	writeResetPlan(stdout, tool, o, map[string][]newOffset{o.group: plan.offsets})
+	return 0
+}
+
+// usageFailure writes msg and the usage on stderr, as Kafka's printUsageAndExit, and returns
+// its exit code.
+func usageFailure(stderr io.Writer, msg string) int {
+	fmt.Fprintln(stderr, msg)
+	fmt.Fprint(stderr, usage())
+	return 1
+}
+
+// resetConsumerGroups resets each consumer or classic group of o.groups, in order of id, as
+// kafka-consumer-groups.sh does: it describes the group first (ConsumerGroupDescribe, then
+// DescribeGroups for a classic group), so that a classic group of another protocol (Kafka
+// Connect's) fails the command with the admin client's IllegalArgumentException, printed as
+// the ExecutionException the tool wraps it in, exit 0, before any plan. A group that is
+// neither Empty nor Dead gets an error line and an empty plan; an unknown group is reset as an
+// inactive one; the others have their offsets committed with OffsetCommit. One table (or CSV)
+// shows every group's plan.
+func resetConsumerGroups(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client, adm *kadm.Client, o options) int {
+	plans := map[string][]newOffset{}
+	for _, group := range slices.Compact(slices.Sorted(slices.Values(o.groups))) {
+		d, err := consumerGroupDescribe(ctx, cl, o, group)
+		switch {
+		case errors.Is(err, kerr.GroupIDNotFound):
+		case errors.Is(err, context.DeadlineExceeded):
+			return consumerTool.fail(stdout, stderr, o.timedOut(err))
+		case err != nil:
+			return consumerTool.fail(stdout, stderr, javaError{"java.util.concurrent.ExecutionException", javaString(err)})
+		case d.state != "Empty" && d.state != "Dead":
+			printError(stdout, fmt.Sprintf("Assignments can only be reset if the group '%s' is inactive, but the current state is %s.", group, d.state))
+			plans[group] = nil
+			continue
+		}
+		plan, err := planGroupReset(ctx, cl, adm, consumerTool, o, group, time.Now())
+		if err != nil {
+			return consumerTool.fail(stdout, stderr, err)
+		}
+		writeResetNotes(stdout, stderr, plan)
+		if o.execute && len(plan.offsets) > 0 {
+			if err := commitOffsets(ctx, adm, o, group, plan.offsets); err != nil {
+				return consumerTool.fail(stdout, stderr, err)
+			}
+		}
+		plans[group] = plan.offsets
+	}
+	writeResetPlan(stdout, consumerTool, o, plans)
+	return 0
+}
+
+// writeResetNotes writes what working out plan found to say: notices on stdout, warnings (a
+// log WARN in Kafka's tools) on stderr.
+func writeResetNotes(stdout, stderr io.Writer, plan resetPlan) {
 	for _, n := range plan.notices {
 		fmt.Fprintf(stdout, "\n%s\n", n)
 	}
 	for _, w := range plan.warnings {
 		fmt.Fprintf(stderr, "WARN %s\n", w)
 	}
-	if o.execute && len(plan.offsets) > 0 {
-		if tool == shareTool {
-			err = alterShareGroupOffsets(ctx, cl, o.group, plan.offsets)
-		} else {
-			err = commitOffsets(ctx, adm, o.group, plan.offsets)
-		}
-		if err != nil {
-			return tool.fail(stdout, stderr, err)
-		}
-	}
-	writeResetPlan(stdout, tool, o, plan.offsets)
-	return 0
 }
 
 // scenario is the reset scenario the command line names, with its offset or shift and, for
@@ -94,7 +141,7 @@ func (o options) scenario(now time.Time) (resetScenario, int64, int64, error) {
 		return toOffset, *o.toOffset, 0, nil
 	case o.shiftBy != nil:
 		return shiftBy, *o.shiftBy, 0, nil
-	case o.toDatetime != "":
+	case o.given["to-datetime"]:
 		t, err := parseDateTime(o.toDatetime)
 		if err != nil {
 			// Kafka's tools wrap the ParseException, whose name then leads the message.
@@ -107,12 +154,12 @@ func (o options) scenario(now time.Time) (resetScenario, int64, int64, error) {
 	}
 }
 
-// planGroupReset works out the reset plan of o.group: the partitions of --topic or, with
+// planGroupReset works out the reset plan of group: the partitions of --topic or, with
 // --all-topics, those the group has offsets for; each checked to exist and have a leader;
 // then the scenario applied to their log offsets and the group's current offsets.
-func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool groupTool, o options, now time.Time) (resetPlan, error) {
-	if o.fromFile != "" {
-		return planFromFile(ctx, cl, adm, o)
+func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool groupTool, o options, group string, now time.Time) (resetPlan, error) {
+	if o.given["from-file"] {
+		return planFromFile(ctx, cl, adm, o, group)
 	}
 	scenario, n, millis, err := o.scenario(now)
 	if err != nil {
@@ -123,18 +170,18 @@ func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool 
 		current    map[topicPartition]int64
 	)
 	if o.allTopics {
-		if current, err = currentOffsets(ctx, cl, adm, tool, o.group); err != nil {
+		if current, err = currentOffsets(ctx, cl, adm, o, tool, group); err != nil {
 			return resetPlan{}, err
 		}
 		partitions = slices.Collect(maps.Keys(current))
-	} else if partitions, err = topicPartitionsOf(ctx, adm, o.topics); err != nil {
+	} else if partitions, err = topicPartitionsOf(ctx, adm, o, o.topics); err != nil {
 		return resetPlan{}, err
 	}
-	if err := checkPartitionsValid(ctx, adm, partitions); err != nil {
+	if err := checkPartitionsValid(ctx, adm, o, partitions); err != nil {
 		return resetPlan{}, err
 	}
 	if current == nil && (scenario == shiftBy || scenario == toCurrent) {
-		if current, err = currentOffsets(ctx, cl, adm, tool, o.group); err != nil {
+		if current, err = currentOffsets(ctx, cl, adm, o, tool, group); err != nil {
 			return resetPlan{}, err
 		}
 	}
@@ -157,7 +204,7 @@ func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool 
 		if len(partitions) == 0 {
 			break
 		}
-		got, err := listOffsets(ctx, cl, partitions, q.timestamp)
+		got, err := listOffsets(ctx, cl, o, partitions, q.timestamp)
 		if err != nil {
 			return resetPlan{}, err
 		}
@@ -176,31 +223,31 @@ func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool 
 	return planReset(scenario, n, partitions, positions)
 }
 
-// planFromFile works out the reset plan of o.group from the CSV file --from-file names: each
+// planFromFile works out the reset plan of group from the CSV file --from-file names: each
 // partition's offset, clamped to its log as --to-offset is. A file without a line for the group
 // is Kafka's "Error: No reset plan for group <g> found." and an empty plan.
-func planFromFile(ctx context.Context, cl *kgo.Client, adm *kadm.Client, o options) (resetPlan, error) {
+func planFromFile(ctx context.Context, cl *kgo.Client, adm *kadm.Client, o options, group string) (resetPlan, error) {
 	text, err := os.ReadFile(o.fromFile)
 	if err != nil {
 		return resetPlan{}, err
 	}
-	plans, err := parseResetPlanCSV(string(text), o.group)
+	plans, err := parseResetPlanCSV(string(text), group)
 	if err != nil {
 		return resetPlan{}, err
 	}
-	requested, ok := plans[o.group]
+	requested, ok := plans[group]
 	if !ok {
-		return resetPlan{notices: []string{"Error: No reset plan for group " + o.group + " found."}}, nil
+		return resetPlan{notices: []string{"Error: No reset plan for group " + group + " found."}}, nil
 	}
 	partitions := slices.SortedFunc(maps.Keys(requested), compareTopicPartitions)
-	if err := checkPartitionsValid(ctx, adm, partitions); err != nil {
+	if err := checkPartitionsValid(ctx, adm, o, partitions); err != nil {
 		return resetPlan{}, err
 	}
-	starts, err := listOffsets(ctx, cl, partitions, -2)
+	starts, err := listOffsets(ctx, cl, o, partitions, -2)
 	if err != nil {
 		return resetPlan{}, err
 	}
-	ends, err := listOffsets(ctx, cl, partitions, -1)
+	ends, err := listOffsets(ctx, cl, o, partitions, -1)
 	if err != nil {
 		return resetPlan{}, err
 	}
@@ -250,7 +297,7 @@ func parseTopicArg(arg string) ([]topicPartition, error) {
 // topicPartitionsOf is the partitions --topic names: those of topic:0,1 and every partition of
 // a bare topic name (Metadata). A topic that does not exist is Kafka's admin client's
 // UNKNOWN_TOPIC_OR_PARTITION "Topic <t> not found.".
-func topicPartitionsOf(ctx context.Context, adm *kadm.Client, args []string) ([]topicPartition, error) {
+func topicPartitionsOf(ctx context.Context, adm *kadm.Client, o options, args []string) ([]topicPartition, error) {
 	var tps []topicPartition
 	var names []string
 	for _, arg := range args {
@@ -267,9 +314,11 @@ func topicPartitionsOf(ctx context.Context, adm *kadm.Client, args []string) ([]
 	if len(names) == 0 {
 		return tps, nil
 	}
-	details, err := adm.ListTopics(ctx, names...)
+	rctx, cancel := o.requestCtx(ctx)
+	details, err := adm.ListTopics(rctx, names...)
+	cancel()
 	if err != nil {
-		return nil, err
+		return nil, o.timedOut(err)
 	}
 	for _, name := range names {
 		td, ok := details[name]
@@ -288,7 +337,7 @@ func topicPartitionsOf(ctx context.Context, adm *kadm.Client, args []string) ([]
 
 // checkPartitionsValid refuses partitions that do not exist (UNKNOWN_TOPIC_OR_PARTITION) or
 // have no leader (LEADER_NOT_AVAILABLE), in the words of Kafka's checkAllTopicPartitionsValid.
-func checkPartitionsValid(ctx context.Context, adm *kadm.Client, partitions []topicPartition) error {
+func checkPartitionsValid(ctx context.Context, adm *kadm.Client, o options, partitions []topicPartition) error {
 	if len(partitions) == 0 {
 		return nil
 	}
@@ -296,9 +345,11 @@ func checkPartitionsValid(ctx context.Context, adm *kadm.Client, partitions []to
 	for _, tp := range partitions {
 		topics[tp.topic] = true
 	}
-	details, err := adm.ListTopics(ctx, slices.Sorted(maps.Keys(topics))...)
+	rctx, cancel := o.requestCtx(ctx)
+	details, err := adm.ListTopics(rctx, slices.Sorted(maps.Keys(topics))...)
+	cancel()
 	if err != nil {
-		return err
+		return o.timedOut(err)
 	}
 	partitions = slices.SortedFunc(slices.Values(partitions), compareTopicPartitions)
 	var missing, leaderless []string
@@ -323,12 +374,14 @@ func checkPartitionsValid(ctx context.Context, adm *kadm.Client, partitions []to
 // currentOffsets is the group's current offset of each partition it has one for, -1 where it
 // has none: a consumer group's committed offsets (OffsetFetch), a share group's
 // share-partition start offsets (DescribeShareGroupOffsets).
-func currentOffsets(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool groupTool, group string) (map[topicPartition]int64, error) {
+func currentOffsets(ctx context.Context, cl *kgo.Client, adm *kadm.Client, o options, tool groupTool, group string) (map[topicPartition]int64, error) {
+	ctx, cancel := o.requestCtx(ctx)
+	defer cancel()
 	current := map[topicPartition]int64{}
 	if tool == consumerTool {
 		fetched, err := adm.FetchOffsets(ctx, group)
 		if err != nil {
-			return nil, err
+			return nil, o.timedOut(err)
 		}
 		for _, ps := range fetched {
 			for _, r := range ps {
@@ -346,7 +399,7 @@ func currentOffsets(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool 
 	req.Groups = append(req.Groups, rg)
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return nil, err
+		return nil, o.timedOut(err)
 	}
 	for _, g := range resp.Groups {
 		if err := errors.FromKafka(g.ErrorCode, g.ErrorMessage); err != nil {
@@ -366,7 +419,7 @@ func currentOffsets(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool 
 // listOffsets asks the partitions' leaders (ListOffsets) for the offset at timestamp: -2 the
 // log start, -1 the log end, else the first offset of a record at or after that millisecond
 // (-1 when there is none).
-func listOffsets(ctx context.Context, cl *kgo.Client, partitions []topicPartition, timestamp int64) (map[topicPartition]int64, error) {
+func listOffsets(ctx context.Context, cl *kgo.Client, o options, partitions []topicPartition, timestamp int64) (map[topicPartition]int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
 	byTopic := map[string][]int32{}
@@ -383,9 +436,11 @@ func listOffsets(ctx context.Context, cl *kgo.Client, partitions []topicPartitio
 		}
 		req.Topics = append(req.Topics, rt)
 	}
-	resp, err := req.RequestWith(ctx, cl)
+	rctx, cancel := o.requestCtx(ctx)
+	defer cancel()
+	resp, err := req.RequestWith(rctx, cl)
 	if err != nil {
-		return nil, err
+		return nil, o.timedOut(err)
 	}
 	got := map[topicPartition]int64{}
 	for _, t := range resp.Topics {
@@ -401,23 +456,25 @@ func listOffsets(ctx context.Context, cl *kgo.Client, partitions []topicPartitio
 
 // alterShareGroupOffsets sets the share-partition start offsets (AlterShareGroupOffsets): the
 // group's error, or the first partition's, with Kafka's message.
-func alterShareGroupOffsets(ctx context.Context, cl *kgo.Client, group string, offsets []newOffset) error {
+func alterShareGroupOffsets(ctx context.Context, cl *kgo.Client, o options, group string, offsets []newOffset) error {
 	req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
 	req.GroupID = group
-	for _, o := range offsets {
-		if len(req.Topics) == 0 || req.Topics[len(req.Topics)-1].Topic != o.topic {
+	for _, n := range offsets {
+		if len(req.Topics) == 0 || req.Topics[len(req.Topics)-1].Topic != n.topic {
 			rt := kmsg.NewAlterShareGroupOffsetsRequestTopic()
-			rt.Topic = o.topic
+			rt.Topic = n.topic
 			req.Topics = append(req.Topics, rt)
 		}
 		rp := kmsg.NewAlterShareGroupOffsetsRequestTopicPartition()
-		rp.Partition, rp.StartOffset = o.partition, o.offset
+		rp.Partition, rp.StartOffset = n.partition, n.offset
 		rt := &req.Topics[len(req.Topics)-1]
 		rt.Partitions = append(rt.Partitions, rp)
 	}
-	resp, err := req.RequestWith(ctx, cl)
+	rctx, cancel := o.requestCtx(ctx)
+	defer cancel()
+	resp, err := req.RequestWith(rctx, cl)
 	if err != nil {
-		return err
+		return o.timedOut(err)
 	}
 	if err := errors.FromKafka(resp.ErrorCode, resp.ErrorMessage); err != nil {
 		return err
@@ -434,44 +491,60 @@ func alterShareGroupOffsets(ctx context.Context, cl *kgo.Client, group string, o
 
 // commitOffsets commits the offsets for a consumer or classic group as an admin does
 // (OffsetCommit without a member): the first partition's error.
-func commitOffsets(ctx context.Context, adm *kadm.Client, group string, offsets []newOffset) error {
-	os := kadm.Offsets{}
-	for _, o := range offsets {
-		os.Add(kadm.Offset{Topic: o.topic, Partition: o.partition, At: o.offset, LeaderEpoch: -1})
+func commitOffsets(ctx context.Context, adm *kadm.Client, o options, group string, offsets []newOffset) error {
+	commits := kadm.Offsets{}
+	for _, n := range offsets {
+		commits.Add(kadm.Offset{Topic: n.topic, Partition: n.partition, At: n.offset, LeaderEpoch: -1})
 	}
-	resp, err := adm.CommitOffsets(ctx, group, os)
+	rctx, cancel := o.requestCtx(ctx)
+	defer cancel()
+	resp, err := adm.CommitOffsets(rctx, group, commits)
 	if err != nil {
-		return err
+		return o.timedOut(err)
 	}
 	return resp.Error()
 }
 
-// writeResetPlan writes the plan as Kafka's tools do: with --export a CSV line
-// "topic,partition,offset" per partition and an empty line; else the table GROUP TOPIC
-// PARTITION NEW-OFFSET, which the share tool leaves out for an empty plan and the consumer tool
-// does not. Rows are sorted by topic and partition (Kafka's follow a hash map).
-func writeResetPlan(w io.Writer, tool groupTool, o options, offsets []newOffset) {
+// writeResetPlan writes the plans (group to its new offsets) as Kafka's tools do: with
+// --export a CSV line per partition, "topic,partition,offset" for one --group and
+// "group,topic,partition,offset" for several, then an empty line; else the table GROUP TOPIC
+// PARTITION NEW-OFFSET, whose header the share tool leaves out for an empty plan and the
+// consumer tool does not. Groups and rows are sorted by group, topic and partition (Kafka's
+// follow a hash map).
+func writeResetPlan(w io.Writer, tool groupTool, o options, plans map[string][]newOffset) {
+	groups := slices.Sorted(maps.Keys(plans))
 	if o.export {
-		for _, n := range offsets {
-			fmt.Fprintf(w, "%s,%d,%d\n", n.topic, n.partition, n.offset)
+		for _, g := range groups {
+			for _, n := range plans[g] {
+				if len(o.groups) > 1 {
+					fmt.Fprintf(w, "%s,", g)
+				}
+				fmt.Fprintf(w, "%s,%d,%d\n", n.topic, n.partition, n.offset)
+			}
 		}
 		fmt.Fprintln(w)
 		return
 	}
-	if len(offsets) == 0 && tool == shareTool {
+	groupLen, topicLen, rows := 15, 15, 0
+	for _, g := range groups {
+		groupLen = max(groupLen, len(g))
+		for _, n := range plans[g] {
+			topicLen = max(topicLen, len(n.topic))
+			rows++
+		}
+	}
+	if rows == 0 && tool == shareTool || len(groups) == 0 {
 		fmt.Fprintln(w)
 		return
-	}
-	groupLen, topicLen := max(15, len(o.group)), 15
-	for _, n := range offsets {
-		topicLen = max(topicLen, len(n.topic))
 	}
 	line := func(cols ...string) {
 		fmt.Fprintf(w, "\n%-*s %-*s %-10s %s", groupLen, cols[0], topicLen, cols[1], cols[2], cols[3])
 	}
 	line("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
-	for _, n := range offsets {
-		line(o.group, n.topic, strconv.Itoa(int(n.partition)), strconv.FormatInt(n.offset, 10))
+	for _, g := range groups {
+		for _, n := range plans[g] {
+			line(g, n.topic, strconv.Itoa(int(n.partition)), strconv.FormatInt(n.offset, 10))
+		}
 	}
 	fmt.Fprintln(w)
 }

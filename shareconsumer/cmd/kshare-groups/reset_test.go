@@ -318,7 +318,7 @@ func TestResetShareGroupOfAnotherType(t *testing.T) {
 	t.Parallel()
 	f := newGroupsFixture(t)
 	f.consumerGroup(t, "cg", true, 3, 4)
-	err := alterShareGroupOffsets(testCtx(t), mustClient(t, f.c), "cg", []newOffset{{topicPartition{ordersTopic, 0}, 1}})
+	err := alterShareGroupOffsets(testCtx(t), mustClient(t, f.c), options{timeoutMs: defaultTimeoutMs}, "cg", []newOffset{{topicPartition{ordersTopic, 0}, 1}})
 	var stdout, stderr strings.Builder
 	assert.Equal(t, 1, shareTool.fail(&stdout, &stderr, err))
 	assert.Equal(t, "\nError: Executing share group command failed due to Group cg is not a share group.\n", stdout.String())
@@ -338,7 +338,12 @@ func TestOffsetActionOptionErrors(t *testing.T) {
 		{[]string{"--delete", "--group", "g", "--topic", "t"}, "Option [delete] does not take the options [topic] or [all-topics]."},
 		{[]string{"--delete-offsets", "--group", "g"}, "Option [delete-offsets] takes the following options: [group], [topic]"},
 		{[]string{"--delete-offsets", "--topic", "t"}, "Option [delete-offsets] takes the following options: [group], [topic]"},
-		{[]string{"--reset-offsets", "--group", "a", "--group", "b", "--topic", "t", "--to-earliest", "--dry-run"}, "Found multiple arguments for option group, but you asked for only one"},
+		{[]string{"--reset-offsets", "--group", "", "--dry-run", "--to-latest"}, "Option [reset-offsets] takes one of these options: [all-topics], [from-file], [topic]"},
+		{[]string{"--reset-offsets", "--group", "g", "--dry-run", "--topic", "t", "--from-file", ""}, `Option "[topic]" can't be used with option "[from-file]"`},
+		{[]string{"--reset-offsets", "--group", "g", "--dry-run", "--topic", "t", "--to-datetime", "", "--by-duration", ""}, `Option "[to-datetime]" can't be used with option "[by-duration]"`},
+		{[]string{"--reset-offsets", "--group", "g", "--dry-run", "--topic", "t", "--to-offset", "x"}, "Cannot parse argument 'x' of option [to-offset]"},
+		{[]string{"--reset-offsets", "--group", "g", "--dry-run", "--topic", "t", "--shift-by", "1.5"}, "Cannot parse argument '1.5' of option [shift-by]"},
+		{[]string{"--list", "--timeout", "\"x\""}, `Cannot parse argument '"x"' of option [timeout]`},
 		{[]string{"--reset-offsets", "--group", "g", "--dry-run", "--execute"}, "Option [reset-offsets] only accepts one of [execute] and [dry-run]"},
 		{[]string{"--reset-offsets", "--dry-run", "--topic", "t", "--to-latest"}, "Option [reset-offsets] takes the option: [group]"},
 		{[]string{"--reset-offsets", "--group", "g", "--dry-run", "--to-latest"}, "Option [reset-offsets] takes one of these options: [all-topics], [from-file], [topic]"},

@@ -70,24 +70,19 @@ func int64Flag(dst **int64) func(string) error {
 
 // consumerOnly reports whether the command line has an option kafka-share-groups.sh does not
 // have, so that a group no broker lists follows kafka-consumer-groups.sh.
-func (o offsetActions) consumerOnly() bool { return o.shiftBy != nil || o.byDuration != "" }
+func (o options) consumerOnly() bool { return o.given["shift-by"] || o.given["by-duration"] }
 
 // resetScenarios are the scenario options of --reset-offsets, in the order of Kafka's checks;
 // by-duration and shift-by come from the consumer tool.
 var resetScenarios = []string{"to-offset", "to-datetime", "to-earliest", "to-latest", "to-current", "from-file", "by-duration", "shift-by"}
 
 // checkOffsetActions checks the options of --reset-offsets, --delete-offsets and --delete as
-// kafka-share-groups.sh's checkArgs does, with its messages. --reset-offsets without
-// --dry-run or --execute passes: the group decides, when the tool knows its type, whether that
-// is an error (share tool) or a dry run (consumer tool).
-func checkOffsetActions(o options) error {
-	given := map[string]bool{
-		"list": o.list, "create": o.create, "describe": o.describe,
-		"group": o.group != "", "all-groups": o.allGroups, "topic": len(o.topics) > 0, "all-topics": o.allTopics,
-		"dry-run": o.dryRun, "execute": o.execute, "to-offset": o.toOffset != nil, "to-datetime": o.toDatetime != "",
-		"to-earliest": o.toEarliest, "to-latest": o.toLatest, "to-current": o.toCurrent, "by-duration": o.byDuration != "",
-		"shift-by": o.shiftBy != nil, "from-file": o.fromFile != "",
-	}
+// kafka-share-groups.sh's checkArgs does, with its messages; given are the options on the
+// command line (an option given an empty value counts, as joptsimple's has). --reset-offsets
+// without --dry-run or --execute passes: the group decides, when the tool knows its type,
+// whether that is an error (share tool) or a dry run (consumer tool). Several --group pass
+// too: neither tool's checkArgs refuses them (errMultipleGroups).
+func checkOffsetActions(o options, given map[string]bool) error {
 	if o.deleteGroups {
 		switch {
 		case !given["group"] && !given["all-groups"]:
@@ -97,10 +92,6 @@ func checkOffsetActions(o options) error {
 		case given["topic"] || given["all-topics"]:
 			return usageError{"Option [delete] does not take the options [topic] or [all-topics]."}
 		}
-	}
-	if (o.resetOffsets || o.deleteOffsets) && len(o.groups) > 1 {
-		// joptsimple's words when the share tool reads --group as a single value.
-		return usageError{"Found multiple arguments for option group, but you asked for only one"}
 	}
 	if o.deleteOffsets && (!given["group"] || !given["topic"]) {
 		return usageError{"Option [delete-offsets] takes the following options: [group], [topic]"}

@@ -157,11 +157,15 @@ func (p *resetPlan) clamp(tp topicPartition, offset int64, o logPosition) int64 
 // parseDateTime reads --to-datetime as Kafka's Utils.getDateTime does: 'YYYY-MM-DDThh:mm:ss.sss'
 // with an optional zone (Z, ±hh, ±hhmm or ±hh:mm); without a zone the time is UTC.
 func parseDateTime(s string) (time.Time, error) {
-	_, clock, ok := strings.Cut(s, "T")
-	if !ok {
+	// Java's split, which Kafka uses, drops trailing empty parts: "2020-01-01T" has one.
+	parts := strings.Split(s, "T")
+	for len(parts) > 0 && parts[len(parts)-1] == "" {
+		parts = parts[:len(parts)-1]
+	}
+	if len(parts) < 2 {
 		return time.Time{}, stderrors.New("Error parsing timestamp. It does not contain a 'T' according to ISO8601 format")
 	}
-	if !strings.ContainsAny(clock, "+-Z") {
+	if !strings.ContainsAny(parts[1], "+-Z") {
 		s += "Z"
 	}
 	for _, layout := range []string{"2006-01-02T15:04:05.000Z07:00", "2006-01-02T15:04:05.000Z0700", "2006-01-02T15:04:05.000Z07"} {

@@ -114,9 +114,11 @@ func TestParseDateTime(t *testing.T) {
 		require.NoError(t, err, in)
 		assert.True(t, want.Equal(got), "%s: %s", in, got)
 	}
-	_, err := parseDateTime("2026-12-06 10:20:30")
-	assert.EqualError(t, err, "Error parsing timestamp. It does not contain a 'T' according to ISO8601 format")
-	_, err = parseDateTime("2026-12-06T10:20:30")
+	for _, in := range []string{"2026-12-06 10:20:30", "2020-01-01T", "2020-01-01TT", ""} {
+		_, err := parseDateTime(in)
+		assert.EqualError(t, err, "Error parsing timestamp. It does not contain a 'T' according to ISO8601 format", "%q: Java's split drops trailing empty parts", in)
+	}
+	_, err := parseDateTime("2026-12-06T10:20:30")
 	assert.EqualError(t, err, `Unparseable date: "2026-12-06T10:20:30Z"`, "the milliseconds are required, as in Kafka")
 }
 
