@@ -41,7 +41,11 @@ var deadLetterHeaders = []string{HeaderDeadLetterTopic, HeaderDeadLetterPartitio
 // the consumer trusts the limit it read.
 const (
 	defaultDeliveryCountLimit = 5
-	deliveryLimitMaxAge       = 10 * time.Second
+	// minDeliveryCountLimit is the least limit Kafka allows: while the limit cannot be read,
+	// a record failing on this delivery or a later one might be on its last.
+	minDeliveryCountLimit = 2
+	deliveryLimitMaxAge   = 10 * time.Second
+	deliveryLimitRetry    = time.Second // after a failed read
 	// deadLetterTimeout bounds one dead-letter produce, retries included
 	// (kgo.RecordDeliveryTimeout).
 	deadLetterTimeout = 30 * time.Second
@@ -284,11 +288,21 @@ func (c *Consumer) DeadLetter(ctx context.Context, r *Record, cause error) error
 // DeliveryCountLimit returns the share group's delivery count limit: how many times the
 // brokers deliver a record before they archive it. It is the group config
 // share.delivery.count.limit (Kafka 4.3+: DescribeConfigs on the GROUP resource, which answers
-// the group's value or the broker default), else the broker config
-// group.share.delivery.count.limit of any broker (Kafka 4.2 has no group config), else Kafka's
-// default, 5, when neither can be read (the error says why; the limit is still usable). The
-// consumer reads it again when it is more than 10 seconds old, and at once when a record is
-// delivered more times than it allows (the limit was raised); Process reads it the same way
+// the group's value or the broker default); when the broker answers for the group without it
+// (Kafka 4.2), the broker config group.share.delivery.count.limit of any broker; when neither
+// has it, Kafka's default, 5. Reading it needs DESCRIBE_CONFIGS on the group (and, on Kafka
+// 4.2, DESCRIBE_CONFIGS on the cluster).
+//
+// When the read fails (the request failed, or the broker answered with an error such as
+// GROUP_AUTHORIZATION_FAILED or REQUEST_TIMED_OUT) it returns the limit last read, 0 when none
+// was, with the error; the failure is logged and the read is tried again a second later. The
+// broker config is never read in place of a group config that could not be. Process then
+// counts a failing record as on its last delivery, and dead-letters it, from the last limit
+// read, or from delivery 2 (the least limit Kafka allows) before any was read: a copy may be
+// made a delivery early, but none is missed.
+//
+// The consumer reads it again when it is more than 10 seconds old, and at once when a record
+// is delivered more times than it allows (the limit was raised); Process reads it the same way
 // when a handler fails.
 func (c *Consumer) DeliveryCountLimit(ctx context.Context) (int, error) {
 	if err := c.check(); err != nil {
@@ -317,6 +331,11 @@ func (p *pool) deadLetter(ctx context.Context, r *Record, err error) (bool, erro
 		limit, lerr := p.c.deliveryCountLimit(ctx, r.DeliveryCount)
 		if lerr != nil && ctx.Err() != nil {
 			return false, nil // the lock is gone or Process is stopping: nothing will be acknowledged
+		}
+		if lerr != nil && limit == 0 {
+			// Never read: this may be the last delivery, and a copy one delivery early is
+			// better than a record archived with none.
+			limit = minDeliveryCountLimit
 		}
 		if int(r.DeliveryCount) < limit {
 			return false, nil
