@@ -2,6 +2,7 @@ package shareconsumer
 
 import (
 	"context"
+	stderrors "errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -185,6 +186,9 @@ func (c *Consumer) produceDeadLetterRecord(ctx context.Context, topic string, r 
 	cl.Produce(ctx, deadLetterRecord(topic, r, c.cfg.group, cause, now), func(_ *kgo.Record, err error) { done <- err })
 	select {
 	case err = <-done:
+		if stderrors.Is(err, kgo.ErrClientClosed) {
+			return fmt.Errorf("%w: %w", errors.ErrClosed, err) // Close closed the producer
+		}
 		return err
 	case <-ctx.Done():
 		// The record may still be produced: kgo cannot take back a request in flight.
@@ -273,14 +277,16 @@ func (c *Consumer) DeadLetter(ctx context.Context, r *Record, cause error) error
 		defer cancel()
 	}
 	tp := TopicPartition{r.Topic, r.Partition}
+	if !c.cfg.explicit {
+		// Released until the copy is in: a commit meanwhile must not accept the record.
+		_, _ = c.ledger.acknowledge(tp, r.Offset, acktype.Release, false, nil)
+	}
 	if err := c.produceDeadLetter(ctx, topic, r, cause); err != nil {
-		if !c.cfg.explicit {
-			_, _ = c.ledger.acknowledge(tp, r.Offset, acktype.Release, false, nil)
-		}
 		return err
 	}
 	if held, _ := c.ledger.acknowledge(tp, r.Offset, acktype.Accept, false, nil); !held {
-		return errors.ErrCannotAcknowledge
+		return &errors.DeadLetterError{DeadLetterTopic: topic, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+			Copied: true, Err: errors.ErrCannotAcknowledge}
 	}
 	return nil
 }
