@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/acktype"
 	"github.com/kshare/kshare/errors"
@@ -377,33 +376,5 @@ func TestE2EDeadLetterWithoutTopicRejects(t *testing.T) {
 		s := c.ProcessStats()
 		assert.EqualValues(t, 1, s.Rejected, "%s", s)
 		assert.EqualValues(t, 0, s.DeadLetterFailures, "%s", s)
-	})
-}
-
-// TestE2EDeadLetterRenewsWhileProducing holds the dead-letter produce for two and a half lock
-// durations: Process renews the record's lock meanwhile, so it is not delivered again, and
-// accepts it once the copy is in.
-func TestE2EDeadLetterRenewsWhileProducing(t *testing.T) {
-	onTestbroker(t, e2eSetup{lockMs: 1000}, func(t *testing.T, env *e2eEnv) {
-		const group = "g"
-		env.prepareGroup(t, group)
-		env.createDLQ(t, 1)
-		off := env.produceWithHeaders(t, 0, "k", "v")
-		_, err := env.tb.InjectFault(testbroker.Fault{APIs: []kmsg.Key{kmsg.Produce}, Topic: dlqTopic, Delay: 2500 * time.Millisecond, Times: 1})
-		require.NoError(t, err)
-		c := env.newConsumer(t, group)
-		hooks := newDLQOutcomes()
-		stop := runProcess(t, c, func(context.Context, *shareconsumer.Record) error { return errors.DeadLetter(nil) },
-			shareconsumer.DeadLetterTopic(dlqTopic), hooks.opt())
-		o := hooks.next(t)
-		require.True(t, o.DeadLettered, "%v", o.DeadLetterErr)
-		assert.Positive(t, o.Renews, "renewed while the produce was held")
-		env.waitSPSO(t, group, []int32{0}, off+1)
-		stop()
-		s := c.ProcessStats()
-		assert.EqualValues(t, 0, s.LocksLost, "%s", s)
-		assert.EqualValues(t, 0, s.Redeliveries, "%s", s)
-		assert.EqualValues(t, 1, s.DeadLettered, "%s", s)
-		env.readDLQ(t, 1)
 	})
 }
