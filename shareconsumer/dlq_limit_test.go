@@ -145,7 +145,8 @@ func TestDeadLetterUnknownLimitCountsFromTheMinimum(t *testing.T) {
 	require.NoError(t, <-done)
 }
 
-// TestDeadLetterTopicValidation: a bad topic name fails New and Process with Kafka's words.
+// TestDeadLetterTopicValidation: a bad topic name fails New and Process with Kafka's words, and
+// so does a topic the consumer reads.
 func TestDeadLetterTopicValidation(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ topic, want string }{
@@ -159,8 +160,20 @@ func TestDeadLetterTopicValidation(t *testing.T) {
 		DeadLetterTopic(tc.topic).applyProcess(&pc)
 		assert.EqualError(t, pc.validate(), tc.want)
 	}
+	_, err := New(Group("g"), ClientOpts(), Topics("a", "t"), DeadLetterTopic("t"))
+	assert.EqualError(t, err, `shareconsumer: DeadLetterTopic("t") is a topic the consumer reads: its copies would be delivered again; use another topic`)
 	long := string(make([]byte, 250))
 	assert.ErrorContains(t, validateDeadLetterTopic(true, long), "can't be longer than 249 characters")
 	assert.NoError(t, validateDeadLetterTopic(true, "orders.dlq_1-a"))
 	assert.NoError(t, validateDeadLetterTopic(false, ""))
+}
+
+// TestDeadLetterTopicReadByProcessRefused: Process refuses a dead-letter topic the consumer is
+// subscribed to, doing nothing.
+func TestDeadLetterTopicReadByProcessRefused(t *testing.T) {
+	t.Parallel()
+	c := tStart(t, testbroker.Topic("t", 1))
+	cons := tNew(t, c, "g", Topics("t"))
+	err := cons.Process(tCtx(t), func(context.Context, *Record) error { return nil }, DeadLetterTopic("t"))
+	assert.EqualError(t, err, `shareconsumer: DeadLetterTopic("t") is a topic the consumer reads: its copies would be delivered again; use another topic`)
 }
