@@ -170,3 +170,34 @@ func (f produceWritten) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _,
 		f()
 	}
 }
+
+// TestE2EDeadLetterPollClosed: a Close while DeadLetter's produce is on its way (held on the
+// manual clock) fails it with an error matching ErrClosed.
+func TestE2EDeadLetterPollClosed(t *testing.T) {
+	onTestbroker(t, e2eSetup{manualClock: true}, func(t *testing.T, env *e2eEnv) {
+		const group = "g"
+		env.prepareGroup(t, group)
+		env.createDLQ(t, 1)
+		env.produceWithHeaders(t, 0, "k", "v")
+		produced := make(chan struct{}, 10)
+		hook := produceWritten(func() { produced <- struct{}{} })
+		cons := env.newConsumer(t, group, shareconsumer.DeadLetterTopic(dlqTopic), shareconsumer.ClientOpts(kgo.WithHooks(hook)))
+		ctx := e2eCtx(t, 20*time.Second)
+		recs := pollN(t, cons, 1, 10*time.Second)
+		_, err := env.tb.InjectFault(testbroker.Fault{APIs: []kmsg.Key{kmsg.Produce}, Topic: dlqTopic, Delay: time.Minute, Times: 1})
+		require.NoError(t, err)
+		done := make(chan error, 1)
+		go func() { done <- cons.DeadLetter(ctx, recs[0], nil) }()
+		select {
+		case <-produced:
+		case <-ctx.Done():
+			t.Fatal("the dead-letter produce was never sent")
+		}
+		require.NoError(t, cons.Close(ctx))
+		err = <-done
+		var de *errors.DeadLetterError
+		require.ErrorAs(t, err, &de)
+		assert.ErrorIs(t, err, errors.ErrClosed)
+		assert.False(t, de.Copied)
+	})
+}
