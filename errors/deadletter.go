@@ -42,7 +42,10 @@ func DeadLetter(err error) error { return deadLetterError{err} }
 
 // DeadLetterError reports that a record could not be produced to the dead-letter topic: the
 // record was not acknowledged for it (Process releases it; Consumer.DeadLetter leaves it to the
-// caller in explicit mode and releases it in implicit mode).
+// caller in explicit mode and releases it in implicit mode). With Copied, the copy was produced
+// but the record could no longer be acknowledged ACCEPT (Err is ErrCannotAcknowledge: its
+// acknowledgement was sent, a RELEASE in implicit mode, by a commit while the copy was on its
+// way): the record comes back, and its next dead-lettering makes a second copy.
 type DeadLetterError struct {
 	// DeadLetterTopic is the topic the copy was for.
 	DeadLetterTopic string
@@ -53,9 +56,12 @@ type DeadLetterError struct {
 	// Err is the produce's failure: a *kerr.Error where Kafka sent a code (TOPIC_AUTHORIZATION_FAILED,
 	// UNKNOWN_TOPIC_OR_PARTITION, ...), a context error, or kgo's; Unwrap returns it.
 	Err error
+	// Copied says the copy is in the dead-letter topic though the record was not accepted.
+	Copied bool
 }
 
-// Error returns, for example, "dead-lettering orders-3@42 to orders.dlq: TOPIC_AUTHORIZATION_FAILED: ...".
+// Error returns, for example, "dead-lettering orders-3@42 to orders.dlq: TOPIC_AUTHORIZATION_FAILED: ...",
+// or with Copied "dead-lettering orders-3@42 to orders.dlq: copied, but not accepted: <Err>".
 func (e *DeadLetterError) Error() string {
 	var b strings.Builder
 	b.WriteString("dead-lettering ")
@@ -66,6 +72,9 @@ func (e *DeadLetterError) Error() string {
 	b.WriteString(strconv.FormatInt(e.Offset, 10))
 	b.WriteString(" to ")
 	b.WriteString(e.DeadLetterTopic)
+	if e.Copied {
+		b.WriteString(": copied, but not accepted")
+	}
 	b.WriteString(": ")
 	if e.Err == nil {
 		b.WriteString("unknown error")

@@ -40,4 +40,8 @@ func TestDeadLetterError(t *testing.T) {
 	err = &errors.DeadLetterError{DeadLetterTopic: "d", Topic: "t", Err: context.Canceled}
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.EqualError(t, &errors.DeadLetterError{DeadLetterTopic: "d", Topic: "t"}, "dead-lettering t-0@0 to d: unknown error")
+
+	err = &errors.DeadLetterError{DeadLetterTopic: "d", Topic: "t", Offset: 7, Copied: true, Err: errors.ErrCannotAcknowledge}
+	assert.EqualError(t, err, "dead-lettering t-0@7 to d: copied, but not accepted: The record cannot be acknowledged.")
+	assert.ErrorIs(t, err, errors.ErrCannotAcknowledge)
 }

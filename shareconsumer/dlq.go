@@ -2,6 +2,7 @@ package shareconsumer
 
 import (
 	"context"
+	stderrors "errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,15 +12,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kshare/kshare/acktype"
 	"github.com/kshare/kshare/errors"
 )
 
 // The headers a dead-letter record carries, beside the original record's own, every value UTF-8
 // text, numbers in decimal. The first six are KIP-1191's (Kafka's broker-side dead-letter queue
 // for share groups, in Kafka's trunk for 4.4), so that tools written for Kafka's dead-letter
-// records read ours; Kafka has no header for the time, and HeaderDeadLetterTimestamp is
-// kshare's own.
+// records read ours. Kafka has no header for the times; the last two are kshare's own, named
+// outside KIP-1191's __dlq.errors. prefix so that a later Kafka header cannot clash with them.
 const (
 	HeaderDeadLetterTopic         = "__dlq.errors.topic"          // the record's topic
 	HeaderDeadLetterPartition     = "__dlq.errors.partition"      // its partition
@@ -29,19 +29,27 @@ const (
 	HeaderDeadLetterMessage       = "__dlq.errors.message"        // the error's text
 	// HeaderDeadLetterTimestamp is when the record was dead-lettered, in milliseconds since the
 	// Unix epoch (as Kafka's record timestamps count).
-	HeaderDeadLetterTimestamp = "__dlq.errors.timestamp"
+	HeaderDeadLetterTimestamp = "kshare.dlq.timestamp"
+	// HeaderDeadLetterRecordTimestamp is the original record's timestamp (Record.Timestamp),
+	// in milliseconds since the Unix epoch; the copy's own timestamp is when it was produced.
+	HeaderDeadLetterRecordTimestamp = "kshare.dlq.record.timestamp"
 )
 
 // deadLetterHeaders are the header keys the consumer sets on a dead-letter record; an original
 // header with one of these keys (a record read from a dead-letter topic) is left out.
 var deadLetterHeaders = []string{HeaderDeadLetterTopic, HeaderDeadLetterPartition, HeaderDeadLetterOffset,
-	HeaderDeadLetterGroup, HeaderDeadLetterDeliveryCount, HeaderDeadLetterMessage, HeaderDeadLetterTimestamp}
+	HeaderDeadLetterGroup, HeaderDeadLetterDeliveryCount, HeaderDeadLetterMessage, HeaderDeadLetterTimestamp,
+	HeaderDeadLetterRecordTimestamp}
 
 // Delivery count limits: Kafka's broker default (group.share.delivery.count.limit), and how long
 // the consumer trusts the limit it read.
 const (
 	defaultDeliveryCountLimit = 5
-	deliveryLimitMaxAge       = 10 * time.Second
+	// minDeliveryCountLimit is the least limit Kafka allows: while the limit cannot be read,
+	// a record failing on this delivery or a later one might be on its last.
+	minDeliveryCountLimit = 2
+	deliveryLimitMaxAge   = 10 * time.Second
+	deliveryLimitRetry    = time.Second // after a failed read
 	// deadLetterTimeout bounds one dead-letter produce, retries included
 	// (kgo.RecordDeliveryTimeout).
 	deadLetterTimeout = 30 * time.Second
@@ -57,30 +65,44 @@ type deadLetterTopic string
 
 func (t deadLetterTopic) apply(c *cfg) { c.deadLetterTopic, c.deadLetterSet = string(t), true }
 func (t deadLetterTopic) applyProcess(c *processCfg) {
-	c.deadLetterTopic, c.deadLetterSet = string(t), true
+	c.deadLetterTopic, c.deadLetterSet, c.deadLetterOff = string(t), true, false
+}
+
+// NoDeadLetterTopic turns the DeadLetterTopic given to New off for one Process call: its
+// handlers' failing records are released, and archived by the broker at their last delivery,
+// as without the option; errors.DeadLetter rejects.
+func NoDeadLetterTopic() ProcessOpt {
+	return processOpt(func(c *processCfg) { c.deadLetterTopic, c.deadLetterSet, c.deadLetterOff = "", false, true })
 }
 
 // DeadLetterTopic names the topic that records which keep failing are copied to, given to New
-// (for Consumer.DeadLetter, and as Process's default) or to Process (for that call).
+// (for Consumer.DeadLetter, and as Process's default; NoDeadLetterTopic turns it off for one
+// Process call) or to Process (for that call).
 //
 // With it, when a Process handler fails a record (an error or a panic) on its last allowed
 // delivery, its DeliveryCount having reached the group's share.delivery.count.limit (see
 // Consumer.DeliveryCountLimit), or returns errors.DeadLetter(err) whatever the delivery count
 // (a poison record), Process first produces a copy of the record to topic: its key, value and
 // headers, plus the Header* headers of this package naming where it came from, the group, the
-// delivery count, the error's text and the time. The copy goes to the partition numbered the
+// delivery count, the error's text and the times. The copy goes to the partition numbered the
 // record's partition modulo the topic's partition count, as KIP-1191 places them, through a
 // producer of the consumer's own (the ClientOpts' transport, TLS, SASL and logger; acks=all,
-// not idempotent, so that it needs WRITE on topic and nothing else). Only once the produce is acknowledged does Process accept the record, so that
-// the broker does not archive it as failed (docs/semantics.md says why ACCEPT). While the
-// produce runs, the record's lock is renewed as while its handler ran. If the produce fails,
-// the record is released: delivered again if deliveries are left, archived by the broker if
-// that was its last (the failure is logged, counted in ProcessStats.DeadLetterFailures and told
-// to the hooks, and RecordOutcome.DeadLetterErr has it).
+// not idempotent, so that it needs WRITE on topic and nothing else). Only once the produce is
+// acknowledged does Process accept the record, so that the broker does not archive it as
+// failed (docs/semantics.md says why ACCEPT). While the produce runs, the record's lock is
+// renewed as while its handler ran; a record whose lock ran out before its handler returned
+// gets no copy (another member may have it). If the produce fails, the record is released:
+// delivered again if deliveries are left, archived by the broker if that was its last (the
+// failure is logged, counted in ProcessStats.DeadLetterFailures and told to the hooks, and
+// RecordOutcome.DeadLetterErr has it).
 //
 // errors.Reject still rejects, without a copy (Kafka's broker-side dead-letter queue copies
 // rejected records too; here the handler chooses). The topic must exist: the producer does not
-// create it. Handlers that fail on every record fill it, so watch DeadLettered.
+// create it. It must not be one the consumer reads (its copies would come back to it): New
+// refuses one of its Topics, and Process one of the subscription. A copy is larger than its
+// record (the headers), so a record near the limit fails with MESSAGE_TOO_LARGE unless topic's
+// max.message.bytes (and the producer's kgo.ProducerBatchMaxBytes) allow larger records than
+// the source topic's. Handlers that fail on every record fill it, so watch DeadLettered.
 func DeadLetterTopic(topic string) DeadLetterOpt { return deadLetterTopic(topic) }
 
 // validateDeadLetterTopic checks a DeadLetterTopic name as Kafka checks topic names.
@@ -98,6 +120,15 @@ func validateDeadLetterTopic(set bool, topic string) error {
 	}
 	if strings.Trim(topic, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != "" {
 		return fmt.Errorf("shareconsumer: DeadLetterTopic(%q): Topic name %q is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'", topic, topic)
+	}
+	return nil
+}
+
+// deadLetterLoop refuses a dead-letter topic among topics, those the consumer reads: each copy
+// would be delivered to it again.
+func deadLetterLoop(topic string, topics []string) error {
+	if topic != "" && slices.Contains(topics, topic) {
+		return fmt.Errorf("shareconsumer: DeadLetterTopic(%q) is a topic the consumer reads: its copies would be delivered again; use another topic", topic)
 	}
 	return nil
 }
@@ -181,6 +212,9 @@ func (c *Consumer) produceDeadLetterRecord(ctx context.Context, topic string, r 
 	cl.Produce(ctx, deadLetterRecord(topic, r, c.cfg.group, cause, now), func(_ *kgo.Record, err error) { done <- err })
 	select {
 	case err = <-done:
+		if stderrors.Is(err, kgo.ErrClientClosed) {
+			return fmt.Errorf("%w: %w", errors.ErrClosed, err) // Close closed the producer
+		}
 		return err
 	case <-ctx.Done():
 		// The record may still be produced: kgo cannot take back a request in flight.
@@ -209,6 +243,7 @@ func deadLetterRecord(topic string, r *Record, group string, cause error, now ti
 		kgo.RecordHeader{Key: HeaderDeadLetterDeliveryCount, Value: strconv.AppendInt(nil, int64(r.DeliveryCount), 10)},
 		kgo.RecordHeader{Key: HeaderDeadLetterMessage, Value: []byte(msg)},
 		kgo.RecordHeader{Key: HeaderDeadLetterTimestamp, Value: strconv.AppendInt(nil, now.UnixMilli(), 10)},
+		kgo.RecordHeader{Key: HeaderDeadLetterRecordTimestamp, Value: strconv.AppendInt(nil, r.Timestamp.UnixMilli(), 10)},
 	)
 	return &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: hs}
 }
@@ -234,61 +269,24 @@ func (deadLetterPartitioner) Partition(r *kgo.Record, n int) int {
 	return 0
 }
 
-// DeadLetter is dead-lettering for Poll: it produces a copy of r, one of the records the last
-// Poll returned, to the DeadLetterTopic given to New, as Process does (the same headers, cause's
-// text in HeaderDeadLetterMessage; a nil cause gives errors.ErrDeadLetter's), and waits for the
-// produce to be acknowledged (acks=all), until ctx ends or r's lock deadline (r.LockDeadline)
-// passes, whichever comes first: a record whose lock ran out may be delivered elsewhere. Then:
-//
-//   - in explicit mode it acknowledges r ACCEPT, as Acknowledge(r, acktype.Accept) would (sent
-//     with the next Poll or commit); when the produce fails it returns a *errors.DeadLetterError
-//     and leaves r's acknowledgement as it was, for the caller to release (or to try again);
-//   - in implicit mode the next Poll or commit accepts r, as any record; when the produce fails
-//     it returns a *errors.DeadLetterError and releases r itself, so that the next Poll does not
-//     accept it: r is delivered again, or archived by the broker if that was its last delivery.
-//
-// It fails at once, doing nothing, with ErrClosed, with errors.ErrNoDeadLetterTopic when New had
-// no DeadLetterTopic, and with ErrCannotAcknowledge for a record this consumer does not hold
-// (a nil one, one of Process's, one whose acknowledgement was sent). Call it from the poll loop,
-// between Polls; the hooks (HookDeadLetter) are told, as for Process's. Use DeliveryCountLimit
-// to tell a record's last delivery (r.DeliveryCount >= the limit).
-func (c *Consumer) DeadLetter(ctx context.Context, r *Record, cause error) error {
-	if err := c.check(); err != nil {
-		return err
-	}
-	topic := c.cfg.deadLetterTopic
-	if topic == "" {
-		return errors.ErrNoDeadLetterTopic
-	}
-	if r == nil || !c.ledger.holdsPolled(TopicPartition{r.Topic, r.Partition}, r.Offset) {
-		return errors.ErrCannotAcknowledge
-	}
-	if !r.LockDeadline.IsZero() {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, r.LockDeadline)
-		defer cancel()
-	}
-	tp := TopicPartition{r.Topic, r.Partition}
-	if err := c.produceDeadLetter(ctx, topic, r, cause); err != nil {
-		if !c.cfg.explicit {
-			_, _ = c.ledger.acknowledge(tp, r.Offset, acktype.Release, false, nil)
-		}
-		return err
-	}
-	if held, _ := c.ledger.acknowledge(tp, r.Offset, acktype.Accept, false, nil); !held {
-		return errors.ErrCannotAcknowledge
-	}
-	return nil
-}
-
 // DeliveryCountLimit returns the share group's delivery count limit: how many times the
 // brokers deliver a record before they archive it. It is the group config
 // share.delivery.count.limit (Kafka 4.3+: DescribeConfigs on the GROUP resource, which answers
-// the group's value or the broker default), else the broker config
-// group.share.delivery.count.limit of any broker (Kafka 4.2 has no group config), else Kafka's
-// default, 5, when neither can be read (the error says why; the limit is still usable). The
-// consumer reads it again when it is more than 10 seconds old, and at once when a record is
-// delivered more times than it allows (the limit was raised); Process reads it the same way
+// the group's value or the broker default); when the broker answers for the group without it
+// (Kafka 4.2), the broker config group.share.delivery.count.limit of any broker; when neither
+// has it, Kafka's default, 5. Reading it needs DESCRIBE_CONFIGS on the group (and, on Kafka
+// 4.2, DESCRIBE_CONFIGS on the cluster).
+//
+// When the read fails (the request failed, or the broker answered with an error such as
+// GROUP_AUTHORIZATION_FAILED or REQUEST_TIMED_OUT) it returns the limit last read, 0 when none
+// was, with the error; the failure is logged and the read is tried again a second later. The
+// broker config is never read in place of a group config that could not be. Process then
+// counts a failing record as on its last delivery, and dead-letters it, from the last limit
+// read, or from delivery 2 (the least limit Kafka allows) before any was read: a copy may be
+// made a delivery early, but none is missed.
+//
+// The consumer reads it again when it is more than 10 seconds old, and at once when a record
+// is delivered more times than it allows (the limit was raised); Process reads it the same way
 // when a handler fails.
 func (c *Consumer) DeliveryCountLimit(ctx context.Context) (int, error) {
 	if err := c.check(); err != nil {
@@ -318,6 +316,11 @@ func (p *pool) deadLetter(ctx context.Context, r *Record, err error) (bool, erro
 		if lerr != nil && ctx.Err() != nil {
 			return false, nil // the lock is gone or Process is stopping: nothing will be acknowledged
 		}
+		if lerr != nil && limit == 0 {
+			// Never read: this may be the last delivery, and a copy one delivery early is
+			// better than a record archived with none.
+			limit = minDeliveryCountLimit
+		}
 		if int(r.DeliveryCount) < limit {
 			return false, nil
 		}
@@ -328,17 +331,4 @@ func (p *pool) deadLetter(ctx context.Context, r *Record, err error) (bool, erro
 	}
 	p.stats.deadLettered.Add(1)
 	return true, nil
-}
-
-// holdsPolled reports whether the record at tp/offset is one Poll returned whose
-// acknowledgement was not taken for sending yet.
-func (l *ledger) holdsPolled(tp TopicPartition, offset int64) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	pp := l.polled.get(tp)
-	if pp == nil {
-		return false
-	}
-	r := pp.find(offset)
-	return r != nil && !r.undecodable
 }

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/acktype"
 	"github.com/kshare/kshare/errors"
@@ -21,7 +23,12 @@ import (
 	"github.com/kshare/kshare/testbroker"
 )
 
-const chaosDLQ = "chaos.dlq"
+// The dead-letter chaos run's topic, and its group's delivery count limit: 3, not Kafka's
+// default, so that the limit read from the group config is what decides.
+const (
+	chaosDLQ      = "chaos.dlq"
+	dlqChaosLimit = 3
+)
 
 // dlqFate is what every consumer does with a record in the dead-letter chaos run, decided by
 // the record alone: about 3% fail on every delivery (dead-lettered on the last), 2% are poison
@@ -87,14 +94,16 @@ func (d *dlqTally) commitOpt() shareconsumer.Opt {
 }
 
 // TestChaosDeadLetter runs the chaos harness (faults on the share APIs, dropped connections,
-// leader moves, stopped brokers, stalled poll loops) with two Process pools and an explicit poll
-// loop that dead-letter failing and poison records, and checks that nothing is lost: every
+// leader moves, stopped brokers, stalled poll loops, and produces to the dead-letter topic
+// failed) with two Process pools and an explicit poll loop that dead-letter failing and poison
+// records, the group's limit at 3, and checks that some dead-letter produces failed while the
+// record was held and that nothing is lost: every
 // record a broker settled ACKNOWLEDGED is accepted or in the dead-letter topic; every record in
 // the dead-letter topic is one that failed, with its headers; each is there once unless a
 // consumer reported that it could not settle the record after producing its copy; and a record
-// a broker archived without a copy was delivered as often as the limit allows, every delivery's
-// lock lost before its handler could settle it (a client-side dead-letter topic cannot save
-// those: docs/semantics.md).
+// a broker archived without a copy was delivered as often as the limit allows (its last
+// dead-letter produce failed, or every delivery's lock was lost before its handler could settle
+// it: a client-side dead-letter topic cannot save those, docs/semantics.md).
 func TestChaosDeadLetter(t *testing.T) {
 	t.Parallel()
 	seed := *chaosSeed
@@ -118,7 +127,7 @@ func TestChaosDeadLetter(t *testing.T) {
 		testbroker.BrokerConfig("replica.lag.time.max.ms", "1000"),
 		testbroker.BrokerConfig("replica.fetch.backoff.ms", "100"),
 	)
-	for kv := range strings.SplitSeq(fmt.Sprintf("share.auto.offset.reset=earliest,share.record.lock.duration.ms=%d,share.delivery.count.limit=%d", chaosLockMs, chaosDCLimit), ",") {
+	for kv := range strings.SplitSeq(fmt.Sprintf("share.auto.offset.reset=earliest,share.record.lock.duration.ms=%d,share.delivery.count.limit=%d", chaosLockMs, dlqChaosLimit), ",") {
 		k, v, _ := strings.Cut(kv, "=")
 		if err := c.SetGroupConfig(chaosGroup, k, v); err != nil {
 			t.Fatal(err)
@@ -132,6 +141,7 @@ func TestChaosDeadLetter(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	var fatal atomic.Value
+	var failedHeld atomic.Int64 // dead-letter produces failed by an injected fault, the record still held
 	var consumers []*shareconsumer.Consumer
 	newConsumer := func() *shareconsumer.Consumer {
 		cons, err := shareconsumer.New(
@@ -178,11 +188,14 @@ func TestChaosDeadLetter(t *testing.T) {
 						}
 					case o.DeadLetterErr != nil:
 						tl.unsettle(k)
+						if o.Ack == acktype.Release && errors.Is(o.DeadLetterErr, kerr.TopicAuthorizationFailed) {
+							failedHeld.Add(1) // an injected failure, the lock held: released
+						}
 					case o.Ack == acktype.Reject:
 						tl.wrong("pool %d rejected %d/%d", i, k.p, k.off)
 					case o.Ack == acktype.Release && fate == fatePoison:
 						tl.wrong("pool %d released poison %d/%d without dead-lettering it", i, k.p, k.off)
-					case o.Ack == acktype.Release && fate == fateFail && o.Record.DeliveryCount >= chaosDCLimit:
+					case o.Ack == acktype.Release && fate == fateFail && o.Record.DeliveryCount >= dlqChaosLimit:
 						tl.wrong("pool %d released %d/%d on its last delivery (%d) without dead-lettering it", i, k.p, k.off, o.Record.DeliveryCount)
 					}
 					if o.DeadLettered && fate == fateAccept {
@@ -238,6 +251,9 @@ func TestChaosDeadLetter(t *testing.T) {
 							continue
 						}
 						tl.unsettle(k)
+						if errors.Is(err, kerr.TopicAuthorizationFailed) {
+							failedHeld.Add(1) // left to this loop, which releases it
+						}
 					}
 				}
 				if err := pollCons.Acknowledge(r, ty); err != nil {
@@ -267,7 +283,15 @@ func TestChaosDeadLetter(t *testing.T) {
 
 	faults := &faultLog{n: map[string]int{}}
 	start := time.Now()
+	stopDLQFaults := make(chan struct{})
+	dlqFaults := make(chan int, 1)
+	go func() {
+		dlqFaults <- injectDLQFaults(t, c, rand.New(rand.NewPCG(seed^0x5bd1e995, seed)), stopDLQFaults)
+	}()
 	injectFaults(t, c, rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), parts, []chan time.Duration{stall}, faults, produced, *chaosDuration)
+	close(stopDLQFaults)
+	nDLQFaults := <-dlqFaults
+	c.ClearFaults()
 	drain := 60*time.Second + time.Duration(total/1000)*time.Second
 	deadline := time.Now().Add(drain)
 	for !chaosDrained(c, parts) {
@@ -322,7 +346,7 @@ func TestChaosDeadLetter(t *testing.T) {
 			badCopies = append(badCopies, fmt.Sprintf("%d/%d: dead-lettered though handlers accept it", k.p, k.off))
 		case h[shareconsumer.HeaderDeadLetterMessage] != errText(k):
 			badCopies = append(badCopies, fmt.Sprintf("%d/%d: message %q", k.p, k.off, h[shareconsumer.HeaderDeadLetterMessage]))
-		case fate == fateFail && dc != chaosDCLimit, fate == fatePoison && (dc < 1 || dc > chaosDCLimit):
+		case fate == fateFail && dc != dlqChaosLimit, fate == fatePoison && (dc < 1 || dc > dlqChaosLimit):
 			badCopies = append(badCopies, fmt.Sprintf("%d/%d (fate %d): delivery count %d", k.p, k.off, fate, dc))
 		case len(r.Value) == 0:
 			badCopies = append(badCopies, fmt.Sprintf("%d/%d: no value", k.p, k.off))
@@ -357,7 +381,7 @@ func TestChaosDeadLetter(t *testing.T) {
 			lost = append(lost, fmt.Sprintf("%d/%d (fate %d) ACKNOWLEDGED without a copy in the dead-letter topic", k.p, k.off, fate))
 		case fate != fateAccept && sr.State == testbroker.ShareArchived && inDLQ[k] == 0:
 			archivedWithoutCopy++
-			if seen.maxDC[k] < chaosDCLimit {
+			if seen.maxDC[k] < dlqChaosLimit {
 				archivedEarly = append(archivedEarly, fmt.Sprintf("%d/%d archived after %d deliveries", k.p, k.off, seen.maxDC[k]))
 			}
 		}
@@ -376,15 +400,36 @@ func TestChaosDeadLetter(t *testing.T) {
 	check("each record dead-lettered once, unless its settle failed", len(twice) == 0, "%d: %v", len(twice), first(twice))
 	check("no record archived without a copy before its last delivery", len(archivedEarly) == 0, "%d: %v", len(archivedEarly), first(archivedEarly))
 	check("no consumer released a record at its limit without dead-lettering, or rejected", len(bad) == 0, "%d: %v", len(bad), first(bad))
+	check("some dead-letter produces failed while the record was held", failedHeld.Load() > 0, "none of %d injected faults failed one", nDLQFaults)
 
 	dups := 0
 	for _, n := range inDLQ {
 		dups += n - 1
 	}
-	t.Logf("seed %d: %d records on %d partitions; faults for %v (%s); %d copies of %d records in the dead-letter topic (%d extra after a failed settle); %d failing records archived by the broker without a copy (every delivery's lock lost)",
+	t.Logf("seed %d: %d records on %d partitions; faults for %v (%s); %d copies of %d records in the dead-letter topic (%d extra after a failed settle); %d failing records archived by the broker without a copy (its last dead-letter produce failed, or every delivery's lock was lost)",
 		seed, total, parts, time.Since(start).Round(time.Millisecond), faults, len(copies), len(inDLQ), dups, archivedWithoutCopy)
+	t.Logf("%d dead-letter produce faults injected; %d produces failed by them with the record held", nDLQFaults, failedHeld.Load())
 	t.Logf("stats: %s", strings.Join(stats, " | "))
 	t.Logf("invariants held: %s", strings.Join(invariants, "; "))
+}
+
+// injectDLQFaults fails produces to the dead-letter topic with TOPIC_AUTHORIZATION_FAILED (not
+// retried by the producer): every 100-300 ms a fault for the next one or two, until stop is
+// closed (the caller clears what is left). It returns how many faults it injected.
+func injectDLQFaults(t *testing.T, c *testbroker.Cluster, rng *rand.Rand, stop <-chan struct{}) int {
+	n := 0
+	for {
+		select {
+		case <-stop:
+			return n
+		case <-time.After(time.Duration(100+rng.IntN(200)) * time.Millisecond):
+		}
+		if _, err := c.InjectFault(testbroker.Fault{APIs: []kmsg.Key{kmsg.Produce}, Topic: chaosDLQ, Err: kerr.TopicAuthorizationFailed, Times: 1 + rng.IntN(2)}); err != nil {
+			t.Errorf("InjectFault: %v", err)
+			return n
+		}
+		n++
+	}
 }
 
 // readAllChaosDLQ reads every record of the chaos dead-letter topic.

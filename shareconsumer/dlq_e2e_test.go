@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/acktype"
 	"github.com/kshare/kshare/errors"
@@ -104,6 +103,12 @@ func requireDeadLetterHeaders(t *testing.T, r *kgo.Record, group string, p int32
 	at := time.UnixMilli(ms)
 	assert.False(t, at.Before(after.Truncate(time.Millisecond)), "dead-lettered at %v, before the test's %v", at, after)
 	assert.False(t, at.After(time.Now()), "dead-lettered at %v, in the future", at)
+	rts, ok := header(r, shareconsumer.HeaderDeadLetterRecordTimestamp)
+	require.True(t, ok, "one header %s", shareconsumer.HeaderDeadLetterRecordTimestamp)
+	ms, err = strconv.ParseInt(rts, 10, 64)
+	require.NoError(t, err)
+	assert.False(t, time.UnixMilli(ms).After(at), "the record's timestamp %v, after its dead-lettering at %v", time.UnixMilli(ms), at)
+	assert.False(t, time.UnixMilli(ms).Before(after.Truncate(time.Millisecond)), "the record's timestamp %v, before the test's %v", time.UnixMilli(ms), after)
 }
 
 // dlqOutcomes collects Process's outcomes and the dead-letter hook's events.
@@ -235,7 +240,7 @@ func TestE2EDeadLetterAfterLastDelivery(t *testing.T) {
 		assert.True(t, ok)
 		assert.Equal(t, "abc", trace)
 		requireDeadLetterHeaders(t, r, group, 1, off, 2, "boom", start)
-		assert.Len(t, r.Headers, 8, "the original header and the seven dead-letter headers: %v", r.Headers)
+		assert.Len(t, r.Headers, 9, "the original header and the eight dead-letter headers: %v", r.Headers)
 	})
 }
 
@@ -360,15 +365,17 @@ func TestE2EDeadLetterProduceFailsReleases(t *testing.T) {
 }
 
 // TestE2EDeadLetterWithoutTopicRejects: a handler's errors.DeadLetter with no dead-letter topic
-// rejects the record.
+// (here New's turned off for the Process call by NoDeadLetterTopic) rejects the record.
 func TestE2EDeadLetterWithoutTopicRejects(t *testing.T) {
 	onTestbroker(t, e2eSetup{}, func(t *testing.T, env *e2eEnv) {
 		const group = "g"
 		env.prepareGroup(t, group)
+		env.createDLQ(t, 1)
 		off := env.produceWithHeaders(t, 0, "k", "v")
-		c := env.newConsumer(t, group)
+		c := env.newConsumer(t, group, shareconsumer.DeadLetterTopic(dlqTopic))
 		hooks := newDLQOutcomes()
-		stop := runProcess(t, c, func(context.Context, *shareconsumer.Record) error { return errors.DeadLetter(nil) }, hooks.opt())
+		stop := runProcess(t, c, func(context.Context, *shareconsumer.Record) error { return errors.DeadLetter(nil) },
+			hooks.opt(), shareconsumer.NoDeadLetterTopic())
 		o := hooks.next(t)
 		assert.Equal(t, acktype.Reject, o.Ack)
 		assert.False(t, o.DeadLettered)
@@ -377,33 +384,6 @@ func TestE2EDeadLetterWithoutTopicRejects(t *testing.T) {
 		s := c.ProcessStats()
 		assert.EqualValues(t, 1, s.Rejected, "%s", s)
 		assert.EqualValues(t, 0, s.DeadLetterFailures, "%s", s)
-	})
-}
-
-// TestE2EDeadLetterRenewsWhileProducing holds the dead-letter produce for two and a half lock
-// durations: Process renews the record's lock meanwhile, so it is not delivered again, and
-// accepts it once the copy is in.
-func TestE2EDeadLetterRenewsWhileProducing(t *testing.T) {
-	onTestbroker(t, e2eSetup{lockMs: 1000}, func(t *testing.T, env *e2eEnv) {
-		const group = "g"
-		env.prepareGroup(t, group)
-		env.createDLQ(t, 1)
-		off := env.produceWithHeaders(t, 0, "k", "v")
-		_, err := env.tb.InjectFault(testbroker.Fault{APIs: []kmsg.Key{kmsg.Produce}, Topic: dlqTopic, Delay: 2500 * time.Millisecond, Times: 1})
-		require.NoError(t, err)
-		c := env.newConsumer(t, group)
-		hooks := newDLQOutcomes()
-		stop := runProcess(t, c, func(context.Context, *shareconsumer.Record) error { return errors.DeadLetter(nil) },
-			shareconsumer.DeadLetterTopic(dlqTopic), hooks.opt())
-		o := hooks.next(t)
-		require.True(t, o.DeadLettered, "%v", o.DeadLetterErr)
-		assert.Positive(t, o.Renews, "renewed while the produce was held")
-		env.waitSPSO(t, group, []int32{0}, off+1)
-		stop()
-		s := c.ProcessStats()
-		assert.EqualValues(t, 0, s.LocksLost, "%s", s)
-		assert.EqualValues(t, 0, s.Redeliveries, "%s", s)
-		assert.EqualValues(t, 1, s.DeadLettered, "%s", s)
-		env.readDLQ(t, 1)
+		env.readDLQ(t, 0)
 	})
 }

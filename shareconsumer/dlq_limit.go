@@ -26,25 +26,44 @@ type deliveryLimit struct {
 	value   int       // 0 until read
 	readAt  time.Time // when value was read
 	reading chan struct{}
-	readErr error // the last read's failure, nil when it read a config
-	// maxAge is how long value is trusted (deliveryLimitMaxAge; tests shorten it).
-	maxAge time.Duration
+	// readErr is the last read's failure, nil when it read the limit; failedAt is when it
+	// failed. A failed read moves neither value nor readAt, and the next is not tried before
+	// retryAfter has passed since failedAt.
+	readErr  error
+	failedAt time.Time
+	// maxAge is how long value is trusted (deliveryLimitMaxAge), retryAfter how long after a
+	// failed read the next is tried (deliveryLimitRetry); tests change them.
+	maxAge, retryAfter time.Duration
+}
+
+// fresh reports whether the limit needs no read for a record delivered seen times: it was read
+// less than its max age ago and seen does not pass it, or the last read failed less than
+// retryAfter ago (the caller gets that failure again).
+func (l *deliveryLimit) fresh(seen int16) bool {
+	if l.readErr != nil {
+		retry := l.retryAfter
+		if retry == 0 {
+			retry = deliveryLimitRetry
+		}
+		return time.Since(l.failedAt) < retry
+	}
+	maxAge := l.maxAge
+	if maxAge == 0 {
+		maxAge = deliveryLimitMaxAge
+	}
+	return l.value > 0 && time.Since(l.readAt) < maxAge && int(seen) <= l.value
 }
 
 // deliveryCountLimit returns the group's delivery count limit, read again when it is older than
 // its max age, never read, or below seen, a delivery count a broker sent (the limit was
-// raised). When a read fails it returns the last value read, or Kafka's default before any,
-// with the read's error.
+// raised). When a read fails it returns the last value read (0 before any) with the read's
+// error, and the next read is tried after deliveryLimitRetry.
 func (c *Consumer) deliveryCountLimit(ctx context.Context, seen int16) (int, error) {
 	d := &c.dlq
 	for {
 		d.mu.Lock()
 		l := &d.limit
-		maxAge := l.maxAge
-		if maxAge == 0 {
-			maxAge = deliveryLimitMaxAge
-		}
-		if l.value > 0 && time.Since(l.readAt) < maxAge && int(seen) <= l.value {
+		if l.fresh(seen) {
 			v, err := l.value, l.readErr
 			d.mu.Unlock()
 			return v, err
@@ -61,7 +80,7 @@ func (c *Consumer) deliveryCountLimit(ctx context.Context, seen int16) (int, err
 			d.mu.Lock()
 			v, err := l.value, l.readErr
 			d.mu.Unlock()
-			if v > 0 {
+			if v > 0 || err != nil {
 				return v, err
 			}
 			continue
@@ -83,36 +102,33 @@ func (c *Consumer) deliveryCountLimit(ctx context.Context, seen int16) (int, err
 		case ctx.Err() != nil:
 			// The caller gave up: the next caller reads again.
 		default:
-			if l.value == 0 {
-				l.value = defaultDeliveryCountLimit
+			l.readErr, l.failedAt = err, time.Now()
+			msg := "reading the share group's delivery count limit failed; a failing record counts as on its last delivery from the last limit read, or from delivery 2 before any"
+			if errors.Is(err, kerr.GroupAuthorizationFailed) {
+				msg = "reading the share group's delivery count limit was refused: grant DESCRIBE_CONFIGS on the group; a failing record counts as on its last delivery from the last limit read, or from delivery 2 before any"
 			}
-			l.readAt, l.readErr = time.Now(), err
-			c.log(kgo.LogLevelWarn, "reading the share group's delivery count limit failed; using the last one read, or Kafka's default", "limit", l.value, "err", err)
+			c.log(kgo.LogLevelWarn, msg, "group", c.cfg.group, "last_limit", l.value, "err", err)
 		}
 		v = l.value
-		if v == 0 {
-			v = defaultDeliveryCountLimit
-		}
 		d.mu.Unlock()
 		return v, err
 	}
 }
 
-// lastDeliveryLimit returns the limit last read, or Kafka's default.
+// lastDeliveryLimit returns the limit last read, 0 before any.
 func (c *Consumer) lastDeliveryLimit() int {
 	c.dlq.mu.Lock()
 	defer c.dlq.mu.Unlock()
-	if v := c.dlq.limit.value; v > 0 {
-		return v
-	}
-	return defaultDeliveryCountLimit
+	return c.dlq.limit.value
 }
 
-// readDeliveryLimit reads the group's delivery count limit: the group config, else the broker
-// config of any broker, else Kafka's default. It fails only when the cluster could not be
-// asked at all (a request failed).
+// readDeliveryLimit reads the group's delivery count limit: the group config, else (a broker
+// that answers for the group without it: Kafka 4.2) the broker config of any broker, else
+// Kafka's default when neither broker nor group has it. A request that fails, or a resource
+// the broker answers with an error (GROUP_AUTHORIZATION_FAILED without DESCRIBE_CONFIGS on the
+// group, REQUEST_TIMED_OUT), fails the read.
 func (c *Consumer) readDeliveryLimit(ctx context.Context) (int, string, error) {
-	v, groupRefusal, err := describeIntConfig(ctx, c.cl, kmsg.ConfigResourceTypeGroupConfig, c.cfg.group, groupDeliveryLimitConfig)
+	v, err := describeIntConfig(ctx, c.cl, kmsg.ConfigResourceTypeGroupConfig, c.cfg.group, groupDeliveryLimitConfig)
 	if err != nil {
 		return 0, "", err
 	}
@@ -126,9 +142,8 @@ func (c *Consumer) readDeliveryLimit(ctx context.Context) (int, string, error) {
 	if err != nil {
 		return 0, "", fmt.Errorf("Metadata: %w", err)
 	}
-	var brokerRefusal error
 	if len(mresp.Brokers) > 0 {
-		v, brokerRefusal, err = describeIntConfig(ctx, c.cl, kmsg.ConfigResourceTypeBroker, strconv.Itoa(int(mresp.Brokers[0].NodeID)), brokerDeliveryLimitConfig)
+		v, err = describeIntConfig(ctx, c.cl, kmsg.ConfigResourceTypeBroker, strconv.Itoa(int(mresp.Brokers[0].NodeID)), brokerDeliveryLimitConfig)
 		if err != nil {
 			return 0, "", err
 		}
@@ -136,37 +151,33 @@ func (c *Consumer) readDeliveryLimit(ctx context.Context) (int, string, error) {
 			return v, "broker config " + brokerDeliveryLimitConfig, nil
 		}
 	}
-	if groupRefusal != nil || brokerRefusal != nil {
-		c.log(kgo.LogLevelWarn, "the brokers refused to describe the delivery count limit; assuming Kafka's default (grant DESCRIBE_CONFIGS on the group)", "limit", defaultDeliveryCountLimit, "group_err", groupRefusal, "broker_err", brokerRefusal)
-	}
 	return defaultDeliveryCountLimit, "Kafka's default", nil
 }
 
-// describeIntConfig reads config name of a resource with DescribeConfigs: its value, 0 when the
-// broker refused the resource (refusal is its error: an old broker without GROUP resources, a
-// missing DESCRIBE_CONFIGS permission) or does not have the config, or has no value for it.
-// err is the request's failure.
-func describeIntConfig(ctx context.Context, cl *kgo.Client, typ kmsg.ConfigResourceType, resource, name string) (v int, refusal, err error) {
+// describeIntConfig reads config name of a resource with DescribeConfigs: its value, 0 when
+// the broker does not have the config or has no value for it. err is the request's failure or
+// the broker's error for the resource.
+func describeIntConfig(ctx context.Context, cl *kgo.Client, typ kmsg.ConfigResourceType, resource, name string) (int, error) {
 	req := kmsg.NewPtrDescribeConfigsRequest()
 	r := kmsg.NewDescribeConfigsRequestResource()
 	r.ResourceType, r.ResourceName, r.ConfigNames = typ, resource, []string{name}
 	req.Resources = append(req.Resources, r)
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return 0, nil, fmt.Errorf("DescribeConfigs %s %q: %w", typ, resource, err)
+		return 0, fmt.Errorf("DescribeConfigs %s %q: %w", typ, resource, err)
 	}
 	for _, rr := range resp.Resources {
 		if code := kerr.ErrorForCode(rr.ErrorCode); code != nil {
-			return 0, errors.FromKafka(rr.ErrorCode, rr.ErrorMessage), nil
+			return 0, fmt.Errorf("DescribeConfigs %s %q: %w", typ, resource, errors.FromKafka(rr.ErrorCode, rr.ErrorMessage))
 		}
 		for _, cfg := range rr.Configs {
 			if cfg.Name != name || cfg.Value == nil {
 				continue
 			}
 			if v, err := strconv.Atoi(*cfg.Value); err == nil && v > 0 {
-				return v, nil, nil
+				return v, nil
 			}
 		}
 	}
-	return 0, nil, nil
+	return 0, nil
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/acktype"
 	"github.com/kshare/kshare/errors"
@@ -106,5 +108,96 @@ func TestDeadLetterWithoutTopic(t *testing.T) {
 	onTestbroker(t, e2eSetup{}, func(t *testing.T, env *e2eEnv) {
 		c := env.newConsumer(t, "g")
 		require.ErrorIs(t, c.DeadLetter(e2eCtx(t, time.Second), &shareconsumer.Record{Topic: e2eTopic}, nil), errors.ErrNoDeadLetterTopic)
+	})
+}
+
+// TestE2EDeadLetterPollImplicitCommitDuringProduce: in implicit mode a commit while DeadLetter's
+// produce is on its way must not accept the record, which has no copy yet: DeadLetter releases
+// it first. The produce (held on the manual clock) then fails, and the record is delivered again.
+// A second DeadLetter whose produce succeeds after such a commit reports the copy made and the
+// record not accepted.
+func TestE2EDeadLetterPollImplicitCommitDuringProduce(t *testing.T) {
+	onTestbroker(t, e2eSetup{manualClock: true}, func(t *testing.T, env *e2eEnv) {
+		const group = "g"
+		env.prepareGroup(t, group)
+		env.createDLQ(t, 1)
+		off := env.produceWithHeaders(t, 0, "k", "v")
+		produced := make(chan struct{}, 10)
+		hook := produceWritten(func() { produced <- struct{}{} })
+		cons := env.newConsumer(t, group, shareconsumer.DeadLetterTopic(dlqTopic), shareconsumer.ClientOpts(kgo.WithHooks(hook)))
+		ctx := e2eCtx(t, 20*time.Second)
+
+		for round, fail := range []bool{true, false} {
+			recs := pollN(t, cons, 1, 10*time.Second)
+			require.Equal(t, off, recs[0].Offset)
+			require.EqualValues(t, round+1, recs[0].DeliveryCount)
+			f := testbroker.Fault{APIs: []kmsg.Key{kmsg.Produce}, Topic: dlqTopic, Delay: time.Minute, Times: 1}
+			if fail {
+				f.Err = kerr.TopicAuthorizationFailed
+			}
+			_, err := env.tb.InjectFault(f)
+			require.NoError(t, err)
+			done := make(chan error, 1)
+			go func() { done <- cons.DeadLetter(ctx, recs[0], nil) }()
+			select {
+			case <-produced:
+			case <-ctx.Done():
+				t.Fatal("the dead-letter produce was never sent")
+			}
+			commitSyncOK(t, cons, "commit during the produce")
+			env.tb.ManualClock().Advance(time.Minute)
+			err = <-done
+			var de *errors.DeadLetterError
+			require.ErrorAs(t, err, &de)
+			if fail {
+				assert.ErrorIs(t, err, kerr.TopicAuthorizationFailed)
+				assert.False(t, de.Copied)
+			} else {
+				assert.True(t, de.Copied, "the copy is in")
+				assert.ErrorIs(t, err, errors.ErrCannotAcknowledge)
+			}
+			assert.Equal(t, off, env.spso(t, group, 0), "not accepted")
+		}
+		env.readDLQ(t, 1)
+	})
+}
+
+// produceWritten is a kgo hook calling fn when a Produce request is written to a broker.
+type produceWritten func()
+
+func (f produceWritten) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if key == kmsg.Produce.Int16() && err == nil {
+		f()
+	}
+}
+
+// TestE2EDeadLetterPollClosed: a Close while DeadLetter's produce is on its way (held on the
+// manual clock) fails it with an error matching ErrClosed.
+func TestE2EDeadLetterPollClosed(t *testing.T) {
+	onTestbroker(t, e2eSetup{manualClock: true}, func(t *testing.T, env *e2eEnv) {
+		const group = "g"
+		env.prepareGroup(t, group)
+		env.createDLQ(t, 1)
+		env.produceWithHeaders(t, 0, "k", "v")
+		produced := make(chan struct{}, 10)
+		hook := produceWritten(func() { produced <- struct{}{} })
+		cons := env.newConsumer(t, group, shareconsumer.DeadLetterTopic(dlqTopic), shareconsumer.ClientOpts(kgo.WithHooks(hook)))
+		ctx := e2eCtx(t, 20*time.Second)
+		recs := pollN(t, cons, 1, 10*time.Second)
+		_, err := env.tb.InjectFault(testbroker.Fault{APIs: []kmsg.Key{kmsg.Produce}, Topic: dlqTopic, Delay: time.Minute, Times: 1})
+		require.NoError(t, err)
+		done := make(chan error, 1)
+		go func() { done <- cons.DeadLetter(ctx, recs[0], nil) }()
+		select {
+		case <-produced:
+		case <-ctx.Done():
+			t.Fatal("the dead-letter produce was never sent")
+		}
+		require.NoError(t, cons.Close(ctx))
+		err = <-done
+		var de *errors.DeadLetterError
+		require.ErrorAs(t, err, &de)
+		assert.ErrorIs(t, err, errors.ErrClosed)
+		assert.False(t, de.Copied)
 	})
 }

@@ -86,6 +86,8 @@ func (a aclCluster) grant(t *testing.T, ctx context.Context, rules ...aclRule) {
 			b = b.Topics(r.name)
 		case kmsg.ACLResourceTypeGroup:
 			b = b.Groups(r.name)
+		case kmsg.ACLResourceTypeCluster:
+			b = b.Clusters()
 		default:
 			t.Fatalf("no ACL builder for resource type %v", r.resource)
 		}

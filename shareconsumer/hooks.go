@@ -12,19 +12,18 @@ import (
 // Hook is a value that implements one or more of the hook interfaces of this package
 // (HookNewConsumer, HookConsumerClosed, HookShareFetch, HookPoll, HookProcessStart,
 // HookProcessDone, HookAcknowledge, HookRenew, HookLockLost, HookMembership, HookLag,
-// HookDeadLetter), as kgo's
-// hooks are. The consumer calls each interface a hook implements at the moment its doc comment
-// gives; a metrics or tracing library is one such value (shareconsumer/kshareotel,
-// shareconsumer/kshareprom).
+// HookDeadLetter), as kgo's hooks are. The consumer calls each interface a hook implements at
+// the moment its doc comment gives; a metrics or tracing library is one such value
+// (shareconsumer/kshareotel, shareconsumer/kshareprom).
 //
 // Hooks run on the consumer's own goroutines (a session's, the heartbeat's, a Process worker's)
 // or on the application's (Poll, Subscribe, Unsubscribe, Close), never with a lock of the
 // consumer's state held (membership hooks alone run one at a time, under a lock of their own
 // that keeps them in order), and they hold up what called them: a hook must be quick and must
 // not call back into the consumer, except Status, Group, Lag and AcquisitionLockTimeoutMs,
-// which are safe from anywhere. Slices in an event
-// belong to the event: a hook may keep them after it returns, but must not change them. The
-// *Record values are the application's own, shared with Poll and the handler.
+// which are safe from anywhere. Slices in an event belong to the event: a hook may keep them
+// after it returns, but must not change them. The *Record values are the application's own,
+// shared with Poll and the handler.
 //
 // With no hook set the consumer does no work for hooks: it builds no event (the benchmark
 // BenchmarkHooks in this package measures both sides).
@@ -275,7 +274,8 @@ type DeadLetterEvent struct {
 	// record, a *errors.PanicError for a panic), or the cause given to Consumer.DeadLetter.
 	Cause error
 	// Err is nil when the copy was produced (acks=all), else the *errors.DeadLetterError: the
-	// record was released (Process), or left to the caller (Consumer.DeadLetter).
+	// record was released (Process, and Consumer.DeadLetter in implicit mode), or left to the
+	// caller (Consumer.DeadLetter in explicit mode).
 	Err error
 	// Latency is how long the produce took, until acknowledged or failed.
 	Latency time.Duration

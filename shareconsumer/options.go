@@ -208,6 +208,9 @@ func (c *cfg) validate() error {
 	if err := validateDeadLetterTopic(c.deadLetterSet, c.deadLetterTopic); err != nil {
 		return err
 	}
+	if err := deadLetterLoop(c.deadLetterTopic, c.topics); err != nil {
+		return err
+	}
 	if c.fetchMinBytes > c.fetchMaxBytes {
 		return fmt.Errorf("shareconsumer: FetchMinBytes(%d) is above FetchMaxBytes(%d)", c.fetchMinBytes, c.fetchMaxBytes)
 	}

@@ -80,8 +80,11 @@ func (c *Consumer) Process(ctx context.Context, h Handler, opts ...ProcessOpt) e
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	if !cfg.deadLetterSet {
+	if !cfg.deadLetterSet && !cfg.deadLetterOff {
 		cfg.deadLetterTopic = c.cfg.deadLetterTopic
+	}
+	if err := deadLetterLoop(cfg.deadLetterTopic, c.Subscription()); err != nil {
+		return err
 	}
 	if !c.poll.processing.CompareAndSwap(false, true) {
 		return errors.ErrProcessRunning

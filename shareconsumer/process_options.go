@@ -40,6 +40,7 @@ type processCfg struct {
 	// deadLetterTopic is DeadLetterTopic's, or the consumer's when Process has none (dlq.go).
 	deadLetterTopic string
 	deadLetterSet   bool
+	deadLetterOff   bool // NoDeadLetterTopic
 }
 
 func defaultProcessCfg() processCfg {

@@ -26,10 +26,14 @@ type RecordOutcome struct {
 	// Renews is how many times the broker renewed the record's lock for it.
 	Renews int
 	// DeadLettered says that the record's copy was produced to the dead-letter topic
-	// (DeadLetterTopic); Ack is then acktype.Accept, and Err the handler's error.
+	// (DeadLetterTopic); Ack is then acktype.Accept and Err the handler's error, unless the
+	// lock was lost while the copy was produced: then Ack is 0, Err the *errors.LockLostError,
+	// and the record comes back (its next dead-lettering makes a second copy). No copy is
+	// tried for a record whose lock ran out before its handler returned.
 	DeadLettered bool
 	// DeadLetterErr is the failure to produce the record's dead-letter copy, a
-	// *errors.DeadLetterError; the record was released.
+	// *errors.DeadLetterError; the record was released (Ack is acktype.Release), or its lock
+	// lost (Ack is 0).
 	DeadLetterErr error
 }
 
@@ -42,10 +46,11 @@ type ProcessStats struct {
 	Accepted  uint64
 	Released  uint64 // handler errors and panics, and records released at shutdown
 	Rejected  uint64
-	// DeadLettered counts the records whose copy was produced to the dead-letter topic
-	// (DeadLetterTopic) and which were then acknowledged ACCEPT (not counted in Accepted);
-	// DeadLetterFailures, the produces to it that failed (those records were released, and
-	// count in Released).
+	// DeadLettered counts the copies produced to the dead-letter topic (DeadLetterTopic): each
+	// record was then acknowledged ACCEPT (not counted in Accepted), or, when its lock was lost
+	// while the copy was produced, not acknowledged (counted in LocksLost too; it comes back).
+	// DeadLetterFailures counts the produces to it that failed: those records were released
+	// (counted in Released) or, again, lost their lock (LocksLost).
 	DeadLettered       uint64
 	DeadLetterFailures uint64
 	// RenewRequests counts the ShareAcknowledge requests that renewed locks; Renewed, the

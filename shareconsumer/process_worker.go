@@ -301,29 +301,21 @@ func (w *worker) handle(t *task) {
 	w.handled++
 	w.handlerNs += int64(took)
 	out := RecordOutcome{Record: e.rec, Err: err, HandlerTime: took}
-	if err != nil && t.e.lost.Load() == nil && !t.stopped.Load() {
+	if err != nil && t.e.lost.Load() == nil && !t.stopped.Load() && !e.expired(now) {
 		// The copy goes first; the lease renews the lock meanwhile, as the record is still
-		// running (dlq.go).
+		// running (dlq.go). A record whose lock ran out gets none: the broker may have given
+		// it to another member, which would copy it too.
 		out.DeadLettered, out.DeadLetterErr = p.deadLetter(t, e.rec, err)
 		now = p.clock()
 		w.now = now
 	}
 	if t.e.lost.Load() == nil && e.expired(now) {
-		// The handler outlived the lock, with no renew on its way: the broker may have given
-		// the record to another member.
+		// The handler (or the copy) outlived the lock, with no renew on its way: the broker
+		// may have given the record to another member.
 		l.loseOne(e, errors.LockDeadlinePassed)
 		p.c.fireLockLost()
 	}
-	ack := ackFor(err)
-	if t.stopped.Load() {
-		ack = acktype.Release
-	}
-	switch {
-	case out.DeadLettered:
-		ack = acktype.Accept // its copy is in the dead-letter topic
-	case out.DeadLetterErr != nil:
-		ack = acktype.Release
-	}
+	ack := ackOf(err, out, t.stopped.Load())
 	settled := t.e.lost.Load() == nil && l.finish(e)
 	w.mu.Lock()
 	if fast {
@@ -418,10 +410,16 @@ func (p *pool) call(t *task) (ctx context.Context, err error) {
 	return ctx, p.h(ctx, t.e.rec)
 }
 
-// ackFor is the acknowledgement of a handler's answer, but for dead-lettering (dlq.go): a
-// poison record with no dead-letter topic is rejected.
-func ackFor(err error) acktype.Type {
+// ackOf is the acknowledgement of a handled record: ACCEPT when its copy is in the dead-letter
+// topic, RELEASE when the copy failed or shutdown stopped the handler, else the handler's answer
+// err: ACCEPT for nil, REJECT for errors.Reject and for a poison record with no dead-letter
+// topic (errors.DeadLetter), RELEASE for any other error or panic.
+func ackOf(err error, out RecordOutcome, stopped bool) acktype.Type {
 	switch {
+	case out.DeadLettered:
+		return acktype.Accept
+	case out.DeadLetterErr != nil, stopped:
+		return acktype.Release
 	case err == nil:
 		return acktype.Accept
 	case errors.Is(err, errors.ErrReject), errors.Is(err, errors.ErrDeadLetter):
