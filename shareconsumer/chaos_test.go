@@ -2,51 +2,20 @@ package shareconsumer_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"hash/fnv"
-	"math/rand/v2"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kshare/kshare/acktype"
 	"github.com/kshare/kshare/errors"
 	"github.com/kshare/kshare/shareconsumer"
 	"github.com/kshare/kshare/testbroker"
 )
-
-// The chaos test runs small in CI; the same test is the soak with bigger flags, e.g.
-//
-//	go test ./shareconsumer -run TestChaos -chaos.records=1000000 -chaos.duration=8m -timeout=30m -v
-var (
-	chaosSeed       = flag.Uint64("chaos.seed", 0, "seed of the chaos test's faults and answers (0: from the clock)")
-	chaosRecords    = flag.Int("chaos.records", 1500, "records the chaos test produces")
-	chaosDuration   = flag.Duration("chaos.duration", 3*time.Second, "how long the chaos test injects faults (at least while it produces)")
-	chaosPartitions = flag.Int("chaos.partitions", 4, "partitions of the chaos test's topic")
-)
-
-const (
-	chaosTopic    = "chaos"
-	chaosGroup    = "chaos"
-	chaosLockMs   = 1000
-	chaosDCLimit  = 5
-	chaosPollIvl  = 2 * time.Second
-	chaosMaxDelay = 200 * time.Millisecond
-)
-
-// chaosKey names one record.
-type chaosKey struct {
-	p   int32
-	off int64
-}
 
 // answer is what every consumer does with a record, decided by the record alone so that the
 // outcome of each offset is known whoever gets it: about 1% are rejected, 1% released at each
@@ -201,66 +170,13 @@ func (t *tally) settle(seed uint64) (unanswered int) {
 	return unanswered
 }
 
-// faultLog counts the faults by kind.
-type faultLog struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (f *faultLog) add(kind string) {
-	f.mu.Lock()
-	f.n[kind]++
-	f.mu.Unlock()
-}
-
-func (f *faultLog) String() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	kinds := make([]string, 0, len(f.n))
-	for k := range f.n {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	var b strings.Builder
-	for _, k := range kinds {
-		fmt.Fprintf(&b, "%s=%d ", k, f.n[k])
-	}
-	return strings.TrimSpace(b.String())
-}
-
 // TestChaos works a stream of records, produced with acks=all to a topic replicated on three
 // brokers, through three explicit poll loops, a Process pool and franz-go's share consumer
 // while faults are injected at random, then checks what the brokers and the consumers say.
 func TestChaos(t *testing.T) {
 	t.Parallel()
-	seed := *chaosSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("seed %d (rerun with -chaos.seed=%d)", seed, seed)
-		}
-	})
-	parts := int32(*chaosPartitions)
-	total := *chaosRecords
-	c := testbroker.StartT(t,
-		testbroker.NumBrokers(3),
-		testbroker.ReplicatedTopic(chaosTopic, parts, 3),
-		testbroker.BrokerConfig("group.share.min.heartbeat.interval.ms", "50"),
-		testbroker.BrokerConfig("group.share.heartbeat.interval.ms", "100"),
-		testbroker.BrokerConfig("group.share.min.record.lock.duration.ms", "1000"),
-		// A stopped follower leaves the ISR, and acks=all stops waiting for it, within a second.
-		testbroker.BrokerConfig("replica.lag.time.max.ms", "1000"),
-		testbroker.BrokerConfig("replica.fetch.backoff.ms", "100"),
-	)
-	for kv := range strings.SplitSeq(fmt.Sprintf("share.auto.offset.reset=earliest,share.record.lock.duration.ms=%d,share.delivery.count.limit=%d", chaosLockMs, chaosDCLimit), ",") {
-		k, v, _ := strings.Cut(kv, "=")
-		if err := c.SetGroupConfig(chaosGroup, k, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	clientOpts := []kgo.Opt{kgo.SeedBrokers(c.Addrs()...), kgo.MetadataMinAge(50 * time.Millisecond)}
+	run := startChaos(t, chaosDCLimit)
+	seed := run.seed
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -274,19 +190,7 @@ func TestChaos(t *testing.T) {
 	var stalls []chan time.Duration
 	var consumers []*shareconsumer.Consumer
 	newConsumer := func(tl *tally, pool bool) *shareconsumer.Consumer {
-		cons, err := shareconsumer.New(
-			shareconsumer.ClientOpts(clientOpts...),
-			shareconsumer.Group(chaosGroup),
-			shareconsumer.Topics(chaosTopic),
-			shareconsumer.ExplicitAcknowledgement(),
-			shareconsumer.FetchMaxWait(100*time.Millisecond),
-			shareconsumer.MaxPollRecords(50),
-			shareconsumer.MaxPollInterval(chaosPollIvl),
-			tl.commitOpt(seed, pool),
-		)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cons := run.newConsumer(tl.commitOpt(seed, pool))
 		consumers = append(consumers, cons)
 		tallies = append(tallies, tl)
 		return cons
@@ -353,7 +257,7 @@ func TestChaos(t *testing.T) {
 	outsiderAcks := map[chaosKey]int{}
 	var outsiderDC int32
 	var outsiderFailed int
-	outsider, err := kgo.NewClient(append(clientOpts, kgo.ConsumeTopics(chaosTopic), kgo.ShareGroup(chaosGroup),
+	outsider, err := kgo.NewClient(append(run.clientOpts, kgo.ConsumeTopics(chaosTopic), kgo.ShareGroup(chaosGroup),
 		kgo.FetchMaxWait(100*time.Millisecond),
 		kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) {
 			outsiderMu.Lock()
@@ -392,74 +296,26 @@ func TestChaos(t *testing.T) {
 		}
 	}()
 
-	// The producer spreads the records over the fault window, as fast as it can when that is
-	// too short.
-	produced := make(chan error, 1)
-	producer, err := kgo.NewClient(append(clientOpts, kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer producer.Close()
-	go func() { produced <- chaosProduce(ctx, producer, total, parts, *chaosDuration) }()
-
-	seen := &inspection{final: map[chaosKey]testbroker.ShareRecordInfo{}, maxDC: map[chaosKey]int16{}}
-	sampled := make(chan struct{})
-	sctx, stopSampling := context.WithCancel(ctx)
-	go func() {
-		defer close(sampled)
-		seen.run(sctx, c, parts)
-	}()
-
-	faults := &faultLog{n: map[string]int{}}
+	produced := run.produce(ctx)
+	seen, stopInspecting := run.inspect(ctx)
 	start := time.Now()
-	injectFaults(t, c, rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), parts, stalls, faults, produced, *chaosDuration)
+	faults := run.injectFaults(stalls, produced)
 	faultTime := time.Since(start)
-
-	// Drain: every offset of every partition must end ACKNOWLEDGED or ARCHIVED.
-	drain := 60*time.Second + time.Duration(total/1000)*time.Second
-	deadline := time.Now().Add(drain)
-	for !chaosDrained(c, parts) {
-		if err, _ := fatal.Load().(error); err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not drained after %v: %s", drain, chaosProgress(c, parts))
-		}
-		select {
-		case <-time.After(20 * time.Millisecond):
-		case <-ctx.Done():
-		}
-	}
+	run.awaitDrained(ctx, &fatal)
 	drainTime := time.Since(start) - faultTime
-	stopSampling()
-	<-sampled
-	seen.sample(c, parts)
+	stopInspecting()
 
 	cancel()
 	wg.Wait()
 	<-outsiderDone
 	for i, cons := range consumers {
-		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := cons.Close(cctx); err != nil {
-			t.Errorf("%s: Close: %v", tallies[i].name, err)
-		}
-		ccancel()
+		run.closeConsumer(tallies[i].name, cons)
 	}
 	outsider.Close()
-	if err, _ := fatal.Load().(error); err != nil {
-		t.Fatal(err)
-	}
+	run.failOnFatal(&fatal)
 
 	// The invariants.
-	var invariants []string
-	check := func(name string, ok bool, format string, args ...any) {
-		if !ok {
-			t.Errorf("%s: "+format, append([]any{name}, args...)...)
-			return
-		}
-		invariants = append(invariants, name)
-	}
+	iv := &chaosInvariants{t: t}
 	accepted := map[chaosKey][]string{}
 	attempts := map[chaosKey]bool{}
 	var unanswered, lost, failed, late int
@@ -484,14 +340,8 @@ func TestChaos(t *testing.T) {
 	for k := range outsiderAcks {
 		attempts[k] = true
 	}
-	var twice, notDone, badState, overLimit []string
-	for p := range parts {
-		info, _ := c.Partition(chaosTopic, p)
-		start, end, ok := c.SharePartitionOffsets(chaosGroup, chaosTopic, p)
-		if !ok || start != info.HighWatermark {
-			notDone = append(notDone, fmt.Sprintf("p%d: start offset %d, end %d, high watermark %d", p, start, end, info.HighWatermark))
-		}
-	}
+	var twice, badState, overLimit []string
+	notDone := run.notDone()
 	states := map[testbroker.ShareRecordState]int{}
 	for k, sr := range seen.final {
 		states[sr.State]++
@@ -520,23 +370,21 @@ func TestChaos(t *testing.T) {
 	for _, who := range accepted {
 		acceptedN += len(who)
 	}
-	check("every offset ACKNOWLEDGED or ARCHIVED", len(notDone) == 0, "%d not: %v", len(notDone), first(notDone))
-	check("no offset accepted twice", len(twice) == 0, "%d offsets: %v", len(twice), first(twice))
-	check("final states match the answers", len(badState) == 0, "%d offsets: %v", len(badState), first(badState))
-	check("delivery counts within the limit", len(overLimit) == 0 && maxDC <= chaosDCLimit && outsiderDC <= chaosDCLimit,
+	iv.check("every offset ACKNOWLEDGED or ARCHIVED", len(notDone) == 0, "%d not: %v", len(notDone), first(notDone))
+	iv.check("no offset accepted twice", len(twice) == 0, "%d offsets: %v", len(twice), first(twice))
+	iv.check("final states match the answers", len(badState) == 0, "%d offsets: %v", len(badState), first(badState))
+	iv.check("delivery counts within the limit", len(overLimit) == 0 && maxDC <= chaosDCLimit && outsiderDC <= chaosDCLimit,
 		"broker: %v; most deliveries a kshare consumer saw: %d, franz-go: %d", first(overLimit), maxDC, outsiderDC)
-	check("no record acquired again after its accept succeeded", len(accepts.after) == 0, "%d deliveries: %v", len(accepts.after), first(accepts.after))
-	check("every acknowledgement's outcome reported", unanswered == 0, "%d acknowledgements without an outcome", unanswered)
-	check("every handled record acknowledged or its loss reported", len(badLoss) == 0, "%v", first(badLoss))
+	iv.check("no record acquired again after its accept succeeded", len(accepts.after) == 0, "%d deliveries: %v", len(accepts.after), first(accepts.after))
+	iv.check("every acknowledgement's outcome reported", unanswered == 0, "%d acknowledgements without an outcome", unanswered)
+	iv.check("every handled record acknowledged or its loss reported", len(badLoss) == 0, "%v", first(badLoss))
 
 	t.Logf("seed %d: %d records on %d partitions; faults for %v (%s); drained in %v",
-		seed, total, parts, faultTime.Round(time.Millisecond), faults, drainTime.Round(time.Millisecond))
+		seed, run.total, run.parts, faultTime.Round(time.Millisecond), faults, drainTime.Round(time.Millisecond))
 	t.Logf("final states of the %d offsets the inspection saw terminal: %v; kshare accepts that succeeded in time %d (late, maybe skipped below the start offset: %d), outcomes with an error %d, pool locks lost %d, Poll errors %d; franz-go: %d accepts made, %d partition outcomes with an error; %s",
 		len(seen.final), states, acceptedN, late, failed, lost, pollErrs.Load(), len(outsiderAcks), outsiderFailed, pcons.ProcessStats())
-	t.Logf("invariants held: %s", strings.Join(invariants, "; "))
+	iv.log()
 }
-
-func first(s []string) []string { return s[:min(len(s), 5)] }
 
 // chaosPollLoop polls and acknowledges each record by its answer until ctx ends. Told to
 // stall, it stops halfway through a batch, without Close, for longer than MaxPollInterval.
@@ -559,14 +407,7 @@ func chaosPollLoop(ctx context.Context, cons *shareconsumer.Consumer, tl *tally,
 		}
 		for i, r := range recs {
 			if i == len(recs)/2 {
-				select {
-				case d := <-stall:
-					select {
-					case <-time.After(d):
-					case <-ctx.Done():
-					}
-				default:
-				}
+				chaosStall(ctx, stall)
 			}
 			k := chaosKey{r.Partition, r.Offset}
 			ty := k.answer(seed)
@@ -585,191 +426,4 @@ func chaosPollLoop(ctx context.Context, cons *shareconsumer.Consumer, tl *tally,
 			}
 		}
 	}
-}
-
-// chaosProduce produces total records round-robin over the partitions with acks=all, in
-// slices spread over window; a record whose produce failed is produced again.
-func chaosProduce(ctx context.Context, cl *kgo.Client, total int, parts int32, window time.Duration) error {
-	const tick = 50 * time.Millisecond
-	per := max(1, total/max(1, int(window/tick)))
-	next := time.Now()
-	for sent := 0; sent < total; {
-		n := min(per, total-sent)
-		recs := make([]*kgo.Record, n)
-		for i := range recs {
-			recs[i] = &kgo.Record{Topic: chaosTopic, Partition: int32(sent+i) % parts, Value: fmt.Appendf(nil, "%d", sent+i)}
-		}
-		for len(recs) > 0 {
-			var retry []*kgo.Record
-			for _, pr := range cl.ProduceSync(ctx, recs...) {
-				if pr.Err != nil {
-					if ctx.Err() != nil {
-						return ctx.Err()
-					}
-					retry = append(retry, pr.Record)
-				}
-			}
-			recs = retry
-		}
-		sent += n
-		next = next.Add(tick)
-		if d := time.Until(next); d > 0 {
-			select {
-			case <-time.After(d):
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-	}
-	return nil
-}
-
-// injectFaults injects a fault every 20-120 ms until window has passed and the producer is
-// done, then removes every fault and restarts a stopped broker.
-func injectFaults(t *testing.T, c *testbroker.Cluster, rng *rand.Rand, parts int32, stalls []chan time.Duration, log *faultLog, produced <-chan error, window time.Duration) {
-	end := time.Now().Add(window)
-	producing := true
-	stopped := int32(-1)
-	var stoppedAt time.Time
-	shareAPIs := []kmsg.Key{kmsg.ShareFetch, kmsg.ShareAcknowledge, kmsg.ShareGroupHeartbeat}
-	codes := map[kmsg.Key][]*kerr.Error{
-		kmsg.ShareFetch:          {kerr.NotLeaderForPartition, kerr.ShareSessionNotFound, kerr.InvalidShareSessionEpoch, kerr.UnknownServerError},
-		kmsg.ShareAcknowledge:    {kerr.NotLeaderForPartition, kerr.ShareSessionNotFound, kerr.InvalidShareSessionEpoch, kerr.RequestTimedOut},
-		kmsg.ShareGroupHeartbeat: {kerr.CoordinatorNotAvailable, kerr.NotCoordinator, kerr.CoordinatorLoadInProgress, kerr.FencedMemberEpoch, kerr.UnknownMemberID},
-	}
-	for producing || time.Now().Before(end) {
-		select {
-		case err := <-produced:
-			if err != nil {
-				t.Errorf("producer: %v", err)
-			}
-			producing = false
-		case <-time.After(time.Duration(20+rng.IntN(100)) * time.Millisecond):
-		}
-		if stopped >= 0 && time.Since(stoppedAt) > 500*time.Millisecond {
-			if err := c.StartBroker(stopped); err != nil {
-				t.Errorf("StartBroker(%d): %v", stopped, err)
-			}
-			stopped = -1
-		}
-		switch kind := rng.IntN(16); {
-		case kind < 2:
-			b := int32(rng.IntN(4)) - 1
-			c.DropConnections(b)
-			log.add("drop_connections")
-		case kind < 8:
-			api := shareAPIs[rng.IntN(len(shareAPIs))]
-			f := testbroker.Fault{APIs: []kmsg.Key{api}, Times: 1 + rng.IntN(3)}
-			name := strings.TrimPrefix(kmsg.NameForKey(int16(api)), "Share")
-			if rng.IntN(3) == 0 {
-				f.Delay = time.Duration(10+rng.IntN(int(chaosMaxDelay/time.Millisecond)-10)) * time.Millisecond
-				name = "delay_" + name
-			} else {
-				cs := codes[api]
-				f.Err = cs[rng.IntN(len(cs))]
-				name = "error_" + name
-			}
-			if _, err := c.InjectFault(f); err != nil {
-				t.Errorf("InjectFault: %v", err)
-			}
-			log.add(name)
-		case kind < 11:
-			p := int32(rng.IntN(int(parts)))
-			info, _ := c.Partition(chaosTopic, p)
-			if len(info.ISR) > 1 {
-				to := info.ISR[rng.IntN(len(info.ISR))]
-				if to != info.Leader && c.MoveLeader(chaosTopic, p, to) == nil {
-					log.add("move_leader")
-				}
-			}
-		case kind < 13:
-			if stopped < 0 {
-				stopped = int32(rng.IntN(3))
-				if err := c.StopBroker(stopped); err != nil {
-					t.Errorf("StopBroker(%d): %v", stopped, err)
-					stopped = -1
-					break
-				}
-				stoppedAt = time.Now()
-				log.add("stop_broker")
-			}
-		case kind < 14:
-			select {
-			case stalls[rng.IntN(len(stalls))] <- chaosPollIvl + time.Duration(200+rng.IntN(800))*time.Millisecond:
-				log.add("stall_past_max_poll_interval")
-			default:
-			}
-		}
-	}
-	c.ClearFaults()
-	if stopped >= 0 {
-		if err := c.StartBroker(stopped); err != nil {
-			t.Errorf("StartBroker(%d): %v", stopped, err)
-		}
-	}
-}
-
-// inspection samples the share partitions through the inspection API while the test runs: the
-// brokers forget records once the share-partition start offset passes them, so each record's
-// terminal state is caught while it is still listed.
-type inspection struct {
-	final map[chaosKey]testbroker.ShareRecordInfo
-	maxDC map[chaosKey]int16
-}
-
-func (in *inspection) run(ctx context.Context, c *testbroker.Cluster, parts int32) {
-	for {
-		in.sample(c, parts)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
-
-func (in *inspection) sample(c *testbroker.Cluster, parts int32) {
-	for p := range parts {
-		for _, sr := range c.ShareRecords(chaosGroup, chaosTopic, p) {
-			k := chaosKey{p, sr.Offset}
-			in.maxDC[k] = max(in.maxDC[k], sr.DeliveryCount)
-			if sr.State == testbroker.ShareAcknowledged || sr.State == testbroker.ShareArchived {
-				if prev, ok := in.final[k]; ok && prev.State != sr.State {
-					in.final[k] = testbroker.ShareRecordInfo{Offset: sr.Offset, State: -1}
-					continue
-				}
-				in.final[k] = sr
-			}
-		}
-	}
-}
-
-// chaosDrained reports whether every partition's share-partition start offset reached its high
-// watermark.
-func chaosDrained(c *testbroker.Cluster, parts int32) bool {
-	for p := range parts {
-		info, ok := c.Partition(chaosTopic, p)
-		if !ok {
-			return false
-		}
-		start, _, ok := c.SharePartitionOffsets(chaosGroup, chaosTopic, p)
-		if !ok || start < info.HighWatermark {
-			return false
-		}
-	}
-	return true
-}
-
-func chaosProgress(c *testbroker.Cluster, parts int32) string {
-	var b strings.Builder
-	for p := range parts {
-		info, _ := c.Partition(chaosTopic, p)
-		start, end, _ := c.SharePartitionOffsets(chaosGroup, chaosTopic, p)
-		states := map[testbroker.ShareRecordState]int{}
-		for _, sr := range c.ShareRecords(chaosGroup, chaosTopic, p) {
-			states[sr.State]++
-		}
-		fmt.Fprintf(&b, "p%d: start %d end %d hw %d leader %d isr %v %v; ", p, start, end, info.HighWatermark, info.Leader, info.ISR, states)
-	}
-	return b.String()
 }

@@ -106,34 +106,8 @@ func (d *dlqTally) commitOpt() shareconsumer.Opt {
 // it: a client-side dead-letter topic cannot save those, docs/semantics.md).
 func TestChaosDeadLetter(t *testing.T) {
 	t.Parallel()
-	seed := *chaosSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("seed %d (rerun with -chaos.seed=%d)", seed, seed)
-		}
-	})
-	parts := int32(*chaosPartitions)
-	total := *chaosRecords
-	c := testbroker.StartT(t,
-		testbroker.NumBrokers(3),
-		testbroker.ReplicatedTopic(chaosTopic, parts, 3),
-		testbroker.ReplicatedTopic(chaosDLQ, 2, 3),
-		testbroker.BrokerConfig("group.share.min.heartbeat.interval.ms", "50"),
-		testbroker.BrokerConfig("group.share.heartbeat.interval.ms", "100"),
-		testbroker.BrokerConfig("group.share.min.record.lock.duration.ms", "1000"),
-		testbroker.BrokerConfig("replica.lag.time.max.ms", "1000"),
-		testbroker.BrokerConfig("replica.fetch.backoff.ms", "100"),
-	)
-	for kv := range strings.SplitSeq(fmt.Sprintf("share.auto.offset.reset=earliest,share.record.lock.duration.ms=%d,share.delivery.count.limit=%d", chaosLockMs, dlqChaosLimit), ",") {
-		k, v, _ := strings.Cut(kv, "=")
-		if err := c.SetGroupConfig(chaosGroup, k, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	clientOpts := []kgo.Opt{kgo.SeedBrokers(c.Addrs()...), kgo.MetadataMinAge(50 * time.Millisecond)}
+	run := startChaos(t, dlqChaosLimit, testbroker.ReplicatedTopic(chaosDLQ, 2, 3))
+	seed, c := run.seed, run.c
 	tl := &dlqTally{unsettled: map[chaosKey]bool{}, copied: map[chaosKey]bool{}}
 	errText := func(k chaosKey) string { return fmt.Sprintf("fails %d/%d", k.p, k.off) }
 
@@ -144,20 +118,7 @@ func TestChaosDeadLetter(t *testing.T) {
 	var failedHeld atomic.Int64 // dead-letter produces failed by an injected fault, the record still held
 	var consumers []*shareconsumer.Consumer
 	newConsumer := func() *shareconsumer.Consumer {
-		cons, err := shareconsumer.New(
-			shareconsumer.ClientOpts(clientOpts...),
-			shareconsumer.Group(chaosGroup),
-			shareconsumer.Topics(chaosTopic),
-			shareconsumer.ExplicitAcknowledgement(),
-			shareconsumer.FetchMaxWait(100*time.Millisecond),
-			shareconsumer.MaxPollRecords(50),
-			shareconsumer.MaxPollInterval(chaosPollIvl),
-			shareconsumer.DeadLetterTopic(chaosDLQ),
-			tl.commitOpt(),
-		)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cons := run.newConsumer(shareconsumer.DeadLetterTopic(chaosDLQ), tl.commitOpt())
 		consumers = append(consumers, cons)
 		return cons
 	}
@@ -223,14 +184,7 @@ func TestChaosDeadLetter(t *testing.T) {
 			}
 			for i, r := range recs {
 				if i == len(recs)/2 {
-					select {
-					case d := <-stall:
-						select {
-						case <-time.After(d):
-						case <-ctx.Done():
-						}
-					default:
-					}
+					chaosStall(ctx, stall)
 				}
 				k := chaosKey{r.Partition, r.Offset}
 				ty := acktype.Accept
@@ -264,68 +218,31 @@ func TestChaosDeadLetter(t *testing.T) {
 		}
 	})
 
-	produced := make(chan error, 1)
-	producer, err := kgo.NewClient(append(clientOpts, kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer producer.Close()
-	go func() { produced <- chaosProduce(ctx, producer, total, parts, *chaosDuration) }()
-
-	seen := &inspection{final: map[chaosKey]testbroker.ShareRecordInfo{}, maxDC: map[chaosKey]int16{}}
-	sampled := make(chan struct{})
-	sctx, stopSampling := context.WithCancel(ctx)
-	go func() {
-		defer close(sampled)
-		seen.run(sctx, c, parts)
-	}()
-
-	faults := &faultLog{n: map[string]int{}}
+	produced := run.produce(ctx)
+	seen, stopInspecting := run.inspect(ctx)
 	start := time.Now()
 	stopDLQFaults := make(chan struct{})
 	dlqFaults := make(chan int, 1)
 	go func() {
 		dlqFaults <- injectDLQFaults(t, c, rand.New(rand.NewPCG(seed^0x5bd1e995, seed)), stopDLQFaults)
 	}()
-	injectFaults(t, c, rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), parts, []chan time.Duration{stall}, faults, produced, *chaosDuration)
+	faults := run.injectFaults([]chan time.Duration{stall}, produced)
 	close(stopDLQFaults)
 	nDLQFaults := <-dlqFaults
 	c.ClearFaults()
-	drain := 60*time.Second + time.Duration(total/1000)*time.Second
-	deadline := time.Now().Add(drain)
-	for !chaosDrained(c, parts) {
-		if err, _ := fatal.Load().(error); err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not drained after %v: %s", drain, chaosProgress(c, parts))
-		}
-		select {
-		case <-time.After(20 * time.Millisecond):
-		case <-ctx.Done():
-		}
-	}
-	stopSampling()
-	<-sampled
-	seen.sample(c, parts)
+	run.awaitDrained(ctx, &fatal)
+	stopInspecting()
 	cancel()
 	wg.Wait()
 	var stats []string
 	for i, cons := range consumers {
 		stats = append(stats, cons.ProcessStats().String())
-		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := cons.Close(cctx); err != nil {
-			t.Errorf("consumer %d: Close: %v", i, err)
-		}
-		ccancel()
+		run.closeConsumer(fmt.Sprintf("consumer %d", i), cons)
 	}
-	if err, _ := fatal.Load().(error); err != nil {
-		t.Fatal(err)
-	}
+	run.failOnFatal(&fatal)
 
 	// Every copy in the dead-letter topic, by the record it copies.
-	copies := readAllChaosDLQ(t, clientOpts)
+	copies := readAllChaosDLQ(t, run.clientOpts)
 	var badCopies []string
 	inDLQ := map[chaosKey]int{}
 	for _, r := range copies {
@@ -355,23 +272,10 @@ func TestChaosDeadLetter(t *testing.T) {
 		}
 	}
 
-	var invariants []string
-	check := func(name string, ok bool, format string, args ...any) {
-		if !ok {
-			t.Errorf("%s: "+format, append([]any{name}, args...)...)
-			return
-		}
-		invariants = append(invariants, name)
-	}
-	var notDone, lost, twice, archivedEarly []string
+	iv := &chaosInvariants{t: t}
+	var lost, twice, archivedEarly []string
+	notDone := run.notDone()
 	archivedWithoutCopy := 0
-	for p := range parts {
-		info, _ := c.Partition(chaosTopic, p)
-		start, end, ok := c.SharePartitionOffsets(chaosGroup, chaosTopic, p)
-		if !ok || start != info.HighWatermark {
-			notDone = append(notDone, fmt.Sprintf("p%d: start offset %d, end %d, high watermark %d", p, start, end, info.HighWatermark))
-		}
-	}
 	for k, sr := range seen.final {
 		fate := k.fate(seed)
 		switch {
@@ -394,23 +298,23 @@ func TestChaosDeadLetter(t *testing.T) {
 	}
 	bad := tl.bad
 	tl.mu.Unlock()
-	check("every offset ACKNOWLEDGED or ARCHIVED", len(notDone) == 0, "%d not: %v", len(notDone), first(notDone))
-	check("every failing record ACKNOWLEDGED is in the dead-letter topic", len(lost) == 0, "%d: %v", len(lost), first(lost))
-	check("the dead-letter copies are of failing records, with their headers", len(badCopies) == 0, "%d: %v", len(badCopies), first(badCopies))
-	check("each record dead-lettered once, unless its settle failed", len(twice) == 0, "%d: %v", len(twice), first(twice))
-	check("no record archived without a copy before its last delivery", len(archivedEarly) == 0, "%d: %v", len(archivedEarly), first(archivedEarly))
-	check("no consumer released a record at its limit without dead-lettering, or rejected", len(bad) == 0, "%d: %v", len(bad), first(bad))
-	check("some dead-letter produces failed while the record was held", failedHeld.Load() > 0, "none of %d injected faults failed one", nDLQFaults)
+	iv.check("every offset ACKNOWLEDGED or ARCHIVED", len(notDone) == 0, "%d not: %v", len(notDone), first(notDone))
+	iv.check("every failing record ACKNOWLEDGED is in the dead-letter topic", len(lost) == 0, "%d: %v", len(lost), first(lost))
+	iv.check("the dead-letter copies are of failing records, with their headers", len(badCopies) == 0, "%d: %v", len(badCopies), first(badCopies))
+	iv.check("each record dead-lettered once, unless its settle failed", len(twice) == 0, "%d: %v", len(twice), first(twice))
+	iv.check("no record archived without a copy before its last delivery", len(archivedEarly) == 0, "%d: %v", len(archivedEarly), first(archivedEarly))
+	iv.check("no consumer released a record at its limit without dead-lettering, or rejected", len(bad) == 0, "%d: %v", len(bad), first(bad))
+	iv.check("some dead-letter produces failed while the record was held", failedHeld.Load() > 0, "none of %d injected faults failed one", nDLQFaults)
 
 	dups := 0
 	for _, n := range inDLQ {
 		dups += n - 1
 	}
 	t.Logf("seed %d: %d records on %d partitions; faults for %v (%s); %d copies of %d records in the dead-letter topic (%d extra after a failed settle); %d failing records archived by the broker without a copy (its last dead-letter produce failed, or every delivery's lock was lost)",
-		seed, total, parts, time.Since(start).Round(time.Millisecond), faults, len(copies), len(inDLQ), dups, archivedWithoutCopy)
+		seed, run.total, run.parts, time.Since(start).Round(time.Millisecond), faults, len(copies), len(inDLQ), dups, archivedWithoutCopy)
 	t.Logf("%d dead-letter produce faults injected; %d produces failed by them with the record held", nDLQFaults, failedHeld.Load())
 	t.Logf("stats: %s", strings.Join(stats, " | "))
-	t.Logf("invariants held: %s", strings.Join(invariants, "; "))
+	iv.log()
 }
 
 // injectDLQFaults fails produces to the dead-letter topic with TOPIC_AUTHORIZATION_FAILED (not

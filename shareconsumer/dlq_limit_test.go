@@ -49,24 +49,7 @@ func TestDeadLetterDeliveryCountLimitFollowsTheGroupConfig(t *testing.T) {
 	// the record on its 2nd delivery and dead-letters it on its 3rd.
 	tGroupConfig(t, c, group, "share.delivery.count.limit", "3")
 	tProduce(t, c, "t", 0, []string{"v"})
-	outs := make(chan RecordOutcome, 10)
-	pctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- cons.Process(pctx, func(context.Context, *Record) error { return errors.New("boom") },
-			DeadLetterTopic("t.dlq"), OnRecordDone(func(o RecordOutcome) { outs <- o }))
-	}()
-	for dc := int16(1); dc <= 3; dc++ {
-		select {
-		case o := <-outs:
-			require.Equal(t, dc, o.Record.DeliveryCount)
-			assert.Equal(t, dc == 3, o.DeadLettered, "delivery %d", dc)
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no outcome for delivery %d", dc)
-		}
-	}
-	cancel()
-	require.NoError(t, <-done)
+	tProcessUntilDeadLettered(t, cons, 3)
 	assert.EqualValues(t, 1, cons.ProcessStats().DeadLettered)
 }
 
@@ -125,24 +108,7 @@ func TestDeadLetterUnknownLimitCountsFromTheMinimum(t *testing.T) {
 	assert.Zero(t, limit, "never read")
 
 	tProduce(t, c, "t", 0, []string{"v"})
-	outs := make(chan RecordOutcome, 10)
-	pctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- cons.Process(pctx, func(context.Context, *Record) error { return errors.New("boom") },
-			DeadLetterTopic("t.dlq"), OnRecordDone(func(o RecordOutcome) { outs <- o }))
-	}()
-	for dc := int16(1); dc <= 2; dc++ {
-		select {
-		case o := <-outs:
-			require.Equal(t, dc, o.Record.DeliveryCount)
-			assert.Equal(t, dc == 2, o.DeadLettered, "delivery %d", dc)
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no outcome for delivery %d", dc)
-		}
-	}
-	cancel()
-	require.NoError(t, <-done)
+	tProcessUntilDeadLettered(t, cons, 2)
 }
 
 // TestDeadLetterTopicValidation: a bad topic name fails New and Process with Kafka's words, and
@@ -176,4 +142,29 @@ func TestDeadLetterTopicReadByProcessRefused(t *testing.T) {
 	cons := tNew(t, c, "g", Topics("t"))
 	err := cons.Process(tCtx(t), func(context.Context, *Record) error { return nil }, DeadLetterTopic("t"))
 	assert.EqualError(t, err, `shareconsumer: DeadLetterTopic("t") is a topic the consumer reads: its copies would be delivered again; use another topic`)
+}
+
+// tProcessUntilDeadLettered runs Process with a handler that always fails, dead-lettering to
+// t.dlq, until the record produced last has had last deliveries: each before the last is released,
+// the last is dead-lettered.
+func tProcessUntilDeadLettered(t *testing.T, cons *Consumer, last int16) {
+	t.Helper()
+	outs := make(chan RecordOutcome, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- cons.Process(ctx, func(context.Context, *Record) error { return errors.New("boom") },
+			DeadLetterTopic("t.dlq"), OnRecordDone(func(o RecordOutcome) { outs <- o }))
+	}()
+	for dc := int16(1); dc <= last; dc++ {
+		select {
+		case o := <-outs:
+			require.Equal(t, dc, o.Record.DeliveryCount)
+			assert.Equal(t, dc == last, o.DeadLettered, "delivery %d", dc)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no outcome for delivery %d", dc)
+		}
+	}
+	cancel()
+	require.NoError(t, <-done)
 }

@@ -1,6 +1,7 @@
 package shareconsumer_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -137,13 +138,7 @@ func TestE2EDeadLetterPollImplicitCommitDuringProduce(t *testing.T) {
 			}
 			_, err := env.tb.InjectFault(f)
 			require.NoError(t, err)
-			done := make(chan error, 1)
-			go func() { done <- cons.DeadLetter(ctx, recs[0], nil) }()
-			select {
-			case <-produced:
-			case <-ctx.Done():
-				t.Fatal("the dead-letter produce was never sent")
-			}
+			done := deadLetterSent(t, ctx, cons, recs[0], produced)
 			commitSyncOK(t, cons, "commit during the produce")
 			env.tb.ManualClock().Advance(time.Minute)
 			err = <-done
@@ -171,6 +166,20 @@ func (f produceWritten) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _,
 	}
 }
 
+// deadLetterSent calls cons.DeadLetter(ctx, r, nil) and returns once its produce is written, as
+// produced (fed by a produceWritten hook) says; the channel gets DeadLetter's result.
+func deadLetterSent(t *testing.T, ctx context.Context, cons *shareconsumer.Consumer, r *shareconsumer.Record, produced <-chan struct{}) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cons.DeadLetter(ctx, r, nil) }()
+	select {
+	case <-produced:
+	case <-ctx.Done():
+		t.Fatal("the dead-letter produce was never sent")
+	}
+	return done
+}
+
 // TestE2EDeadLetterPollClosed: a Close while DeadLetter's produce is on its way (held on the
 // manual clock) fails it with an error matching ErrClosed.
 func TestE2EDeadLetterPollClosed(t *testing.T) {
@@ -186,13 +195,7 @@ func TestE2EDeadLetterPollClosed(t *testing.T) {
 		recs := pollN(t, cons, 1, 10*time.Second)
 		_, err := env.tb.InjectFault(testbroker.Fault{APIs: []kmsg.Key{kmsg.Produce}, Topic: dlqTopic, Delay: time.Minute, Times: 1})
 		require.NoError(t, err)
-		done := make(chan error, 1)
-		go func() { done <- cons.DeadLetter(ctx, recs[0], nil) }()
-		select {
-		case <-produced:
-		case <-ctx.Done():
-			t.Fatal("the dead-letter produce was never sent")
-		}
+		done := deadLetterSent(t, ctx, cons, recs[0], produced)
 		require.NoError(t, cons.Close(ctx))
 		err = <-done
 		var de *errors.DeadLetterError
