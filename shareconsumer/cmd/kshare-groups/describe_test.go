@@ -356,10 +356,7 @@ func TestDescribeListOptionErrors(t *testing.T) {
 		{[]string{"--list", "--type", "--share"}, `Option "[type]" can't be used with option "[share]"`},
 		{[]string{"--list", "--state", "--streams"}, `Option "[state]" can't be used with option "[streams]"`},
 	} {
-		var stdout, stderr strings.Builder
-		assert.Equal(t, 1, run(testCtx(t), &stdout, &stderr, tc.args), "%v", tc.args)
-		assert.Equal(t, tc.msg+"\n"+usage(), stderr.String(), "%v", tc.args)
-		assert.Empty(t, stdout.String(), "%v", tc.args)
+		assertUsageError(t, tc.args, tc.msg)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,6 +59,16 @@ func TestOptionErrors(t *testing.T) {
 
 // actionsMsg is the message of a command line without exactly one action.
 const actionsMsg = "Command must include exactly one action: --list, --describe, --delete, --reset-offsets, --delete-offsets, --create."
+
+// assertUsageError checks that the command line args fails with exit code 1, msg and the usage
+// on stderr, and nothing on stdout.
+func assertUsageError(t *testing.T, args []string, msg string) {
+	t.Helper()
+	var stdout, stderr strings.Builder
+	assert.Equal(t, 1, run(testCtx(t), &stdout, &stderr, args), "%v", args)
+	assert.Equal(t, msg+"\n"+usage(), stderr.String(), "%v", args)
+	assert.Empty(t, stdout.String(), "%v", args)
+}
 
 func TestParseArgs(t *testing.T) {
 	t.Parallel()

@@ -216,12 +216,7 @@ func TestResetDryRunUnknownGroup(t *testing.T) {
 func TestEveryActionSecured(t *testing.T) {
 	t.Parallel()
 	c, ca := securedCluster(t)
-	config := writeFile(t, "scram.properties", ""+
-		"security.protocol=SASL_SSL\n"+
-		"sasl.mechanism=SCRAM-SHA-512\n"+
-		"sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"alice\" password=\"alice-secret\";\n"+
-		"ssl.truststore.type=PEM\n"+
-		"ssl.truststore.location="+ca+"\n")
+	config := scramConfig(t, ca)
 	for _, tc := range []struct {
 		args   []string
 		stdout string

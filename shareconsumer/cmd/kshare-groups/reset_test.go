@@ -100,6 +100,22 @@ func (f *groupsFixture) consumerGroup(t *testing.T, group string, kip848 bool, p
 	require.NoError(t, resp.Error())
 }
 
+// groupOfType is a group of the fixture and whether it is a share group.
+type groupOfType struct {
+	id    string
+	share bool
+}
+
+// groupOfEveryType makes the share group sg, the consumer group cg and the classic group
+// classic, each at offsets 3 and 4, and returns them.
+func (f *groupsFixture) groupOfEveryType(t *testing.T) []groupOfType {
+	t.Helper()
+	f.shareGroup(t, "sg", 3, 4)
+	f.consumerGroup(t, "cg", true, 3, 4)
+	f.consumerGroup(t, "classic", false, 3, 4)
+	return []groupOfType{{"sg", true}, {"cg", false}, {"classic", false}}
+}
+
 // offsets is the group's current offset on each partition of orders it has one for: the
 // share-partition start offsets of a share group, the committed offsets of another.
 func (f *groupsFixture) offsets(t *testing.T, group string, share bool) map[int32]int64 {
@@ -139,13 +155,7 @@ func planTable(group string, offsets ...[2]int64) string {
 func TestResetOffsets(t *testing.T) {
 	t.Parallel()
 	f := newGroupsFixture(t)
-	groups := []struct {
-		id    string
-		share bool
-	}{{"sg", true}, {"cg", false}, {"classic", false}}
-	f.shareGroup(t, "sg", 3, 4)
-	f.consumerGroup(t, "cg", true, 3, 4)
-	f.consumerGroup(t, "classic", false, 3, 4)
+	groups := f.groupOfEveryType(t)
 	listed, err := f.adm.ListGroups(testCtx(t))
 	require.NoError(t, err)
 	require.Equal(t, "share", listed["sg"].GroupType)
@@ -191,13 +201,7 @@ func TestResetOffsets(t *testing.T) {
 func TestResetOffsetsDryRunChangesNothing(t *testing.T) {
 	t.Parallel()
 	f := newGroupsFixture(t)
-	f.shareGroup(t, "sg", 3, 4)
-	f.consumerGroup(t, "cg", true, 3, 4)
-	f.consumerGroup(t, "classic", false, 3, 4)
-	for _, g := range []struct {
-		id    string
-		share bool
-	}{{"sg", true}, {"cg", false}, {"classic", false}} {
+	for _, g := range f.groupOfEveryType(t) {
 		rc, stdout, stderr := f.run(t, "--reset-offsets", "--group", g.id, "--dry-run", "--all-topics", "--to-latest")
 		require.Equal(t, 0, rc, stderr)
 		assert.Equal(t, planTable(g.id, [2]int64{0, 10}, [2]int64{1, 10}), stdout)
@@ -357,10 +361,7 @@ func TestOffsetActionOptionErrors(t *testing.T) {
 		{[]string{"--describe", "--group", "g", "--topic", "t"}, `Option "[topic]" can't be used with option "[describe]"`},
 		{[]string{"--reset-offsets", "--delete", "--group", "g"}, "Command must include exactly one action: --list, --describe, --delete, --reset-offsets, --delete-offsets, --create."},
 	} {
-		var stdout, stderr strings.Builder
-		assert.Equal(t, 1, run(testCtx(t), &stdout, &stderr, tc.args), "%v", tc.args)
-		assert.Equal(t, tc.msg+"\n"+usage(), stderr.String(), "%v", tc.args)
-		assert.Empty(t, stdout.String(), "%v", tc.args)
+		assertUsageError(t, tc.args, tc.msg)
 	}
 }
 
@@ -369,12 +370,7 @@ func TestOffsetActionOptionErrors(t *testing.T) {
 func TestResetOffsetsSecured(t *testing.T) {
 	t.Parallel()
 	c, ca := securedCluster(t)
-	config := writeFile(t, "scram.properties", ""+
-		"security.protocol=SASL_SSL\n"+
-		"sasl.mechanism=SCRAM-SHA-512\n"+
-		"sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"alice\" password=\"alice-secret\";\n"+
-		"ssl.truststore.type=PEM\n"+
-		"ssl.truststore.location="+ca+"\n")
+	config := scramConfig(t, ca)
 	rc, stdout, stderr := runOn(t, c, "--command-config", config, "--reset-offsets", "--group", "secured", "--topic", "orders:1", "--to-offset", "0", "--execute")
 	require.Equal(t, 0, rc, stdout+stderr)
 	assert.Equal(t, planTable("secured", [2]int64{1, 0}), stdout)
@@ -389,13 +385,7 @@ func TestResetOffsetsSecured(t *testing.T) {
 func TestResetOffsetsFromFile(t *testing.T) {
 	t.Parallel()
 	f := newGroupsFixture(t)
-	f.shareGroup(t, "sg", 3, 4)
-	f.consumerGroup(t, "cg", true, 3, 4)
-	f.consumerGroup(t, "classic", false, 3, 4)
-	for _, g := range []struct {
-		id    string
-		share bool
-	}{{"sg", true}, {"cg", false}, {"classic", false}} {
+	for _, g := range f.groupOfEveryType(t) {
 		rc, exported, stderr := f.run(t, "--reset-offsets", "--group", g.id, "--dry-run", "--all-topics", "--shift-by", "3", "--export")
 		require.Equal(t, 0, rc, stderr)
 		require.Equal(t, "orders,0,6\norders,1,7\n\n", exported)

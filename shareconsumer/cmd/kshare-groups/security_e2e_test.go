@@ -32,6 +32,18 @@ func writeFile(t *testing.T, name, text string) string {
 	return path
 }
 
+// scramConfig writes a --command-config file that connects as alice with SASL_SSL and
+// SCRAM-SHA-512, trusting the CA in the PEM file ca.
+func scramConfig(t *testing.T, ca string) string {
+	t.Helper()
+	return writeFile(t, "scram.properties", ""+
+		"security.protocol=SASL_SSL\n"+
+		"sasl.mechanism=SCRAM-SHA-512\n"+
+		"sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"alice\" password=\"alice-secret\";\n"+
+		"ssl.truststore.type=PEM\n"+
+		"ssl.truststore.location="+ca+"\n")
+}
+
 // runOn runs the tool against c with args and returns its exit code, stdout and stderr.
 func runOn(t *testing.T, c *testbroker.Cluster, args ...string) (int, string, string) {
 	t.Helper()
