@@ -102,7 +102,8 @@ func NoDeadLetterTopic() ProcessOpt {
 // refuses one of its Topics, and Process one of the subscription. A copy is larger than its
 // record (the headers), so a record near the limit fails with MESSAGE_TOO_LARGE unless topic's
 // max.message.bytes (and the producer's kgo.ProducerBatchMaxBytes) allow larger records than
-// the source topic's. Handlers that fail on every record fill it, so watch DeadLettered.
+// the source topic's. Handlers that fail on every record fill it, so watch DeadLettered. New
+// and Process refuse an empty or illegal name with Kafka's messages (Topic.validate's rules).
 func DeadLetterTopic(topic string) DeadLetterOpt { return deadLetterTopic(topic) }
 
 // validateDeadLetterTopic checks a DeadLetterTopic name as Kafka checks topic names.
@@ -142,7 +143,7 @@ type deadLetters struct {
 	limit  deliveryLimit
 }
 
-// producer returns the dead-letter producer, made on first use.
+// deadLetterProducer returns the dead-letter producer, made on first use.
 func (c *Consumer) deadLetterProducer() (*kgo.Client, error) {
 	d := &c.dlq
 	d.mu.Lock()
@@ -285,9 +286,10 @@ func (deadLetterPartitioner) Partition(r *kgo.Record, n int) int {
 // read, or from delivery 2 (the least limit Kafka allows) before any was read: a copy may be
 // made a delivery early, but none is missed.
 //
-// The consumer reads it again when it is more than 10 seconds old, and at once when a record
-// is delivered more times than it allows (the limit was raised); Process reads it the same way
-// when a handler fails.
+// The consumer reads it again when it is more than 10 seconds old; Process also reads it at
+// once when a failing record was delivered more times than it allows (the limit was raised).
+// A Poll user may see a raised limit up to 10 seconds late, and so dead-letter a record a
+// delivery early.
 func (c *Consumer) DeliveryCountLimit(ctx context.Context) (int, error) {
 	if err := c.check(); err != nil {
 		return 0, err

@@ -29,6 +29,9 @@ func TestDeadLetterDeliveryCountLimitFollowsTheGroupConfig(t *testing.T) {
 	limit, err := cons.DeliveryCountLimit(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 3, limit)
+	cons.dlq.mu.Lock()
+	cons.dlq.limit.maxAge = time.Hour
+	cons.dlq.mu.Unlock()
 	tGroupConfig(t, c, group, "share.delivery.count.limit", "4")
 	limit, err = cons.DeliveryCountLimit(ctx)
 	require.NoError(t, err)

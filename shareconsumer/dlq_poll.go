@@ -37,7 +37,8 @@ import (
 // (a nil one, one of Process's, one whose acknowledgement was sent). A Close while the produce
 // is on its way fails it with an error matching ErrClosed. Call it from the poll loop, between
 // Polls; the hooks (HookDeadLetter) are told, as for Process's. Use DeliveryCountLimit to tell
-// a record's last delivery (r.DeliveryCount >= the limit).
+// a record's last delivery (r.DeliveryCount >= the limit). Called twice for one record before
+// the next Poll or commit, it produces two copies.
 func (c *Consumer) DeadLetter(ctx context.Context, r *Record, cause error) error {
 	if err := c.check(); err != nil {
 		return err

@@ -79,6 +79,10 @@ func ExampleDeadLetterTopic() {
 	}
 	defer reader.Close()
 	for n := 0; n < 2; {
+		if ctx.Err() != nil {
+			fmt.Println("dead-letter records:", n)
+			break
+		}
 		reader.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
 			n++
 			h := map[string]string{}

@@ -94,7 +94,9 @@ func ClientOpts(opts ...kgo.Opt) Opt {
 // Acknowledge. Poll then refuses to go on (ErrUnacknowledgedRecords) while any record the
 // previous Poll returned is unacknowledged. The default is implicit acknowledgement: the next
 // Poll, CommitSync or CommitAsync accepts every record the application left unacknowledged, and
-// Acknowledge fails with ErrImplicitMode. Only explicit mode can release or reject.
+// Acknowledge fails with ErrImplicitMode. Only explicit mode can release or reject, except
+// that a record given to Consumer.DeadLetter is held released until its copy is in (and stays
+// released if the copy fails).
 func ExplicitAcknowledgement() Opt { return opt(func(c *cfg) { c.explicit = true }) }
 
 // MaxPollRecords caps the records one Poll returns (default 500, at least 1). It is also what

@@ -25,7 +25,8 @@ import (
 // after the member left for want of Polls rejoins the group.
 //
 // It first finishes with the records the previous Poll returned: implicit mode accepts every
-// one the application left unacknowledged; explicit mode fails with ErrUnacknowledgedRecords,
+// one the application left unacknowledged (a record given to DeadLetter goes as DeadLetter
+// left it); explicit mode fails with ErrUnacknowledgedRecords,
 // consuming nothing, while any is unacknowledged. Acknowledgements then travel on the ShareFetch
 // this Poll sends to each record's partition leader; a Poll that sends none to a leader sends
 // that leader's acknowledgements in a ShareAcknowledge. Their outcome goes to the
