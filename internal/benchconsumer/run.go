@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -133,8 +134,8 @@ func runCell(ctx context.Context, c parentConfig, self, bin string, ce cell) (ou
 	fmt.Fprintf(os.Stderr, "%s: producing %d records of %d B to %d partitions, %s, in batches of up to %d B\n",
 		ce.broker, ce.records, ce.valueBytes, ce.partitions, ce.compression, c.batchBytes)
 	start := time.Now()
-	var bm batchMetrics
-	if err := produce(ctx, bp.Seeds[0], ce, c.batchBytes, &bm); err != nil {
+	bm := newBatchMetrics(ce.records)
+	if err := produce(ctx, bp.Seeds[0], ce, c.batchBytes, bm); err != nil {
 		return nil, err
 	}
 	ce.batchRecords, ce.uncompressed, ce.compressed = bm.records.Load(), bm.uncompressed.Load(), bm.compressed.Load()
@@ -300,15 +301,26 @@ func (r clientResult) check() error {
 	return nil
 }
 
-// batchMetrics adds up the producer's record batches (kgo.HookProduceBatchWritten).
+// batchMetrics adds up the producer's record batches (kgo.HookProduceBatchWritten). kgo calls
+// the hook from a goroutine of its own, after the records' promises may have run, so produce
+// waits until the hook has counted every record (all is closed then).
 type batchMetrics struct {
 	records, uncompressed, compressed atomic.Int64
+	want                              int64 // set before producing
+	all                               chan struct{}
+	closeAll                          sync.Once
+}
+
+func newBatchMetrics(records int) *batchMetrics {
+	return &batchMetrics{want: int64(records), all: make(chan struct{})}
 }
 
 func (m *batchMetrics) OnProduceBatchWritten(_ kgo.BrokerMetadata, _ string, _ int32, bm kgo.ProduceBatchMetrics) {
-	m.records.Add(int64(bm.NumRecords))
 	m.uncompressed.Add(int64(bm.UncompressedBytes))
 	m.compressed.Add(int64(bm.CompressedBytes))
+	if m.records.Add(int64(bm.NumRecords)) >= m.want {
+		m.closeAll.Do(func() { close(m.all) })
+	}
 }
 
 // produce writes the cell's records, record i to partition i%parts, in record batches of at
@@ -332,7 +344,12 @@ func produce(ctx context.Context, seed string, ce cell, batchBytes int, bm *batc
 	if err := benchkit.ProduceValues(ctx, cl, "", ce.partitions, ce.records, func(int) []byte { return values.next() }); err != nil {
 		return fmt.Errorf("producing: %w", err)
 	}
-	return nil
+	select {
+	case <-bm.all:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the batch hook to count %d records: %w", ce.records, ctx.Err())
+	}
 }
 
 // codecs are the -compression names.
