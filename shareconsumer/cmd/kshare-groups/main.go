@@ -21,6 +21,7 @@
 //
 //	kshare-groups --reset-offsets --group workers --topic orders --to-earliest --execute
 //	kshare-groups --reset-offsets --group app --all-topics --shift-by -10 --dry-run
+//	kshare-groups --reset-offsets --all-groups --all-topics --to-latest --execute
 //	kshare-groups --delete-offsets --group workers --topic orders
 //	kshare-groups --delete --all-groups
 //
@@ -124,7 +125,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.connection.saslUsername, "sasl-username", "", "The SASL user, with --sasl-mechanism.")
 	fs.StringVar(&o.connection.saslPassword, "sasl-password", "", "The SASL password, with --sasl-mechanism.")
 
-	fs.BoolVar(&o.allGroups, "all-groups", false, "Apply to all share, consumer and classic groups.")
+	fs.BoolVar(&o.allGroups, "all-groups", false, "Apply to all share, consumer and classic groups; with --reset-offsets, to all consumer and classic groups (as kafka-consumer-groups.sh).")
 	fs.BoolVar(&o.members, "members", false, "Describe members of the group. This option may be used with the --describe option only.")
 	fs.BoolVar(&o.offsets, "offsets", false, "Describe the group and list all topic partitions in the group along with their offset information. "+
 		"This is the default sub-action and may be used with the --describe option only.")

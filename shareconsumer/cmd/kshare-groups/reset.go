@@ -34,6 +34,9 @@ const consumerNoExecuteWarning = "WARN: No action will be performed as the --exe
 // computes without changing anything.
 func resetOffsets(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client, o options) int {
 	adm := kadm.NewClient(cl)
+	if o.allGroups {
+		return resetAllConsumerGroups(ctx, stdout, stderr, cl, adm, o)
+	}
 	listed, err := listAllGroups(ctx, adm, o)
 	tool := groupsTool(listed, o)
 	if err != nil {
@@ -46,7 +49,7 @@ func resetOffsets(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client,
 		fmt.Fprintln(stderr, consumerNoExecuteWarning)
 	}
 	if tool == consumerTool {
-		return resetConsumerGroups(ctx, stdout, stderr, cl, adm, o)
+		return resetConsumerGroups(ctx, stdout, stderr, cl, adm, o, o.groups)
 	}
 	if len(o.groups) > 1 {
 		return tool.fail(stdout, stderr, errMultipleGroups)
@@ -69,6 +72,32 @@ func resetOffsets(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client,
 	return 0
 }
 
+// resetAllConsumerGroups runs --reset-offsets --all-groups as kafka-consumer-groups.sh does:
+// on every group its admin client lists as a consumer group (isConsumerGroup: consumer
+// groups, and classic groups of protocol type "consumer" or none), each one in turn as
+// resetConsumerGroups resets it, one table or CSV (with the group column) for all. Share
+// groups are left out: kafka-share-groups.sh has no --all-groups for reset. A failed listing
+// is the consumer tool's RuntimeException around the ExecutionException, exit 0.
+func resetAllConsumerGroups(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client, adm *kadm.Client, o options) int {
+	if !o.dryRun && !o.execute {
+		fmt.Fprintln(stderr, consumerNoExecuteWarning)
+	}
+	listed, err := listAllGroups(ctx, adm, o)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return consumerTool.fail(stdout, stderr, err)
+	case err != nil:
+		return consumerTool.fail(stdout, stderr, javaError{"java.util.concurrent.ExecutionException", javaString(err)})
+	}
+	var groups []string
+	for _, g := range listed.Sorted() {
+		if isConsumerGroup(g) {
+			groups = append(groups, g.Group)
+		}
+	}
+	return resetConsumerGroups(ctx, stdout, stderr, cl, adm, o, groups)
+}
+
 // usageFailure writes msg and the usage on stderr, as Kafka's printUsageAndExit, and returns
 // its exit code.
 func usageFailure(stderr io.Writer, msg string) int {
@@ -77,7 +106,7 @@ func usageFailure(stderr io.Writer, msg string) int {
 	return 1
 }
 
-// resetConsumerGroups resets each consumer or classic group of o.groups, in order of id, as
+// resetConsumerGroups resets each consumer or classic group of groups, in order of id, as
 // kafka-consumer-groups.sh does: it describes the group first (ConsumerGroupDescribe, then
 // DescribeGroups for a classic group), so that a classic group of another protocol (Kafka
 // Connect's) fails the command with the admin client's IllegalArgumentException, printed as
@@ -85,9 +114,9 @@ func usageFailure(stderr io.Writer, msg string) int {
 // neither Empty nor Dead gets an error line and an empty plan; an unknown group is reset as an
 // inactive one; the others have their offsets committed with OffsetCommit. One table (or CSV)
 // shows every group's plan.
-func resetConsumerGroups(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client, adm *kadm.Client, o options) int {
+func resetConsumerGroups(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client, adm *kadm.Client, o options, groups []string) int {
 	plans := map[string][]newOffset{}
-	for _, group := range slices.Compact(slices.Sorted(slices.Values(o.groups))) {
+	for _, group := range slices.Compact(slices.Sorted(slices.Values(groups))) {
 		d, err := consumerGroupDescribe(ctx, cl, o, group)
 		switch {
 		case errors.Is(err, kerr.GroupIDNotFound):
@@ -231,7 +260,7 @@ func planFromFile(ctx context.Context, cl *kgo.Client, adm *kadm.Client, o optio
 	if err != nil {
 		return resetPlan{}, err
 	}
-	plans, err := parseResetPlanCSV(string(text), group)
+	plans, err := parseResetPlanCSV(string(text), group, o.singleGroup())
 	if err != nil {
 		return resetPlan{}, err
 	}
@@ -507,7 +536,8 @@ func commitOffsets(ctx context.Context, adm *kadm.Client, o options, group strin
 
 // writeResetPlan writes the plans (group to its new offsets) as Kafka's tools do: with
 // --export a CSV line per partition, "topic,partition,offset" for one --group and
-// "group,topic,partition,offset" for several, then an empty line; else the table GROUP TOPIC
+// "group,topic,partition,offset" for several or --all-groups (however many groups it finds),
+// then an empty line; else the table GROUP TOPIC
 // PARTITION NEW-OFFSET, whose header the share tool leaves out for an empty plan and the
 // consumer tool does not. Groups and rows are sorted by group, topic and partition (Kafka's
 // follow a hash map).
@@ -516,7 +546,7 @@ func writeResetPlan(w io.Writer, tool groupTool, o options, plans map[string][]n
 	if o.export {
 		for _, g := range groups {
 			for _, n := range plans[g] {
-				if len(o.groups) > 1 {
+				if !o.singleGroup() {
 					fmt.Fprintf(w, "%s,", g)
 				}
 				fmt.Fprintf(w, "%s,%d,%d\n", n.topic, n.partition, n.offset)

@@ -349,7 +349,7 @@ func TestOffsetActionOptionErrors(t *testing.T) {
 		{[]string{"--reset-offsets", "--group", "g", "--dry-run", "--topic", "t", "--shift-by", "1.5"}, "Cannot parse argument '1.5' of option [shift-by]"},
 		{[]string{"--list", "--timeout", "\"x\""}, `Cannot parse argument '"x"' of option [timeout]`},
 		{[]string{"--reset-offsets", "--group", "g", "--dry-run", "--execute"}, "Option [reset-offsets] only accepts one of [execute] and [dry-run]"},
-		{[]string{"--reset-offsets", "--dry-run", "--topic", "t", "--to-latest"}, "Option [reset-offsets] takes the option: [group]"},
+		{[]string{"--reset-offsets", "--dry-run", "--topic", "t", "--to-latest"}, "Option [reset-offsets] takes one of these options: [group], [all-groups]"},
 		{[]string{"--reset-offsets", "--group", "g", "--dry-run", "--to-latest"}, "Option [reset-offsets] takes one of these options: [all-topics], [from-file], [topic]"},
 		{[]string{"--reset-offsets", "--group", "g", "--dry-run", "--topic", "t", "--all-topics", "--to-latest"}, `Option "[topic]" can't be used with option "[all-topics]"`},
 		{[]string{"--reset-offsets", "--group", "g", "--dry-run", "--topic", "t"},

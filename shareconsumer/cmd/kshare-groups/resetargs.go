@@ -38,7 +38,8 @@ func (t *topicArgs) Set(v string) error { *t = append(*t, v); return nil }
 // named and worded as Kafka's share and consumer group tools name them.
 func addOffsetActionFlags(fs *flag.FlagSet, o *offsetActions) {
 	fs.BoolVar(&o.resetOffsets, "reset-offsets", false, "Reset the offsets of the group given by --group, which must have no members: the share-partition start offsets "+
-		"of a share group, the committed offsets of a consumer or classic group. Needs a scope (--topic or --all-topics), a scenario and --dry-run or --execute.")
+		"of a share group, the committed offsets of a consumer or classic group; with --all-groups, of every consumer and classic group "+
+		"(not share groups). Needs a scope (--topic or --all-topics), a scenario and --dry-run or --execute.")
 	fs.BoolVar(&o.deleteOffsets, "delete-offsets", false, "Delete the offsets of the group given by --group for each --topic.")
 	fs.BoolVar(&o.deleteGroups, "delete", false, "Delete the group given by --group, or with --all-groups every share, consumer and classic group.")
 	fs.Var(&o.topics, "topic", "With --reset-offsets: a topic, or topic:0,1,2 for some of its partitions; with --delete-offsets: a topic (topic:0,1 for a consumer group). May repeat.")
@@ -72,6 +73,11 @@ func int64Flag(dst **int64) func(string) error {
 // have, so that a group no broker lists follows kafka-consumer-groups.sh.
 func (o options) consumerOnly() bool { return o.given["shift-by"] || o.given["by-duration"] }
 
+// singleGroup reports whether the command line names one group, --group given once: Kafka's
+// isSingleGroupQuery, which picks the CSV format of --export and --from-file without the group
+// column. Several --group and --all-groups take the group column.
+func (o options) singleGroup() bool { return len(o.groups) == 1 }
+
 // resetScenarios are the scenario options of --reset-offsets, in the order of Kafka's checks;
 // by-duration and shift-by come from the consumer tool.
 var resetScenarios = []string{"to-offset", "to-datetime", "to-earliest", "to-latest", "to-current", "from-file", "by-duration", "shift-by"}
@@ -79,9 +85,10 @@ var resetScenarios = []string{"to-offset", "to-datetime", "to-earliest", "to-lat
 // checkOffsetActions checks the options of --reset-offsets, --delete-offsets and --delete as
 // kafka-share-groups.sh's checkArgs does, with its messages; given are the options on the
 // command line (an option given an empty value counts, as joptsimple's has). --reset-offsets
-// without --dry-run or --execute passes: the group decides, when the tool knows its type,
-// whether that is an error (share tool) or a dry run (consumer tool). Several --group pass
-// too: neither tool's checkArgs refuses them (errMultipleGroups).
+// takes --group or --all-groups, as kafka-consumer-groups.sh's checkArgs has it. Without
+// --dry-run or --execute it passes: the group decides, when the tool knows its type, whether
+// that is an error (share tool) or a dry run (consumer tool). Several --group pass too:
+// neither tool's checkArgs refuses them (errMultipleGroups).
 func checkOffsetActions(o options, given map[string]bool) error {
 	if o.deleteGroups {
 		switch {
@@ -100,8 +107,11 @@ func checkOffsetActions(o options, given map[string]bool) error {
 		if given["dry-run"] && given["execute"] {
 			return usageError{"Option [reset-offsets] only accepts one of [execute] and [dry-run]"}
 		}
-		if !given["group"] {
-			return usageError{"Option [reset-offsets] takes the option: [group]"}
+		if !given["group"] && !given["all-groups"] {
+			// kafka-consumer-groups.sh's message (in the order of its option set): the tool
+			// takes --all-groups for reset as that tool does; kafka-share-groups.sh, which has
+			// no --all-groups for reset, says "takes the option: [group]".
+			return usageError{"Option [reset-offsets] takes one of these options: [group], [all-groups]"}
 		}
 		if !given["topic"] && !given["all-topics"] && !given["from-file"] {
 			return usageError{"Option [reset-offsets] takes one of these options: [all-topics], [from-file], [topic]"}

@@ -213,18 +213,19 @@ func parseISODuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// parseResetPlanCSV reads a --from-file reset plan as Kafka's tools do: lines
-// "topic,partition,offset" for group (the format --export writes for one group), or lines
-// "group,topic,partition,offset" when the first line is not of the first format. It returns the
-// requested offset of each partition by group. Empty lines at the end are ignored, as Java's
-// String.split drops them.
-func parseResetPlanCSV(text, group string) (map[string]map[topicPartition]int64, error) {
+// parseResetPlanCSV reads a --from-file reset plan as Kafka's tools do: for a command line
+// with one --group (singleGroup), lines "topic,partition,offset" for group (the format --export
+// writes for one group), or lines "group,topic,partition,offset" when the first line is not of
+// the first format; for several --group or --all-groups, lines "group,topic,partition,offset"
+// only (what --export writes for them). It returns the requested offset of each partition by
+// group. Empty lines at the end are ignored, as Java's String.split drops them.
+func parseResetPlanCSV(text, group string, singleGroup bool) (map[string]map[topicPartition]int64, error) {
 	lines := strings.Split(text, "\n")
 	for len(lines) > 0 && lines[len(lines)-1] == "" {
 		lines = lines[:len(lines)-1]
 	}
 	plan := map[string]map[topicPartition]int64{}
-	withGroup := len(lines) > 0 && parseResetPlanLine(lines[0], false, group, plan) != nil
+	withGroup := !singleGroup || len(lines) > 0 && parseResetPlanLine(lines[0], false, group, plan) != nil
 	for i, line := range lines {
 		if err := parseResetPlanLine(line, withGroup, group, plan); err != nil {
 			return nil, fmt.Errorf("reset plan line %d %q: %w", i+1, line, err)

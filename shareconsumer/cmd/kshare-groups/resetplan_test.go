@@ -149,20 +149,27 @@ func TestParseISODuration(t *testing.T) {
 func TestParseResetPlanCSV(t *testing.T) {
 	t.Parallel()
 	orders0, orders1 := topicPartition{"orders", 0}, topicPartition{"orders", 1}
-	plan, err := parseResetPlanCSV("orders,0,5\norders,1,7\n\n", "g")
+	plan, err := parseResetPlanCSV("orders,0,5\norders,1,7\n\n", "g", true)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]map[topicPartition]int64{"g": {orders0: 5, orders1: 7}}, plan)
 
-	plan, err = parseResetPlanCSV("g,orders,0,5\nh,orders,1,7", "g")
+	plan, err = parseResetPlanCSV("g,orders,0,5\nh,orders,1,7", "g", true)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]map[topicPartition]int64{"g": {orders0: 5}, "h": {orders1: 7}}, plan)
 
-	plan, err = parseResetPlanCSV("", "g")
+	plan, err = parseResetPlanCSV("", "g", true)
 	require.NoError(t, err)
 	assert.Empty(t, plan)
 
-	_, err = parseResetPlanCSV("g,orders,0,5\norders,1,7", "g")
+	_, err = parseResetPlanCSV("g,orders,0,5\norders,1,7", "g", true)
 	assert.EqualError(t, err, `reset plan line 2 "orders,1,7": 3 fields, want 4`)
-	_, err = parseResetPlanCSV("g,orders,x,5", "g")
+	_, err = parseResetPlanCSV("g,orders,x,5", "g", true)
 	assert.ErrorContains(t, err, `reset plan line 1 "g,orders,x,5": partition: `)
+
+	// Several groups or --all-groups: the group column only.
+	plan, err = parseResetPlanCSV("g,orders,0,5\nh,orders,1,7", "", false)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]map[topicPartition]int64{"g": {orders0: 5}, "h": {orders1: 7}}, plan)
+	_, err = parseResetPlanCSV("orders,0,5", "", false)
+	assert.EqualError(t, err, `reset plan line 1 "orders,0,5": 3 fields, want 4`)
 }
