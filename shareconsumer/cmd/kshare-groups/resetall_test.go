@@ -74,12 +74,19 @@ func TestResetAllGroups(t *testing.T) {
 	assert.Equal(t, map[int32]int64{0: 3, 1: 4}, f.offsets(t, "cg2", false))
 	assert.Equal(t, map[int32]int64{0: 1, 1: 2}, f.offsets(t, "classic", false))
 
+	// A group without lines in the file is not reset.
+	rc, stdout, stderr = f.run(t, "--reset-offsets", "--all-groups", "--execute", "--from-file", writeFile(t, "cg.csv", "cg,orders,0,8\n"))
+	require.Equal(t, 0, rc, stderr)
+	assert.Equal(t, "\nError: No reset plan for group cg2 found.\n\nError: No reset plan for group classic found.\n"+table("cg 0 8"), stdout)
+	assert.Equal(t, map[int32]int64{0: 8, 1: 2}, f.offsets(t, "cg", false))
+	assert.Equal(t, map[int32]int64{0: 3, 1: 4}, f.offsets(t, "cg2", false))
+
 	// The CSV of one group has no group column, which --all-groups does not read: Kafka's
 	// isSingleGroupQuery is false.
 	rc, stdout, _ = f.run(t, "--reset-offsets", "--all-groups", "--execute", "--from-file", writeFile(t, "one.csv", "orders,0,9\n"))
 	assert.Equal(t, 0, rc)
 	assert.Equal(t, "\nError: Executing consumer group command failed due to reset plan line 1 \"orders,0,9\": 3 fields, want 4\n", stdout)
-	assert.Equal(t, map[int32]int64{0: 1, 1: 2}, f.offsets(t, "cg", false))
+	assert.Equal(t, map[int32]int64{0: 8, 1: 2}, f.offsets(t, "cg", false))
 	unchanged("after --from-file")
 }
 
