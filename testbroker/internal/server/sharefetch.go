@@ -34,17 +34,22 @@ var noShareRecords = []byte{}
 //     with "if isRenewAck is true.".
 //  3. The session rules of share.Sessions.OpenFetch; SHARE_SESSION_LIMIT_REACHED is sent
 //     only once MaxWaitMs has passed on the cluster clock, as Kafka's idle timer task does.
-//  4. Piggybacked acknowledgements, applied as share.Manager.Acknowledge says; RENEW needs
-//     version 2 and IsRenewAck. Each partition's result is its AcknowledgeErrorCode and
+//     Every requested partition joins the session, whatever the ACLs say.
+//  4. READ on the topic of each partition of the session, asked at every fetch (Fetch.Deny):
+//     a denied one is TOPIC_AUTHORIZATION_FAILED, in every response while it stays in the
+//     session, and is fetched from by the first fetch after an ACL allows it.
+//  5. Piggybacked acknowledgements, applied as share.Manager.Acknowledge says; RENEW needs
+//     version 2 and IsRenewAck. Those on a denied topic are TOPIC_AUTHORIZATION_FAILED and not
+//     applied. Each partition's result is its AcknowledgeErrorCode and
 //     AcknowledgeErrorMessage, in the partition's fetch entry or in one of its own.
-//  5. The fetch, skipped for IsRenewAck (a renewed lock must not run out during a long poll)
+//  6. The fetch, skipped for IsRenewAck (a renewed lock must not run out during a long poll)
 //     and for epoch -1. MaxRecords or MaxBytes of 0 fetch nothing at once. Otherwise each
 //     session partition this broker leads acquires records for the member, and the fetch may
 //     wait for MinBytes, as share.Fetch.Poll says; ShareAcquireMode picks batch-optimized (0)
 //     or record-limit (1), version 1 always the former, and an unknown mode fails the request
 //     with UNKNOWN_SERVER_ERROR. A partition whose leader moves meanwhile
 //     (Cluster.MoveLeader) wakes the fetch and is answered NOT_LEADER_OR_FOLLOWER.
-//  6. Epoch -1 closes the member's session after the response is built, releasing its records
+//  7. Epoch -1 closes the member's session after the response is built, releasing its records
 //     in the session's partitions.
 //
 // The response lists, as Kafka does: on a new session every partition the fetch looked at;
@@ -72,8 +77,6 @@ func (b *Broker) handleShareFetch(cn *conn, req *kmsg.ShareFetchRequest) kmsg.Re
 	if err := shareIDsError(req.GroupID, req.MemberID); err != nil {
 		return fail(err)
 	}
-	var denied []kmsg.ShareFetchRequestTopic
-	req.Topics, denied = splitTopics(cn, acl.OpRead, req.Topics, func(t *kmsg.ShareFetchRequestTopic) string { return c.topicName(t.TopicID) })
 	renew := req.Version >= 2 && req.IsRenewAck
 	if renew {
 		if msg := renewLimitsMessage(req); msg != "" {
@@ -94,12 +97,17 @@ func (b *Broker) handleShareFetch(cn *conn, req *kmsg.ShareFetchRequest) kmsg.Re
 	if err != nil {
 		return fail(err)
 	}
+	denied := cn.topicReadDenied()
+	if denied != nil {
+		f.Deny(denied)
+	}
 	// Share partitions read and write their state in __share_group_state, which Kafka creates
 	// on first use.
 	c.ensureInternalTopic(shareGroupStateTopic)
 	var outcomes []share.AckOutcome
 	if hasAcks {
-		outcomes = c.shares.Acknowledge(b.id, group, member, acks, maxAckType(req.Version), renew)
+		allowed, refused := splitDeniedAcks(acks, denied, maxAckType(req.Version), renew)
+		outcomes = append(c.shares.Acknowledge(b.id, group, member, allowed, maxAckType(req.Version), renew), refused...)
 	}
 
 	fetching := !renew && !f.Final
@@ -124,17 +132,49 @@ func (b *Broker) handleShareFetch(cn *conn, req *kmsg.ShareFetchRequest) kmsg.Re
 		records = b.shareFetchResponse(resp, f, polled)
 	}
 	mergeAckOutcomes(resp, outcomes)
-	for _, t := range denied {
-		for _, p := range t.Partitions {
-			rp, _ := appendShareFetchPartition(resp, t.TopicID, p.Partition)
-			rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
-		}
-	}
 	if f.Final {
 		ss.Release(group, member)
 	}
 	resp.AcquisitionLockTimeoutMillis = c.shareLockDurationMs(group)
 	return withShareRecords(resp, records)
+}
+
+// topicReadDenied returns whether the connection's principal may not READ a topic, by id,
+// asking the authorizer once per topic; a topic the cluster does not know is not denied but
+// answered as without ACLs. It is nil without an authorizer.
+func (cn *conn) topicReadDenied() func(topic [16]byte) bool {
+	c := cn.b.c
+	if c.authz == nil {
+		return nil
+	}
+	seen := make(map[[16]byte]bool)
+	return func(id [16]byte) bool {
+		d, ok := seen[id]
+		if !ok {
+			name := c.topicName(id)
+			d = name != "" && !cn.authorizeTopic(acl.OpRead, name)
+			seen[id] = d
+		}
+		return d
+	}
+}
+
+// splitDeniedAcks takes out the acknowledgements on topics the principal may not read (denied,
+// nil for none): Kafka answers them TOPIC_AUTHORIZATION_FAILED without applying them, once its
+// checks of the topic id and of the batches, which share.Manager.Acknowledge makes, pass.
+func splitDeniedAcks(acks []share.AckPartition, denied func([16]byte) bool, maxType int8, renew bool) (allowed []share.AckPartition, refused []share.AckOutcome) {
+	if denied == nil {
+		return acks, nil
+	}
+	allowed = acks[:0:0]
+	for _, a := range acks {
+		if denied(a.Topic) && share.ValidateBatches(a.Batches, maxType, renew) == nil {
+			refused = append(refused, share.AckOutcome{TopicPartition: a.TopicPartition, Code: kerr.TopicAuthorizationFailed.Code})
+			continue
+		}
+		allowed = append(allowed, a)
+	}
+	return allowed, refused
 }
 
 // shareFetchPartitions yields the ShareFetch's partitions, in request order.

@@ -150,6 +150,21 @@ func (f *Fetch) Poll(lim FetchLimits) {
 	}
 }
 
+// Deny fails the targets whose topic the member may not read with TOPIC_AUTHORIZATION_FAILED,
+// as Kafka authorizes every partition of the share session at every fetch: they stay in the
+// session, so the first fetch after an ACL allows them acquires from them, without the client
+// naming them again. Kafka decides UNKNOWN_TOPIC_ID before authorizing, so such a target keeps
+// it; the other errors come after.
+func (f *Fetch) Deny(denied func(topic [16]byte) bool) {
+	for i := range f.Targets {
+		t := &f.Targets[i]
+		if t.Err == kerr.UnknownTopicID || !denied(t.Topic) {
+			continue
+		}
+		t.Placement, t.sp, t.Err = Placement{}, nil, kerr.TopicAuthorizationFailed
+	}
+}
+
 // recheck follows the topic deletions and leader moves since the fetch's targets were
 // resolved: their share partitions are closed or fenced, and would wake the fetch forever. A
 // target whose topic is gone becomes UNKNOWN_TOPIC_OR_PARTITION; one led by another broker now,

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // A target acquired from several times (a fetch waiting for MinBytes) gives each log batch
@@ -49,4 +50,27 @@ func TestFetchRecordsOfOneAcquisition(t *testing.T) {
 	require.Len(t, got, 2)
 	assert.Same(t, &fe.batches[0][0], &got[0][0])
 	assert.Same(t, &fe.batches[1][0], &got[1][0])
+}
+
+// Deny makes every target of a denied topic TOPIC_AUTHORIZATION_FAILED, whatever else it
+// resolved to, except UNKNOWN_TOPIC_ID, which Kafka answers before authorizing; a denied target
+// is not fetched.
+func TestFetchDeny(t *testing.T) {
+	f := newFixture(t, defaults(), 3)
+	allowed, secret, gone := [16]byte{1}, [16]byte{2}, [16]byte{3}
+	fe := &Fetch{Targets: []FetchTarget{
+		{TopicPartition: TopicPartition{Topic: allowed}, sp: f.p},
+		{TopicPartition: TopicPartition{Topic: secret}, sp: f.p},
+		{TopicPartition: TopicPartition{Topic: secret, Partition: 1}, Placement: Placement{Leader: 2}, Err: kerr.NotLeaderForPartition},
+		{TopicPartition: TopicPartition{Topic: secret, Partition: 2}, Err: kerr.UnknownTopicOrPartition},
+		{TopicPartition: TopicPartition{Topic: gone}, Err: kerr.UnknownTopicID},
+	}}
+	fe.Deny(func(topic [16]byte) bool { return topic != allowed })
+	var errs []*kerr.Error
+	for _, tg := range fe.Targets {
+		errs = append(errs, tg.Err)
+	}
+	assert.Equal(t, []*kerr.Error{nil, kerr.TopicAuthorizationFailed, kerr.TopicAuthorizationFailed, kerr.TopicAuthorizationFailed, kerr.UnknownTopicID}, errs)
+	assert.Equal(t, Placement{}, fe.Targets[2].Placement, "no leader is named for a denied partition")
+	assert.Nil(t, fe.Targets[1].sp)
 }
