@@ -235,6 +235,15 @@ func TestACLsGroups(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, ackResp.Topics, 1)
 		assert.Equal(t, kerr.TopicAuthorizationFailed.Code, ackResp.Topics[0].Partitions[0].ErrorCode)
+
+		// The batches are checked before READ on the topic, as Kafka does.
+		ack.ShareSessionEpoch = 2
+		ack.Topics[0].Partitions[0].AcknowledgementBatches[0].FirstOffset = 5
+		ackResp, err = ack.RequestWith(ctx, alice.Broker(0))
+		require.NoError(t, err)
+		require.Zero(t, ackResp.ErrorCode)
+		require.Len(t, ackResp.Topics, 1)
+		assert.Equal(t, kerr.InvalidRequest.Code, ackResp.Topics[0].Partitions[0].ErrorCode, "a batch whose first offset is past its last")
 	})
 	t.Run("share-group admin APIs", func(t *testing.T) {
 		describe := kmsg.NewPtrDescribeShareGroupOffsetsRequest()

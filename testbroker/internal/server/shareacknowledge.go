@@ -111,7 +111,9 @@ func collectAcks[B ackBatch](a *ackCollector, topicID [16]byte, partition int32,
 // empty or longer than 36 characters, are INVALID_REQUEST with Kafka's message; then the
 // session rules of share.Sessions.OpenAcknowledge, whose failures are top-level codes; then the
 // acknowledgements, applied as share.Manager.Acknowledge says, with RENEW allowed only in version 2 with
-// IsRenewAck. A partition refused with NOT_LEADER_OR_FOLLOWER names its current leader in
+// IsRenewAck; those on a topic the principal may not READ are TOPIC_AUTHORIZATION_FAILED and
+// not applied, once their topic id and batches pass Kafka's checks (an invalid batch is
+// INVALID_REQUEST whatever the ACLs). A partition refused with NOT_LEADER_OR_FOLLOWER names its current leader in
 // CurrentLeader and NodeEndpoints, as Kafka's response does. Epoch -1 then closes the member's
 // session and releases what it holds in the session's partitions. Version 2 carries the
 // group's share.record.lock.duration.ms in AcquisitionLockTimeoutMs (0 on top-level errors).
@@ -131,15 +133,14 @@ func (b *Broker) handleShareAcknowledge(cn *conn, req *kmsg.ShareAcknowledgeRequ
 	if err := shareIDsError(req.GroupID, req.MemberID); err != nil {
 		return fail(err)
 	}
-	var denied []kmsg.ShareAcknowledgeRequestTopic
-	req.Topics, denied = splitTopics(cn, acl.OpRead, req.Topics, func(t *kmsg.ShareAcknowledgeRequestTopic) string { return c.topicName(t.TopicID) })
 	group, member := *req.GroupID, *req.MemberID
 	ss := c.shares.Sessions(b.id)
 	if err := ss.OpenAcknowledge(group, member, req.ShareSessionEpoch); err != nil {
 		return fail(err)
 	}
 	renew := req.Version >= 2 && req.IsRenewAck
-	outcomes := c.shares.Acknowledge(b.id, group, member, shareAcknowledgeAcks(req), maxAckType(req.Version), renew)
+	allowed, refused := splitDeniedAcks(shareAcknowledgeAcks(req), cn.topicReadDenied(), maxAckType(req.Version), renew)
+	outcomes := append(c.shares.Acknowledge(b.id, group, member, allowed, maxAckType(req.Version), renew), refused...)
 	if req.ShareSessionEpoch == -1 {
 		ss.Release(group, member)
 	}
@@ -163,16 +164,6 @@ func (b *Broker) handleShareAcknowledge(cn *conn, req *kmsg.ShareAcknowledgeRequ
 			i = len(resp.Topics) - 1
 		}
 		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
-	}
-	for _, t := range denied {
-		rt := kmsg.NewShareAcknowledgeResponseTopic()
-		rt.TopicID = t.TopicID
-		for _, p := range t.Partitions {
-			rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
 	}
 	resp.AcquisitionLockTimeoutMillis = c.shareLockDurationMs(group)
 	return resp
