@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -17,6 +18,8 @@ type connectionFlags struct {
 	commandConfig string
 	tls           bool
 	tlsCA         string
+	tlsCert       string
+	tlsKey        string
 	saslMechanism string
 	saslUsername  string
 	saslPassword  string
@@ -38,7 +41,8 @@ func (c connection) opts(extra ...kgo.Opt) []kgo.Opt {
 
 // securityFromFlags reads --command-config (Kafka's client properties) and lays the shortcut
 // flags over it: --tls and --tls-ca switch TLS on (--tls-ca trusting the CAs of a PEM file
-// instead of the system's), --sasl-mechanism with --sasl-username and --sasl-password sets
+// instead of the system's; --tls-cert and --tls-key presenting a client certificate),
+// --sasl-mechanism with --sasl-username and --sasl-password sets
 // SASL (for OAUTHBEARER, the username is the sub claim of an unsecured token). A flag replaces
 // what the file says about the same thing. It returns the properties it did not use.
 func securityFromFlags(f connectionFlags, readFile func(string) ([]byte, error)) (security, []string, error) {
@@ -57,8 +61,15 @@ func securityFromFlags(f connectionFlags, readFile func(string) ([]byte, error))
 			return s, nil, fmt.Errorf("--command-config %s: %w", f.commandConfig, err)
 		}
 	}
-	if f.tls || f.tlsCA != "" {
+	if f.tls || f.tlsCA != "" || f.tlsCert != "" || f.tlsKey != "" {
 		s.tls = true
+	}
+	if f.tlsCert != "" || f.tlsKey != "" {
+		pair, err := keyPairFromFiles(f.tlsCert, f.tlsKey, readFile)
+		if err != nil {
+			return s, nil, err
+		}
+		s.keyPair = &pair
 	}
 	if f.tlsCA != "" {
 		pem, err := readFile(f.tlsCA)
@@ -88,6 +99,27 @@ func securityFromFlags(f connectionFlags, readFile func(string) ([]byte, error))
 		s.oauthLogin = &unsecuredLogin{claims: map[string]any{"sub": f.saslUsername}, lifetime: 3600, extensions: map[string]string{}}
 	}
 	return s, unused, nil
+}
+
+// keyPairFromFiles reads --tls-cert (the certificate chain in PEM) and --tls-key (its
+// unencrypted PKCS#8 private key in PEM) as Kafka reads a PEM key store.
+func keyPairFromFiles(certFile, keyFile string, readFile func(string) ([]byte, error)) (tls.Certificate, error) {
+	if certFile == "" || keyFile == "" {
+		return tls.Certificate{}, errors.New("--tls-cert and --tls-key go together: the client certificate and its private key")
+	}
+	chain, err := readFile(certFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("--tls-cert: %w", err)
+	}
+	key, err := readFile(keyFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("--tls-key: %w", err)
+	}
+	pair, err := keyPair(string(key), string(chain))
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("--tls-cert %s --tls-key %s: %w", certFile, keyFile, err)
+	}
+	return pair, nil
 }
 
 // newConnection makes the connection the command line asks for: bootstrapServer (a comma

@@ -31,10 +31,10 @@
 // kafka-consumer-groups.sh (checkargs.go).
 //
 // A secured cluster is reached with --command-config, a file of Kafka's client properties
-// (security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.* in PEM,
-// ssl.endpoint.identification.algorithm: see securityFromProperties), or with the shortcut
-// flags --tls, --tls-ca, --sasl-mechanism, --sasl-username and --sasl-password (see
-// securityFromFlags). Every client the tool makes connects through one connection.
+// (security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.* and ssl.keystore.* in
+// PEM, ssl.endpoint.identification.algorithm: see securityFromProperties), or with the shortcut
+// flags --tls, --tls-ca, --tls-cert, --tls-key, --sasl-mechanism, --sasl-username and
+// --sasl-password (see securityFromFlags). Every client the tool makes connects through one connection.
 package main
 
 import (
@@ -116,10 +116,15 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.streams, "streams", false, "Filter the groups to show streams groups.")
 	fs.StringVar(&o.connection.commandConfig, "command-config", "", "A file of Kafka client properties (Java properties format) to connect with: security.protocol, "+
 		"sasl.mechanism, sasl.jaas.config, ssl.truststore.type (PEM), ssl.truststore.location or ssl.truststore.certificates, "+
-		"ssl.endpoint.identification.algorithm. Other properties are not used (a warning names them); key stores and "+
-		"callback handler classes are refused.")
+		"ssl.endpoint.identification.algorithm, ssl.keystore.type (PEM), ssl.keystore.location or ssl.keystore.key with "+
+		"ssl.keystore.certificate.chain. Other properties are not used (a warning names them); JKS and PKCS12 key stores, "+
+		"encrypted keys and callback handler classes are refused.")
 	fs.BoolVar(&o.connection.tls, "tls", false, "Connect with TLS, trusting the system's CAs (beyond Kafka's tools; overrides --command-config).")
 	fs.StringVar(&o.connection.tlsCA, "tls-ca", "", "Connect with TLS, trusting the CA certificates of this PEM file (beyond Kafka's tools).")
+
+	fs.StringVar(&o.connection.tlsCert, "tls-cert", "", "Connect with TLS, presenting the client certificate (chain) of this PEM file, with --tls-key (beyond Kafka's tools; overrides --command-config).")
+	fs.StringVar(&o.connection.tlsKey, "tls-key", "", "The unencrypted PKCS#8 private key (BEGIN PRIVATE KEY) of --tls-cert, in PEM.")
+
 	fs.StringVar(&o.connection.saslMechanism, "sasl-mechanism", "", "Authenticate with SASL: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER "+
 		"(an unsecured token whose sub is --sasl-username) (beyond Kafka's tools; overrides --command-config).")
 	fs.StringVar(&o.connection.saslUsername, "sasl-username", "", "The SASL user, with --sasl-mechanism.")

@@ -26,10 +26,11 @@ import (
 // needs. The zero value is PLAINTEXT.
 type security struct {
 	tls        bool
-	trustPEM   []byte // the CA certificates to trust, in PEM; nil for the system's
-	trustFrom  string // where trustPEM came from, for messages
-	skipHost   bool   // ssl.endpoint.identification.algorithm empty: the certificate's names are not checked
-	mechanism  string // "" without SASL
+	trustPEM   []byte           // the CA certificates to trust, in PEM; nil for the system's
+	trustFrom  string           // where trustPEM came from, for messages
+	skipHost   bool             // ssl.endpoint.identification.algorithm empty: the certificate's names are not checked
+	keyPair    *tls.Certificate // the client certificate for mutual TLS; nil without a key store
+	mechanism  string           // "" without SASL
 	username   string
 	password   string
 	oauthLogin *unsecuredLogin // OAUTHBEARER's token
@@ -51,17 +52,16 @@ const (
 // unsupportedProperties are Kafka client properties the tool cannot honour: given, they are
 // refused rather than ignored, because the connection would not be the one asked for.
 var unsupportedProperties = []string{
-	"ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.keystore.key",
-	"ssl.keystore.certificate.chain", "ssl.key.password", "ssl.truststore.password",
+	"ssl.truststore.password",
 	"sasl.login.callback.handler.class", "sasl.client.callback.handler.class", "sasl.login.class",
 	"sasl.oauthbearer.token.endpoint.url", "sasl.kerberos.service.name",
 }
 
 // usedProperties are the properties securityFromProperties reads.
-var usedProperties = []string{
+var usedProperties = slices.Concat([]string{
 	"security.protocol", "sasl.mechanism", "sasl.jaas.config", "ssl.truststore.type",
 	"ssl.truststore.location", "ssl.truststore.certificates", "ssl.endpoint.identification.algorithm",
-}
+}, keyStoreProperties)
 
 // configError is Kafka's ConfigException message for a value it refuses.
 func configError(name, value, why string) error {
@@ -70,13 +70,13 @@ func configError(name, value, why string) error {
 
 // securityFromProperties reads Kafka's client security properties (a --command-config file)
 // as a Kafka client does, refusing a value the tool does not support with a message naming the
-// property. readFile reads ssl.truststore.location. It returns the properties it did not use,
+// property. readFile reads ssl.truststore.location and ssl.keystore.location. It returns the properties it did not use,
 // sorted, which a Kafka client logs as supplied but not used.
 func securityFromProperties(props map[string]string, readFile func(string) ([]byte, error)) (security, []string, error) {
 	var s security
 	for _, name := range unsupportedProperties {
 		if _, ok := props[name]; ok {
-			return s, nil, fmt.Errorf("%s is not supported by this tool: it connects with a CA in PEM (ssl.truststore.*) and SASL PLAIN, SCRAM or OAUTHBEARER with sasl.jaas.config", name)
+			return s, nil, fmt.Errorf("%s is not supported by this tool: it connects with a CA and a key store in PEM (ssl.truststore.*, ssl.keystore.*) and SASL PLAIN, SCRAM or OAUTHBEARER with sasl.jaas.config", name)
 		}
 	}
 	protocol := "PLAINTEXT"
@@ -89,6 +89,9 @@ func securityFromProperties(props map[string]string, readFile func(string) ([]by
 	s.tls = protocol == "SSL" || protocol == "SASL_SSL"
 	if s.tls {
 		if err := s.trustFromProperties(props, readFile); err != nil {
+			return s, nil, err
+		}
+		if err := s.keyStoreFromProperties(props, readFile); err != nil {
 			return s, nil, err
 		}
 	}
@@ -205,10 +208,14 @@ func (s security) kgoOpts(now func() time.Time) ([]kgo.Opt, error) {
 	return opts, nil
 }
 
-// tlsConfig trusts s.trustPEM's certificates (the system's without), and checks the broker's
-// host name unless s.skipHost.
+// tlsConfig trusts s.trustPEM's certificates (the system's without), checks the broker's
+// host name unless s.skipHost, and presents s.keyPair to a broker that asks for a client
+// certificate.
 func (s security) tlsConfig() (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if s.keyPair != nil {
+		cfg.Certificates = []tls.Certificate{*s.keyPair}
+	}
 	if s.trustPEM != nil {
 		pool, err := certPool(s.trustPEM)
 		if err != nil {
