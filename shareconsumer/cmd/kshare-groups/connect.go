@@ -115,7 +115,7 @@ func keyPairFromFiles(certFile, keyFile string, readFile func(string) ([]byte, e
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("--tls-key: %w", err)
 	}
-	pair, err := keyPair(string(key), string(chain))
+	pair, err := keyPair(string(key), string(chain), nil)
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("--tls-cert %s --tls-key %s: %w", certFile, keyFile, err)
 	}

@@ -21,8 +21,9 @@ var keyStoreProperties = []string{
 // keyStoreFromProperties reads the key store of an SSL or SASL_SSL connection as a Kafka
 // client does: of type PEM, either a file (ssl.keystore.location) holding the private key and
 // the certificate chain, or both inline (ssl.keystore.key and ssl.keystore.certificate.chain).
-// Kafka's checks come in Kafka's order with its messages. Key stores of type JKS or PKCS12
-// and encrypted keys (ssl.key.password) are refused: Go reads neither.
+// Kafka's checks come in Kafka's order with its messages. With ssl.key.password the key is an
+// encrypted PKCS#8 key (see decryptPKCS8 for the encryptions read). Key stores of type JKS or
+// PKCS12 are refused: the tool reads PEM only.
 func (s *security) keyStoreFromProperties(props map[string]string, readFile func(string) ([]byte, error)) error {
 	typ, typeSet := props["ssl.keystore.type"]
 	if !typeSet {
@@ -32,7 +33,7 @@ func (s *security) keyStoreFromProperties(props map[string]string, readFile func
 	_, hasPassword := props["ssl.keystore.password"]
 	key, hasKey := props["ssl.keystore.key"]
 	chain, hasChain := props["ssl.keystore.certificate.chain"]
-	_, hasKeyPassword := props["ssl.key.password"]
+	keyPassword, hasKeyPassword := props["ssl.key.password"]
 	var keyPEM, chainPEM, from string
 	switch {
 	case hasKey && typ != "PEM":
@@ -66,10 +67,11 @@ func (s *security) keyStoreFromProperties(props map[string]string, readFile func
 	default:
 		return nil // no key store: for brokers that do not ask for a client certificate
 	}
+	var password *string
 	if hasKeyPassword {
-		return errors.New("ssl.key.password is not supported by this tool: Go does not read encrypted PKCS#8 keys; give the key unencrypted (BEGIN PRIVATE KEY)")
+		password = &keyPassword
 	}
-	pair, err := keyPair(keyPEM, chainPEM)
+	pair, err := keyPair(keyPEM, chainPEM, password)
 	if err != nil && from != "" {
 		return fmt.Errorf("Failed to load PEM SSL keystore %s: %w", from, err)
 	}
@@ -85,9 +87,10 @@ func (s *security) keyStoreFromProperties(props map[string]string, readFile func
 var pemPrivateKey = regexp.MustCompile(`-+BEGIN\s*.*PRIVATE\s+KEY[^-]*-+\s+(?:\s*[^\r\n]*:[^\r\n]*[\r\n]+)*([a-zA-Z0-9/+=\s]*)-+END\s*.*PRIVATE\s+KEY[^-]*-+\s+`)
 
 // keyPair reads a client certificate as Kafka's PemStore does: exactly one private key, in
-// PKCS#8, then the certificate chain, the client's own certificate first. Go also checks that
-// the key is the certificate's. Errors carry Kafka's messages.
-func keyPair(keyPEM, chainPEM string) (tls.Certificate, error) {
+// PKCS#8 (encrypted with password, unless nil), then the certificate chain, the client's own
+// certificate first. Go also checks that the key is the certificate's. Errors carry Kafka's
+// messages.
+func keyPair(keyPEM, chainPEM string, password *string) (tls.Certificate, error) {
 	const invalid = "Invalid PEM keystore configs"
 	keys := pemPrivateKey.FindAllStringSubmatch(keyPEM+"\n", -1) // the last line break may be missing in a value
 	switch len(keys) {
@@ -100,6 +103,11 @@ func keyPair(keyPEM, chainPEM string) (tls.Certificate, error) {
 	keyDER, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(keys[0][1]), ""))
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("%s: %w", invalid, err)
+	}
+	if password != nil {
+		if keyDER, err = decryptPKCS8(keyDER, *password); err != nil {
+			return tls.Certificate{}, fmt.Errorf("%s: %w", invalid, err)
+		}
 	}
 	if _, err := x509.ParsePKCS8PrivateKey(keyDER); err != nil {
 		return tls.Certificate{}, fmt.Errorf("%s: Private key could not be loaded: %w", invalid, err)

@@ -117,8 +117,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.connection.commandConfig, "command-config", "", "A file of Kafka client properties (Java properties format) to connect with: security.protocol, "+
 		"sasl.mechanism, sasl.jaas.config, ssl.truststore.type (PEM), ssl.truststore.location or ssl.truststore.certificates, "+
 		"ssl.endpoint.identification.algorithm, ssl.keystore.type (PEM), ssl.keystore.location or ssl.keystore.key with "+
-		"ssl.keystore.certificate.chain. Other properties are not used (a warning names them); JKS and PKCS12 key stores, "+
-		"encrypted keys and callback handler classes are refused.")
+		"ssl.keystore.certificate.chain, ssl.key.password. Other properties are not used (a warning names them); JKS and PKCS12 key "+
+		"stores and callback handler classes are refused.")
 	fs.BoolVar(&o.connection.tls, "tls", false, "Connect with TLS, trusting the system's CAs (beyond Kafka's tools; overrides --command-config).")
 	fs.StringVar(&o.connection.tlsCA, "tls-ca", "", "Connect with TLS, trusting the CA certificates of this PEM file (beyond Kafka's tools).")
 
