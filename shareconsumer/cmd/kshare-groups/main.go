@@ -223,7 +223,7 @@ func parseArgs(args []string) (options, error) {
 		return o, usageError{`Missing required argument "[group]"`}
 	}
 	if o.connection.given() && o.bootstrapServer == "" {
-		return o, stderrors.New("--command-config, --tls, --tls-ca and --sasl-* need --bootstrap-server: the embedded testbroker runs without security")
+		return o, stderrors.New("--command-config, --tls* and --sasl-* need --bootstrap-server: the embedded testbroker runs without security")
 	}
 	return o, nil
 }
