@@ -75,6 +75,9 @@ func decryptPKCS8(der []byte, password string) ([]byte, error) {
 	if _, err := asn1.Unmarshal(params.KeyDerivationFunc.Parameters.FullBytes, &kdf); err != nil {
 		return nil, fmt.Errorf("PBKDF2 parameters: %w", err)
 	}
+	if kdf.IterationCount < 1 {
+		return nil, errors.New("PBKDF2 parameters: no iterations")
+	}
 	prf, err := pbkdf2PRF(kdf.PRF.Algorithm)
 	if err != nil {
 		return nil, err
