@@ -119,6 +119,30 @@ func TestRunTLSCertAndKey(t *testing.T) {
 	assert.Contains(t, topics, "orders")
 }
 
+// -config ssl.client.auth=required with -tls-client-cert-out: a client with the written
+// certificate lists the topics, one without a certificate fails.
+func TestRunMutualTLS(t *testing.T) {
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.pem")
+	addrs := startRun(t, "-addr", "127.0.0.1:0", "-topic", "orders", "-tls-ca-out", caFile,
+		"-tls-client-cert-out", dir, "-config", "ssl.client.auth=required")
+	caPEM, err := os.ReadFile(caFile)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(caPEM))
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem"))
+	require.NoError(t, err)
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	require.NoError(t, err)
+	assert.Equal(t, "CN=client", leaf.Subject.String())
+
+	topics, err := listTopics(t, addrs, &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}})
+	require.NoError(t, err)
+	assert.Contains(t, topics, "orders")
+	_, err = listTopics(t, addrs, &tls.Config{RootCAs: pool})
+	assert.Error(t, err, "no client certificate")
+}
+
 func TestRunRejectsBadTLSFlags(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
@@ -131,6 +155,9 @@ func TestRunRejectsBadTLSFlags(t *testing.T) {
 		{[]string{"-tls-cert", "c.pem", "-tls-ca-out", "ca.pem"}, "drop -tls-cert and -tls-key, or -tls-ca-out"},
 		{[]string{"-tls-cert", filepath.Join(dir, "none.pem"), "-tls-key", filepath.Join(dir, "none.key")}, "none.pem"},
 		{[]string{"-addr", "127.0.0.1:0", "-tls-ca-out", filepath.Join(dir, "no", "such", "dir", "ca.pem")}, "-tls-ca-out"},
+		{[]string{"-tls-client-cert-out", dir}, "add -tls-ca-out"},
+		{[]string{"-tls-client-ca", "ca.pem", "-tls-ca-out", "ca.pem"}, "-tls-client-ca goes with -tls-cert"},
+		{[]string{"-addr", "127.0.0.1:0", "-tls-ca-out", filepath.Join(dir, "ca.pem"), "-tls-client-cert-out", filepath.Join(dir, "no", "such")}, "-tls-client-cert-out"},
 	} {
 		err := run(context.Background(), tc.args, io.Discard, io.Discard)
 		assert.ErrorContains(t, err, tc.want, "%v", tc.args)
