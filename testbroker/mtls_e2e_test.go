@@ -173,10 +173,31 @@ func TestMTLSReplication(t *testing.T) {
 	}, 20*time.Second, 20*time.Millisecond, "the restarted broker's fetchers rejoin every ISR")
 }
 
-// TestMTLSClientCertNeedsGeneratedTLS: ClientCert signs with the generated CA only.
-func TestMTLSClientCertNeedsGeneratedTLS(t *testing.T) {
-	cert, _ := selfSigned(t)
-	c := testbroker.StartT(t, testbroker.TLS(&tls.Config{Certificates: []tls.Certificate{cert}}))
+// TestMTLSOwnClientCAs: with TLS(cfg), cfg.ClientCAs verifies client certificates (here the CA
+// of another cluster); the replica fetchers of two brokers still replicate, and ClientCert,
+// which signs with the generated CA only, fails.
+func TestMTLSOwnClientCAs(t *testing.T) {
+	issuer := testbroker.StartT(t, testbroker.GeneratedTLS())
+	serverCert, _ := selfSigned(t)
+	c := testbroker.StartT(t, testbroker.NumBrokers(2), testbroker.ReplicatedTopic("r", 1, 2),
+		testbroker.TLS(&tls.Config{Certificates: []tls.Certificate{serverCert}, ClientCAs: issuer.TLSCA()}),
+		testbroker.BrokerConfig("ssl.client.auth", "required"))
+	ctx := aclContext(t)
+
 	_, err := c.ClientCert(alice)
 	require.EqualError(t, err, "testbroker: ClientCert needs GeneratedTLS")
+
+	cert, err := issuer.ClientCert(alice)
+	require.NoError(t, err)
+	cfg := c.ClientTLS()
+	cfg.Certificates = []tls.Certificate{cert}
+	cl := tlsClient(t, c, kgo.DialTLSConfig(cfg), kgo.RequiredAcks(kgo.AllISRAcks()))
+	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: "r", Value: []byte("x")}).FirstErr())
+	p, _ := c.Partition("r", 0)
+	for _, r := range p.ReplicaStates {
+		assert.Equal(t, int64(1), r.LogEndOffset, "broker %d", r.Broker)
+	}
+
+	require.Error(t, tlsClient(t, c).Ping(ctx), "no certificate")
+	require.NoError(t, ctx.Err())
 }

@@ -138,7 +138,8 @@ func Start(cfg Config) (*Cluster, error) {
 		}
 		interBrokerCert = cert.Leaf
 		dialCfg := cfg.InterBrokerTLS.Clone()
-		dialCfg.Certificates = []tls.Certificate{cert}
+		// Sent whatever CAs the broker names as acceptable: it is accepted by its bytes.
+		dialCfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil }
 		cfg.Listen = tlsListen(cfg.Listen, serverTLS(cfg.TLS, cfg.ClientCAs, cert.Leaf, configs))
 		cfg.Dial = tlsDial(cfg.Dial, dialCfg)
 	}
