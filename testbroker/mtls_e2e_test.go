@@ -86,7 +86,8 @@ func TestMTLSRequired(t *testing.T) {
 // TestMTLSPrincipalMappingRules: RULE:^CN=(.*?),.*$/$1/ makes alice's certificate User:alice;
 // a subject no rule maps cannot connect; a rule SslPrincipalMapper cannot read is refused.
 func TestMTLSPrincipalMappingRules(t *testing.T) {
-	c := mtlsCluster(t, testbroker.Topic("t", 1),
+	var logs logBuffer
+	c := mtlsCluster(t, testbroker.Topic("t", 1), loggerTo(&logs),
 		testbroker.BrokerConfig("ssl.principal.mapping.rules", "RULE:^CN=(.*?),.*$/$1/"),
 		testbroker.BrokerConfig("super.users", "User:admin"))
 	ctx := aclContext(t)
@@ -98,6 +99,9 @@ func TestMTLSPrincipalMappingRules(t *testing.T) {
 	err := certClient(t, c, pkix.Name{CommonName: "solo"}).Ping(ctx)
 	require.Error(t, err, "CN=solo matches no rule")
 	require.NoError(t, ctx.Err())
+	require.Eventually(t, func() bool {
+		return strings.Contains(logs.String(), "Failed to map name for 'CN=solo' based on SSL principal mapping rules.: No rules apply to CN=solo, rules [RULE:^CN=(.*?),.*$/$1]")
+	}, 10*time.Second, 10*time.Millisecond)
 
 	_, err = testbroker.Start(testbroker.GeneratedTLS(), testbroker.BrokerConfig("ssl.principal.mapping.rules", "RULE:a/b/X"))
 	require.ErrorContains(t, err, "Invalid value RULE:a/b/X for configuration ssl.principal.mapping.rules: Invalid rule: `RULE:a/b/X`, unmatched substring: `X`")
