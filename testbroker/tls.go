@@ -22,14 +22,17 @@ import (
 // within testbroker.request.read.timeout.ms (a plain-text client's, for one), is closed and the
 // reason logged. TLSCA and TLSCAPEM return nil (the test has its own CA); ClientTLS trusts the
 // certificates of config.Certificates themselves. The replica fetchers between brokers check
-// that a broker serves one of those certificates. Not with GeneratedTLS.
+// that a broker serves one of those certificates. With the broker config ssl.client.auth
+// required or requested, config.ClientCAs verifies client certificates (config.ClientAuth is
+// not used; see ClientCert). Not with GeneratedTLS.
 func TLS(config *tls.Config) Opt { return opt(func(c *cfg) { c.tls = config; c.tlsSet = true }) }
 
 // GeneratedTLS makes every broker listener a TLS listener, with a certificate authority and a
 // server certificate generated at Start: ECDSA P-256, valid from an hour before Start for
 // seven days, for 127.0.0.1, ::1, localhost and the host of every listen address. Clients
 // trust the CA through Cluster.ClientTLS (kgo.DialTLSConfig(c.ClientTLS())), Cluster.TLSCA or
-// Cluster.TLSCAPEM. Not with TLS.
+// Cluster.TLSCAPEM. With the broker config ssl.client.auth required or requested, the CA
+// verifies client certificates too, which Cluster.ClientCert makes. Not with TLS.
 func GeneratedTLS() Opt { return opt(func(c *cfg) { c.generatedTLS = true }) }
 
 // clusterTLS is what a TLS cluster serves and what its clients trust.
