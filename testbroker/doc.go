@@ -33,7 +33,9 @@
 // and inspection of every record's state (ShareRecords) for tests to assert on.
 //
 // GeneratedTLS (or TLS with a test's own certificate) makes every listener a TLS listener;
-// clients trust the cluster with kgo.DialTLSConfig(c.ClientTLS()). SASL and User make clients
+// clients trust the cluster with kgo.DialTLSConfig(c.ClientTLS()). BrokerConfig("ssl.client.auth",
+// "required") asks clients for a certificate (ClientCert makes one), whose subject is then their
+// principal. SASL and User make clients
 // authenticate; BrokerConfig("authorizer.class.name", StandardAuthorizer) turns on ACLs, with
 // Kafka's StandardAuthorizer rules and error codes on every API (see docs/testbroker.md, ACLs).
 //

@@ -224,7 +224,7 @@ func (c *cfg) validate() (server.Config, *clock.Manual, *clusterTLS, error) {
 		return server.Config{}, nil, nil, err
 	}
 	if ct != nil {
-		sc.TLS, sc.InterBrokerTLS = ct.server, ct.interBroker
+		sc.TLS, sc.InterBrokerTLS, sc.ClientCAs = ct.server, ct.interBroker, ct.clientCAs
 	}
 	var manual *clock.Manual
 	if c.manualStart != nil {

@@ -22,14 +22,17 @@ import (
 // within testbroker.request.read.timeout.ms (a plain-text client's, for one), is closed and the
 // reason logged. TLSCA and TLSCAPEM return nil (the test has its own CA); ClientTLS trusts the
 // certificates of config.Certificates themselves. The replica fetchers between brokers check
-// that a broker serves one of those certificates. Not with GeneratedTLS.
+// that a broker serves one of those certificates. With the broker config ssl.client.auth
+// required or requested, config.ClientCAs verifies client certificates (config.ClientAuth is
+// not used; see ClientCert). Not with GeneratedTLS.
 func TLS(config *tls.Config) Opt { return opt(func(c *cfg) { c.tls = config; c.tlsSet = true }) }
 
 // GeneratedTLS makes every broker listener a TLS listener, with a certificate authority and a
 // server certificate generated at Start: ECDSA P-256, valid from an hour before Start for
 // seven days, for 127.0.0.1, ::1, localhost and the host of every listen address. Clients
 // trust the CA through Cluster.ClientTLS (kgo.DialTLSConfig(c.ClientTLS())), Cluster.TLSCA or
-// Cluster.TLSCAPEM. Not with TLS.
+// Cluster.TLSCAPEM. With the broker config ssl.client.auth required or requested, the CA
+// verifies client certificates too, which Cluster.ClientCert makes. Not with TLS.
 func GeneratedTLS() Opt { return opt(func(c *cfg) { c.generatedTLS = true }) }
 
 // clusterTLS is what a TLS cluster serves and what its clients trust.
@@ -39,6 +42,10 @@ type clusterTLS struct {
 	client      *tls.Config    // ClientTLS
 	ca          *x509.CertPool // nil with TLS(cfg)
 	caPEM       []byte
+	clientCAs   *x509.CertPool // verify client certificates: ca, or TLS(cfg)'s ClientCAs
+	// caCert and caKey sign ClientCert's certificates; nil with TLS(cfg).
+	caCert *x509.Certificate
+	caKey  *ecdsa.PrivateKey
 }
 
 // TLSCA returns the generated CA as a pool for a client's RootCAs, or nil unless the cluster
@@ -70,6 +77,46 @@ func (c *Cluster) ClientTLS() *tls.Config {
 		return nil
 	}
 	return c.tls.client.Clone()
+}
+
+// ClientCert returns a client certificate for subject, signed by the CA of GeneratedTLS and
+// valid as long as the server's, for mutual TLS when the broker config ssl.client.auth is
+// required or requested. Its principal is "User:" and the subject in RFC 2253 form
+// (pkix.Name{CommonName: "alice", Organization: []string{"acme"}} is User:CN=alice,O=acme),
+// mapped by ssl.principal.mapping.rules. Give it to a client with the config of ClientTLS:
+//
+//	cert, err := c.ClientCert(pkix.Name{CommonName: "alice"})
+//	cfg := c.ClientTLS()
+//	cfg.Certificates = []tls.Certificate{cert}
+//	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.DialTLSConfig(cfg))
+//
+// It fails unless the cluster runs with GeneratedTLS: with TLS(cfg), the test signs its
+// client certificates with a CA of cfg.ClientCAs.
+func (c *Cluster) ClientCert(subject pkix.Name) (tls.Certificate, error) {
+	if c.tls == nil || c.tls.caKey == nil {
+		return tls.Certificate{}, errors.New("testbroker: ClientCert needs GeneratedTLS")
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("testbroker: ClientCert: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      subject,
+		NotBefore:    c.tls.caCert.NotBefore,
+		NotAfter:     c.tls.caCert.NotAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.tls.caCert, &key.PublicKey, c.tls.caKey)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("testbroker: ClientCert: %w", err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("testbroker: ClientCert: %w", err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
 }
 
 // buildTLS checks the TLS options and makes the cluster's TLS configs; nil when the cluster
@@ -124,6 +171,7 @@ func userTLS(server *tls.Config) (*clusterTLS, error) {
 		server:      server,
 		interBroker: interBroker,
 		client:      &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool},
+		clientCAs:   server.ClientCAs,
 	}, nil
 }
 
@@ -204,6 +252,9 @@ func generateTLS(hosts []string, now time.Time) (*clusterTLS, error) {
 		client:      client,
 		ca:          pool,
 		caPEM:       pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		clientCAs:   pool,
+		caCert:      ca,
+		caKey:       caKey,
 	}, nil
 }
 

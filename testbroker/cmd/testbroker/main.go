@@ -13,6 +13,11 @@
 // -addr host, valid for seven days), and writes the CA's PEM to that file before printing the
 // broker lines, for clients to trust.
 //
+// With -config ssl.client.auth=required (or requested) clients must present a certificate
+// (mutual TLS): -tls-client-cert-out DIR writes one for CN=client, signed by the generated CA,
+// to DIR/client.pem and its key to DIR/client-key.pem; with -tls-cert, -tls-client-ca FILE
+// names the PEM CAs that verify client certificates.
+//
 // With -sasl PLAIN,SCRAM-SHA-256 and -user NAME:PASSWORD (repeatable) every client must
 // authenticate with SASL first. -sasl OAUTHBEARER needs no -user: a client presents an unsigned
 // JWS whose "sub" claim is its principal (Kafka's unsecured validator).
@@ -21,6 +26,9 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,6 +36,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -65,6 +74,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	tlsCert := fs.String("tls-cert", "", "serve TLS with this PEM server certificate (chain) file; needs -tls-key")
 	tlsKey := fs.String("tls-key", "", "PEM private key of -tls-cert")
 	tlsCAOut := fs.String("tls-ca-out", "", "serve TLS with a generated CA and server certificate, and write the CA's PEM to this file for clients")
+	tlsClientOut := fs.String("tls-client-cert-out", "", "with -tls-ca-out, write a client certificate for CN=client and its key to this directory (client.pem, client-key.pem), for ssl.client.auth")
+	tlsClientCA := fs.String("tls-client-ca", "", "with -tls-cert, PEM file of the CAs that verify client certificates, for ssl.client.auth")
 	saslMechs := fs.String("sasl", "", "require SASL with these mechanisms, comma-separated: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (OAUTHBEARER needs no -user)")
 	var topics, configs, users listFlag
 	fs.Var(&users, "user", "SASL user as NAME:PASSWORD, for PLAIN and both SCRAM mechanisms (repeatable; needs -sasl)")
@@ -81,7 +92,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *verbose {
 		opts = append(opts, testbroker.Logger(slog.New(slog.NewTextHandler(stderr, nil))))
 	}
-	tlsOpt, err := tlsFlags(*tlsCert, *tlsKey, *tlsCAOut)
+	tlsOpt, err := tlsFlags(*tlsCert, *tlsKey, *tlsCAOut, *tlsClientOut, *tlsClientCA)
 	if err != nil {
 		return err
 	}
@@ -132,6 +143,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("-tls-ca-out: %w", err)
 		}
 	}
+	if *tlsClientOut != "" {
+		if err := writeClientCert(c, *tlsClientOut); err != nil {
+			return fmt.Errorf("-tls-client-cert-out: %w", err)
+		}
+	}
 	for id, a := range c.Addrs() {
 		fmt.Fprintf(stdout, "broker %d listening on %s\n", id, a)
 	}
@@ -141,10 +157,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // tlsFlags checks the TLS flags and turns them into the option, nil for plain text.
-func tlsFlags(cert, key, caOut string) (testbroker.Opt, error) {
+func tlsFlags(cert, key, caOut, clientOut, clientCA string) (testbroker.Opt, error) {
 	switch {
 	case caOut != "" && (cert != "" || key != ""):
 		return nil, errors.New("-tls-ca-out generates the server certificate: drop -tls-cert and -tls-key, or -tls-ca-out")
+	case clientOut != "" && caOut == "":
+		return nil, errors.New("-tls-client-cert-out signs with the CA of -tls-ca-out: add -tls-ca-out")
+	case clientCA != "" && cert == "":
+		return nil, errors.New("-tls-client-ca goes with -tls-cert (with -tls-ca-out the generated CA verifies clients)")
 	case caOut != "":
 		return testbroker.GeneratedTLS(), nil
 	case cert == "" && key == "":
@@ -158,7 +178,36 @@ func tlsFlags(cert, key, caOut string) (testbroker.Opt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-tls-cert %s -tls-key %s: %w", cert, key, err)
 	}
-	return testbroker.TLS(&tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}), nil
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}
+	if clientCA != "" {
+		caPEM, err := os.ReadFile(clientCA)
+		if err != nil {
+			return nil, fmt.Errorf("-tls-client-ca: %w", err)
+		}
+		cfg.ClientCAs = x509.NewCertPool()
+		if !cfg.ClientCAs.AppendCertsFromPEM(caPEM) {
+			return nil, fmt.Errorf("-tls-client-ca %s: no PEM certificate in the file", clientCA)
+		}
+	}
+	return testbroker.TLS(cfg), nil
+}
+
+// writeClientCert writes a client certificate for CN=client, signed by the cluster's CA, and
+// its key to dir as client.pem and client-key.pem.
+func writeClientCert(c *testbroker.Cluster, dir string) error {
+	cert, err := c.ClientCert(pkix.Name{CommonName: "client"})
+	if err != nil {
+		return err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		return err
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})
+	if err := os.WriteFile(filepath.Join(dir, "client.pem"), certPEM, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "client-key.pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600)
 }
 
 func parseTopic(s string) (string, int32, error) {

@@ -13,12 +13,17 @@ func TestConnectionsDefaults(t *testing.T) {
 	t.Parallel()
 	s, err := New(nil)
 	require.NoError(t, err)
+	conns := s.Snapshot().Connections
+	require.NotNil(t, conns.SSLPrincipalMapper)
+	assert.Equal(t, "[DEFAULT]", conns.SSLPrincipalMapper.String())
+	conns.SSLPrincipalMapper = nil
 	assert.Equal(t, Connections{
 		MaxIdle:            10 * time.Minute,
 		RequestReadTimeout: 30 * time.Second,
 		MaxPerIP:           2147483647,
 		MaxPerIPOverrides:  map[string]int{},
-	}, s.Snapshot().Connections)
+		SSLClientAuth:      "none",
+	}, conns)
 }
 
 func TestConnectionsConfigs(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kshare/kshare/testbroker/internal/log"
 	"github.com/kshare/kshare/testbroker/internal/share"
+	"github.com/kshare/kshare/testbroker/internal/sslprincipal"
 )
 
 // configDef is one config Kafka defines (a ConfigDef key): its type, its default and the
@@ -68,6 +69,15 @@ const StandardAuthorizer = "org.apache.kafka.metadata.authorizer.StandardAuthori
 func checkAuthorizerClass(name string, v any) error {
 	if s := v.(string); s != "" && s != StandardAuthorizer {
 		return invalidValue(name, v, "Class "+s+" could not be found.")
+	}
+	return nil
+}
+
+// checkMappingRules refuses ssl.principal.mapping.rules that SslPrincipalMapper cannot read;
+// Kafka fails to start with them.
+func checkMappingRules(name string, v any) error {
+	if _, err := sslprincipal.Parse(v.(string)); err != nil {
+		return invalidValue(name, v, err.Error())
 	}
 	return nil
 }
@@ -152,6 +162,9 @@ var brokerDefs = defsByName(
 	def("max.connections.per.ip.overrides", typeString, "", checkPerIPOverrides).dyn(),
 	// testbroker's own: how long a request frame may take to arrive once its first byte has.
 	def("testbroker.request.read.timeout.ms", typeLong, "30000", atLeast(1)),
+	// TLS client authentication (BrokerSecurityConfigs), read at every handshake.
+	def("ssl.client.auth", typeString, "none", oneOf("required", "requested", "none")),
+	def("ssl.principal.mapping.rules", typeString, "DEFAULT", checkMappingRules),
 
 	// The broker side of the topic configs: every one is dynamic but the hour and minute
 	// synonyms (DynamicLogConfig.ReconfigurableConfigs).

@@ -7,6 +7,7 @@ import (
 	"github.com/kshare/kshare/testbroker/internal/log"
 	"github.com/kshare/kshare/testbroker/internal/replica"
 	"github.com/kshare/kshare/testbroker/internal/share"
+	"github.com/kshare/kshare/testbroker/internal/sslprincipal"
 	"github.com/kshare/kshare/testbroker/internal/txn"
 )
 
@@ -100,6 +101,10 @@ type Connections struct {
 	MaxPerIP int
 	// MaxPerIPOverrides is max.connections.per.ip.overrides, by host as written.
 	MaxPerIPOverrides map[string]int
+	// SSLClientAuth is ssl.client.auth: "required", "requested" or "none".
+	SSLClientAuth string
+	// SSLPrincipalMapper is ssl.principal.mapping.rules, read.
+	SSLPrincipalMapper *sslprincipal.Mapper
 }
 
 // MaxFrom returns how many connections a broker accepts from host.
@@ -195,6 +200,8 @@ func (s *Store) publishLocked() {
 			MaxReauth:          ms("connections.max.reauth.ms"),
 			MaxPerIP:           s.intLocked("max.connections.per.ip"),
 			MaxPerIPOverrides:  s.perIPOverridesLocked(),
+			SSLClientAuth:      s.parsedLocked("ssl.client.auth").(string),
+			SSLPrincipalMapper: s.mappingRulesLocked(),
 		},
 		Log: log.Config{
 			LogAppendTime:   s.topicValueLocked(nil, -1, "message.timestamp.type") == "LogAppendTime",
@@ -216,6 +223,15 @@ func (s *Store) publishLocked() {
 // perIPOverridesLocked returns max.connections.per.ip.overrides, parsed.
 func (s *Store) perIPOverridesLocked() map[string]int {
 	m, err := ParsePerIPOverrides(s.valueLocked("max.connections.per.ip.overrides"))
+	if err != nil {
+		panic("config: stored broker config is invalid: " + err.Error())
+	}
+	return m
+}
+
+// mappingRulesLocked returns ssl.principal.mapping.rules read; the value was checked when set.
+func (s *Store) mappingRulesLocked() *sslprincipal.Mapper {
+	m, err := sslprincipal.Parse(s.valueLocked("ssl.principal.mapping.rules"))
 	if err != nil {
 		panic("config: stored broker config is invalid: " + err.Error())
 	}

@@ -28,7 +28,7 @@ var (
 const anonymous = "User:ANONYMOUS"
 
 // newAuthorizer returns the cluster's authorizer, or nil when authorizer.class.name is unset.
-// On a cluster with SASL the replica fetchers' user is a super user, as a Kafka cluster's
+// On a cluster with SASL or TLS the replica fetchers' user is a super user, as a Kafka cluster's
 // inter-broker principal must be.
 func (c *Cluster) newAuthorizer() *acl.Authorizer {
 	settings := c.configs.Snapshot().Authorizer
@@ -36,7 +36,7 @@ func (c *Cluster) newAuthorizer() *acl.Authorizer {
 		return nil
 	}
 	supers := settings.SuperUsers
-	if c.cfg.SASL != nil {
+	if c.cfg.SASL != nil || c.cfg.TLS != nil {
 		supers = append(supers[:len(supers):len(supers)], "User:"+sasl.InterBrokerUser)
 	}
 	return acl.New(supers, settings.AllowEveryoneIfNoACL)
@@ -74,11 +74,16 @@ func (cn *conn) authorizedOperations(rt acl.ResourceType, name string) int32 {
 	return a.AuthorizedOperations(cn.aclPrincipal(), cn.host(), rt, name)
 }
 
-// aclPrincipal is the principal ACLs are matched against: the authenticated one, else
-// User:ANONYMOUS.
+// aclPrincipal is the principal ACLs are matched against: the SASL one, else the TLS
+// handshake's (see sslPrincipal), else User:ANONYMOUS.
 func (cn *conn) aclPrincipal() string {
-	if p := cn.Principal(); p != "" {
-		return p
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	switch {
+	case cn.principal != "":
+		return cn.principal
+	case cn.sslPrincipalName != "":
+		return cn.sslPrincipalName
 	}
 	return anonymous
 }

@@ -157,6 +157,9 @@ type conn struct {
 	// principal is the authenticated principal ("User:name"), "" before or without SASL; under
 	// mu (Principal).
 	principal string
+	// sslPrincipalName is the principal of the TLS handshake ("" without TLS), under mu: the
+	// client certificate's, or User:ANONYMOUS. A SASL principal takes precedence.
+	sslPrincipalName string
 	// closeAfterWrite closes the connection once the response being written is sent (a failed
 	// SASL exchange).
 	closeAfterWrite bool

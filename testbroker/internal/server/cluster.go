@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -40,6 +41,9 @@ type Config struct {
 	// the brokers with InterBrokerTLS, whose ServerName defaults to the dialled host.
 	TLS            *tls.Config
 	InterBrokerTLS *tls.Config
+	// ClientCAs verify client certificates when ssl.client.auth asks for them; with none, only
+	// the replica fetchers' own certificate (made at Start) is accepted.
+	ClientCAs *x509.CertPool
 	// Clock runs every timer of the cluster; nil means the real clock.
 	Clock clock.Clock
 	// MaxFrameBytes is the largest request accepted; larger frames close the connection.
@@ -86,6 +90,9 @@ type Cluster struct {
 	retention   clock.Timer // the periodic retention check
 	txns        *txn.Coordinator
 	authz       *acl.Authorizer // nil without authorizer.class.name
+	// interBrokerCert is the replica fetchers' client certificate, nil without TLS: a
+	// connection presenting it is sasl.InterBrokerUser's.
+	interBrokerCert *x509.Certificate
 
 	lifecycleMu sync.Mutex // serialises StopBroker and StartBroker
 
@@ -109,12 +116,6 @@ func Start(cfg Config) (*Cluster, error) {
 		var d net.Dialer
 		cfg.Dial = d.DialContext
 	}
-	if cfg.TLS != nil {
-		if cfg.InterBrokerTLS == nil {
-			return nil, errors.New("server: TLS needs InterBrokerTLS for the replica fetchers")
-		}
-		cfg.Listen, cfg.Dial = tlsListen(cfg.Listen, cfg.TLS), tlsDial(cfg.Dial, cfg.InterBrokerTLS)
-	}
 	if cfg.MaxFrameBytes <= 0 {
 		cfg.MaxFrameBytes = wire.DefaultMaxFrameBytes
 	}
@@ -126,15 +127,32 @@ func Start(cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	var interBrokerCert *x509.Certificate
+	if cfg.TLS != nil {
+		if cfg.InterBrokerTLS == nil {
+			return nil, errors.New("server: TLS needs InterBrokerTLS for the replica fetchers")
+		}
+		cert, err := interBrokerCertificate()
+		if err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		interBrokerCert = cert.Leaf
+		dialCfg := cfg.InterBrokerTLS.Clone()
+		// Sent whatever CAs the broker names as acceptable: it is accepted by its bytes.
+		dialCfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil }
+		cfg.Listen = tlsListen(cfg.Listen, serverTLS(cfg.TLS, cfg.ClientCAs, cert.Leaf, configs))
+		cfg.Dial = tlsDial(cfg.Dial, dialCfg)
+	}
 	c := &Cluster{
-		cfg:       cfg,
-		clock:     cfg.Clock,
-		logger:    logger,
-		clusterID: cfg.ClusterID,
-		faults:    fault.NewSet(),
-		configs:   configs,
-		scram:     cfg.SASL,
-		closed:    make(chan struct{}),
+		cfg:             cfg,
+		interBrokerCert: interBrokerCert,
+		clock:           cfg.Clock,
+		logger:          logger,
+		clusterID:       cfg.ClusterID,
+		faults:          fault.NewSet(),
+		configs:         configs,
+		scram:           cfg.SASL,
+		closed:          make(chan struct{}),
 	}
 	if c.scram == nil {
 		c.scram = sasl.NewCredentialStore()

@@ -1,14 +1,132 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"time"
+
+	"github.com/kshare/kshare/testbroker/internal/config"
+	"github.com/kshare/kshare/testbroker/internal/sasl"
+	"github.com/kshare/kshare/testbroker/internal/sslprincipal"
 )
+
+// serverTLS returns the listeners' config: base, with client certificates asked for as
+// ssl.client.auth says at each handshake (so a change applies to new connections). A client
+// certificate must be the replica fetchers' interBroker or verify against clientCAs for client
+// authentication; base.ClientAuth and base.ClientCAs are not used.
+func serverTLS(base *tls.Config, clientCAs *x509.CertPool, interBroker *x509.Certificate, configs *config.Store) *tls.Config {
+	srv := base.Clone()
+	srv.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		cfg := base
+		if base.GetConfigForClient != nil {
+			own, err := base.GetConfigForClient(hello)
+			if err != nil {
+				return nil, err
+			}
+			if own != nil {
+				cfg = own
+			}
+		}
+		cfg = cfg.Clone()
+		cfg.GetConfigForClient = nil
+		switch configs.Snapshot().Connections.SSLClientAuth {
+		case "required":
+			cfg.ClientAuth = tls.RequireAnyClientCert
+		case "requested":
+			cfg.ClientAuth = tls.RequestClientCert
+		default:
+			cfg.ClientAuth = tls.NoClientCert
+			return cfg, nil
+		}
+		own := cfg.VerifyPeerCertificate
+		cfg.VerifyPeerCertificate = func(raw [][]byte, chains [][]*x509.Certificate) error {
+			if err := verifyClient(raw, clientCAs, interBroker); err != nil {
+				return err
+			}
+			if own != nil {
+				return own(raw, chains)
+			}
+			return nil
+		}
+		return cfg, nil
+	}
+	return srv
+}
+
+// verifyClient accepts no certificate (ClientAuth has refused that already if one is
+// required), the replica fetchers' own, or one that chains to clientCAs for client
+// authentication.
+func verifyClient(raw [][]byte, clientCAs *x509.CertPool, interBroker *x509.Certificate) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	if interBroker != nil && bytes.Equal(raw[0], interBroker.Raw) {
+		return nil
+	}
+	if clientCAs == nil {
+		return errors.New("testbroker: no CA verifies client certificates (TLS(cfg) without ClientCAs)")
+	}
+	leaf, err := x509.ParseCertificate(raw[0])
+	if err != nil {
+		return err
+	}
+	intermediates := x509.NewCertPool()
+	for _, r := range raw[1:] {
+		c, err := x509.ParseCertificate(r)
+		if err != nil {
+			return err
+		}
+		intermediates.AddCert(c)
+	}
+	_, err = leaf.Verify(x509.VerifyOptions{
+		Roots:         clientCAs,
+		Intermediates: intermediates,
+		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	return err
+}
+
+// interBrokerCertificate makes the replica fetchers' client certificate, self-signed: brokers
+// accept it by its bytes, whatever CA verifies clients.
+func interBrokerCertificate() (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: sasl.InterBrokerUser},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(100 * 365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
+}
 
 // tlsListen wraps listen so that every listener it opens, at Start and at StartBroker, is a
 // TLS listener with the server config cfg. The handshake runs when the connection is served
@@ -62,7 +180,7 @@ func (cn *conn) handshake(tc *tls.Conn) bool {
 	}
 	if err == nil {
 		cn.lastIO = time.Now()
-		return true
+		return cn.sslPrincipal(tc.ConnectionState())
 	}
 	reason := "SSL handshake failed: " + err.Error()
 	switch {
@@ -73,4 +191,44 @@ func (cn *conn) handshake(tc *tls.Conn) bool {
 	}
 	cn.b.c.logger.Warn("closing connection", "broker", cn.b.id, "remote", cn.nc.RemoteAddr().String(), "reason", reason)
 	return false
+}
+
+// sslPrincipal sets the principal of a TLS connection as DefaultKafkaPrincipalBuilder builds
+// it: "User:" and the client certificate's subject in RFC 2253 form, mapped by
+// ssl.principal.mapping.rules, or User:ANONYMOUS without a certificate. The replica fetchers'
+// certificate is sasl.InterBrokerUser's, a super user. A name no rule maps fails the
+// authentication, as in Kafka: the connection is closed and the reason logged.
+func (cn *conn) sslPrincipal(cs tls.ConnectionState) bool {
+	principal := anonymous
+	if len(cs.PeerCertificates) > 0 {
+		leaf := cs.PeerCertificates[0]
+		if ib := cn.b.c.interBrokerCert; ib != nil && bytes.Equal(leaf.Raw, ib.Raw) {
+			principal = "User:" + sasl.InterBrokerUser
+		} else {
+			name, err := cn.mapCertificate(leaf)
+			if err != nil {
+				cn.b.c.logger.Warn("closing connection", "broker", cn.b.id, "remote", cn.nc.RemoteAddr().String(), "reason", err.Error())
+				return false
+			}
+			principal = "User:" + name
+		}
+	}
+	cn.mu.Lock()
+	cn.sslPrincipalName = principal
+	cn.mu.Unlock()
+	return true
+}
+
+// mapCertificate maps a client certificate's subject by ssl.principal.mapping.rules, with
+// DefaultKafkaPrincipalBuilder's message when no rule applies.
+func (cn *conn) mapCertificate(leaf *x509.Certificate) (string, error) {
+	dn, err := sslprincipal.DistinguishedName(leaf.RawSubject)
+	if err != nil {
+		return "", err
+	}
+	name, err := cn.b.c.configs.Snapshot().Connections.SSLPrincipalMapper.Name(dn)
+	if err != nil {
+		return "", fmt.Errorf("Failed to map name for '%s' based on SSL principal mapping rules.: %w", dn, err)
+	}
+	return name, nil
 }
