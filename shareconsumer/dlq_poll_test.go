@@ -140,8 +140,7 @@ func TestE2EDeadLetterPollImplicitCommitDuringProduce(t *testing.T) {
 			require.NoError(t, err)
 			done := deadLetterSent(t, ctx, cons, recs[0], produced)
 			commitSyncOK(t, cons, "commit during the produce")
-			env.tb.ManualClock().Advance(time.Minute)
-			err = <-done
+			err = releaseDelayed(t, env, done)
 			var de *errors.DeadLetterError
 			require.ErrorAs(t, err, &de)
 			if fail {
@@ -155,6 +154,25 @@ func TestE2EDeadLetterPollImplicitCommitDuringProduce(t *testing.T) {
 		}
 		env.readDLQ(t, 1)
 	})
+}
+
+// releaseDelayed moves the manual clock past a request held by a Delay fault and returns what
+// done then delivers. The client has written the request when the test gets here, but the
+// broker may not have parked it on the clock yet: a minute moved before then parks it a minute
+// later, so the clock moves again (at most twice more) while done stays empty.
+func releaseDelayed(t *testing.T, env *e2eEnv, done <-chan error) error {
+	t.Helper()
+	for range 3 {
+		require.Eventually(t, func() bool { return env.tb.ActiveFaults() == 0 }, 10*time.Second, time.Millisecond, "the broker took the held request")
+		env.tb.ManualClock().Advance(time.Minute)
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(2 * time.Second):
+		}
+	}
+	t.Fatal("the held request never completed")
+	return nil
 }
 
 // produceWritten is a kgo hook calling fn when a Produce request is written to a broker.

@@ -20,9 +20,8 @@ func TestClientCertificateCluster(t *testing.T) {
 	c := testbroker.StartT(t, testbroker.TLS(&tls.Config{
 		MinVersion:   tls.VersionTLS12,
 		Certificates: []tls.Certificate{p.server},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
 		ClientCAs:    p.ca,
-	}))
+	}), testbroker.BrokerConfig("ssl.client.auth", "required"))
 	ca := writeFile(t, "ca.pem", p.caPEM)
 	keyStore := writeFile(t, "keystore.pem", p.clientKey+p.clientCert)
 	encrypted := writeFile(t, "encrypted.pem", encryptPKCS8(t, p.clientKey, "key-secret", nil)+p.clientCert)
