@@ -50,6 +50,11 @@ type pbkdf2Params struct {
 	PRF            algorithmIdentifier `asn1:"optional"`
 }
 
+// maxPBKDF2Iterations bounds the work a key's own parameters can ask of the tool: a count near
+// 2^62 would derive for ever. OpenSSL writes 2048 and OWASP asks for at most 1,300,000
+// (HMAC-SHA1), so real keys stay well below it.
+const maxPBKDF2Iterations = 10_000_000
+
 // errUnsupportedEncryption is returned for a key encrypted other than with PBES2, PBKDF2 and
 // AES-CBC: the older PBES1 schemes (DES, RC2, RC4) Java knows are not read.
 var errUnsupportedEncryption = errors.New("this tool reads keys encrypted with PBES2 (PBKDF2 with HMAC-SHA1, SHA-256, SHA-384 or SHA-512, AES-CBC) only, as openssl pkcs8 -topk8 -v2 aes-256-cbc writes them")
@@ -78,6 +83,9 @@ func decryptPKCS8(der []byte, password string) ([]byte, error) {
 	if kdf.IterationCount < 1 {
 		return nil, errors.New("PBKDF2 parameters: no iterations")
 	}
+	if kdf.IterationCount > maxPBKDF2Iterations {
+		return nil, fmt.Errorf("PBKDF2 parameters: %d iterations, more than the %d this tool derives a key with: re-encrypt the key with fewer (openssl pkcs8 -topk8 -v2 aes-256-cbc -iter N)", kdf.IterationCount, maxPBKDF2Iterations)
+	}
 	prf, err := pbkdf2PRF(kdf.PRF.Algorithm)
 	if err != nil {
 		return nil, err
@@ -85,6 +93,9 @@ func decryptPKCS8(der []byte, password string) ([]byte, error) {
 	keyLen := map[string]int{oidAES128CBC.String(): 16, oidAES192CBC.String(): 24, oidAES256CBC.String(): 32}[params.EncryptionScheme.Algorithm.String()]
 	if keyLen == 0 {
 		return nil, fmt.Errorf("cipher %v: %w", params.EncryptionScheme.Algorithm, errUnsupportedEncryption)
+	}
+	if kdf.KeyLength != 0 && kdf.KeyLength != keyLen {
+		return nil, fmt.Errorf("PBKDF2 parameters: a key of %d bytes, but cipher %v takes %d", kdf.KeyLength, params.EncryptionScheme.Algorithm, keyLen)
 	}
 	var iv []byte
 	if _, err := asn1.Unmarshal(params.EncryptionScheme.Parameters.FullBytes, &iv); err != nil || len(iv) != aes.BlockSize {
