@@ -205,3 +205,19 @@ func TestMTLSOwnClientCAs(t *testing.T) {
 	require.Error(t, tlsClient(t, c).Ping(ctx), "no certificate")
 	require.NoError(t, ctx.Err())
 }
+
+// TestMTLSReservedInterBrokerName: a certificate that ssl.principal.mapping.rules maps to the
+// replica fetchers' name, a super user, cannot connect.
+func TestMTLSReservedInterBrokerName(t *testing.T) {
+	var logs logBuffer
+	c := mtlsCluster(t, loggerTo(&logs), testbroker.BrokerConfig("ssl.principal.mapping.rules", "RULE:^CN=([^,]*)$/$1/"))
+	ctx := aclContext(t)
+
+	require.NoError(t, certClient(t, c, pkix.Name{CommonName: "admin"}).Ping(ctx))
+	err := certClient(t, c, pkix.Name{CommonName: "testbroker-inter-broker"}).Ping(ctx)
+	require.Error(t, err, "the fetchers' name")
+	require.NoError(t, ctx.Err())
+	require.Eventually(t, func() bool {
+		return strings.Contains(logs.String(), "Principal name testbroker-inter-broker is reserved for the cluster's replica fetchers")
+	}, 10*time.Second, 10*time.Millisecond)
+}

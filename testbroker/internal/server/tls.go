@@ -196,8 +196,10 @@ func (cn *conn) handshake(tc *tls.Conn) bool {
 // sslPrincipal sets the principal of a TLS connection as DefaultKafkaPrincipalBuilder builds
 // it: "User:" and the client certificate's subject in RFC 2253 form, mapped by
 // ssl.principal.mapping.rules, or User:ANONYMOUS without a certificate. The replica fetchers'
-// certificate is sasl.InterBrokerUser's, a super user. A name no rule maps fails the
-// authentication, as in Kafka: the connection is closed and the reason logged.
+// certificate is sasl.InterBrokerUser's, a super user; any other certificate mapped to that
+// name is refused (beyond Kafka, as SCRAM credentials for it are: the name is the fetchers'
+// alone). A name no rule maps fails the authentication, as in Kafka: the connection is closed
+// and the reason logged.
 func (cn *conn) sslPrincipal(cs tls.ConnectionState) bool {
 	principal := anonymous
 	if len(cs.PeerCertificates) > 0 {
@@ -210,6 +212,10 @@ func (cn *conn) sslPrincipal(cs tls.ConnectionState) bool {
 				cn.b.c.logger.Warn("closing connection", "broker", cn.b.id, "remote", cn.nc.RemoteAddr().String(), "reason", err.Error())
 				return false
 			}
+			if name == sasl.InterBrokerUser {
+				cn.b.c.logger.Warn("closing connection", "broker", cn.b.id, "remote", cn.nc.RemoteAddr().String(), "reason", reservedPrincipal)
+				return false
+			}
 			principal = "User:" + name
 		}
 	}
@@ -218,6 +224,9 @@ func (cn *conn) sslPrincipal(cs tls.ConnectionState) bool {
 	cn.mu.Unlock()
 	return true
 }
+
+// reservedPrincipal is why a client certificate mapped to the replica fetchers' name fails.
+const reservedPrincipal = "Principal name " + sasl.InterBrokerUser + " is reserved for the cluster's replica fetchers"
 
 // mapCertificate maps a client certificate's subject by ssl.principal.mapping.rules, with
 // DefaultKafkaPrincipalBuilder's message when no rule applies.
