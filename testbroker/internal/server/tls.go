@@ -22,7 +22,7 @@ import (
 )
 
 // serverTLS returns the listeners' config: base, with client certificates asked for as
-// ssl.client.auth says at each handshake (so a change applies to new connections). A client
+// ssl.client.auth says (a static config). A client
 // certificate must be the replica fetchers' interBroker or verify against clientCAs for client
 // authentication; base.ClientAuth and base.ClientCAs are not used.
 func serverTLS(base *tls.Config, clientCAs *x509.CertPool, interBroker *x509.Certificate, configs *config.Store) *tls.Config {
