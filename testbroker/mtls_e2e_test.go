@@ -221,3 +221,16 @@ func TestMTLSReservedInterBrokerName(t *testing.T) {
 		return strings.Contains(logs.String(), "Principal name testbroker-inter-broker is reserved for the cluster's replica fetchers")
 	}, 10*time.Second, 10*time.Millisecond)
 }
+
+// TestMTLSWithSASLUnmapped: over SASL_SSL the certificate is not mapped, as in Kafka, so one
+// that no ssl.principal.mapping.rules rule maps still connects, as its SASL user.
+func TestMTLSWithSASLUnmapped(t *testing.T) {
+	c := mtlsCluster(t, testbroker.Topic("t", 1), testbroker.SASL("PLAIN"),
+		testbroker.User("admin", "admin-secret"),
+		testbroker.BrokerConfig("ssl.principal.mapping.rules", "RULE:^CN=(.*?),.*$/$1/"),
+		testbroker.BrokerConfig("super.users", "User:admin"))
+	ctx := aclContext(t)
+
+	cl := certClient(t, c, pkix.Name{CommonName: "solo"}, kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()))
+	require.NoError(t, produceCode(t, ctx, cl, "t"))
+}

@@ -195,14 +195,16 @@ func (cn *conn) handshake(tc *tls.Conn) bool {
 
 // sslPrincipal sets the principal of a TLS connection as DefaultKafkaPrincipalBuilder builds
 // it: "User:" and the client certificate's subject in RFC 2253 form, mapped by
-// ssl.principal.mapping.rules, or User:ANONYMOUS without a certificate. The replica fetchers'
-// certificate is sasl.InterBrokerUser's, a super user; any other certificate mapped to that
-// name is refused (beyond Kafka, as SCRAM credentials for it are: the name is the fetchers'
-// alone). A name no rule maps fails the authentication, as in Kafka: the connection is closed
-// and the reason logged.
+// ssl.principal.mapping.rules, or User:ANONYMOUS without a certificate or with SASL. The
+// replica fetchers' certificate is sasl.InterBrokerUser's, a super user; any other certificate
+// mapped to that name is refused (beyond Kafka, as SCRAM credentials for it are: the name is
+// the fetchers' alone). A name no rule maps fails the authentication, as in Kafka: the
+// connection is closed and the reason logged.
 func (cn *conn) sslPrincipal(cs tls.ConnectionState) bool {
 	principal := anonymous
-	if len(cs.PeerCertificates) > 0 {
+	// Over SASL_SSL the SASL principal is the connection's: as Kafka, which builds no SSL
+	// principal there, the certificate is not mapped, so no rule can refuse it.
+	if len(cs.PeerCertificates) > 0 && cn.b.c.cfg.SASL == nil {
 		leaf := cs.PeerCertificates[0]
 		if ib := cn.b.c.interBrokerCert; ib != nil && bytes.Equal(leaf.Raw, ib.Raw) {
 			principal = "User:" + sasl.InterBrokerUser
