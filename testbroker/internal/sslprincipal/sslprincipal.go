@@ -5,12 +5,15 @@ package sslprincipal
 
 import (
 	"encoding/asn1"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // attribute is one attribute type and value of a name, its value kept as encoded.
@@ -64,13 +67,12 @@ func DistinguishedName(rawSubject []byte) (string, error) {
 }
 
 // writeAttribute writes one attribute: keyword=escaped string, or oid=#hex for a type without
-// a keyword or a value that is not a string.
+// a keyword or a value that is not one of the strings Java writes as text.
 func writeAttribute(b *strings.Builder, a attribute) {
 	kw, ok := keywords[a.Type.String()]
 	var s string
 	if ok {
-		_, err := asn1.Unmarshal(a.Value.FullBytes, &s)
-		ok = err == nil
+		s, ok = javaString(a.Value)
 	}
 	if !ok {
 		if kw == "" {
@@ -81,6 +83,47 @@ func writeAttribute(b *strings.Builder, a attribute) {
 	}
 	b.WriteString(kw + "=")
 	b.WriteString(escape(s))
+}
+
+// javaString decodes a value as Java's DerValue.getAsString does for the string types
+// X500Principal writes as text, the bytes taken as they are (no check of a PrintableString's
+// alphabet): PrintableString, IA5String and GeneralString as US-ASCII, T61String as Latin-1,
+// UTF8String as UTF-8 and BMPString as UTF-16BE, bytes they cannot decode as U+FFFD. Any
+// other value (a NumericString, for one) is written as hex.
+func javaString(v asn1.RawValue) (string, bool) {
+	if v.Class != asn1.ClassUniversal || v.IsCompound {
+		return "", false
+	}
+	switch v.Tag {
+	case asn1.TagPrintableString, asn1.TagIA5String, asn1.TagGeneralString:
+		r := make([]rune, len(v.Bytes))
+		for i, c := range v.Bytes {
+			r[i] = rune(c)
+			if c >= 0x80 {
+				r[i] = utf8.RuneError
+			}
+		}
+		return string(r), true
+	case asn1.TagT61String:
+		r := make([]rune, len(v.Bytes))
+		for i, c := range v.Bytes {
+			r[i] = rune(c)
+		}
+		return string(r), true
+	case asn1.TagUTF8String:
+		return strings.ToValidUTF8(string(v.Bytes), string(utf8.RuneError)), true
+	case asn1.TagBMPString:
+		u := make([]uint16, len(v.Bytes)/2)
+		for i := range u {
+			u[i] = binary.BigEndian.Uint16(v.Bytes[2*i:])
+		}
+		s := string(utf16.Decode(u))
+		if len(v.Bytes)%2 != 0 {
+			s += string(utf8.RuneError)
+		}
+		return s, true
+	}
+	return "", false
 }
 
 // escape escapes a value as RFC 2253 form does in Java: the special characters ,=+<>#;"\

@@ -57,3 +57,31 @@ func TestMapper(t *testing.T) {
 	_, err = Parse("NOTARULE")
 	require.EqualError(t, err, "Invalid rule: `NOTARULE`, unmatched substring: `NOTARULE`")
 }
+
+// A CN of each string type is written as Java's X500Principal writes it: the string types it
+// decodes as text, whatever their alphabet, anything else as hex.
+func TestDistinguishedNameValueTags(t *testing.T) {
+	for _, tc := range []struct {
+		tag   int
+		value []byte
+		want  string
+	}{
+		{asn1.TagPrintableString, []byte("svc_user@x"), "CN=svc_user@x"},
+		{asn1.TagIA5String, []byte("a@b"), "CN=a@b"},
+		{asn1.TagGeneralString, []byte("g\x80"), "CN=g\uFFFD"},
+		{asn1.TagT61String, []byte("caf\xe9"), "CN=café"},
+		{asn1.TagUTF8String, []byte("é"), "CN=é"},
+		{asn1.TagBMPString, []byte{0, 'a', 0, 0xe9}, "CN=aé"},
+		{asn1.TagNumericString, []byte("123"), "CN=#1203313233"},
+		{asn1.TagOctetString, []byte("x"), "CN=#040178"},
+	} {
+		raw, err := asn1.Marshal([]rdnSET{{{
+			Type:  asn1.ObjectIdentifier{2, 5, 4, 3},
+			Value: asn1.RawValue{Class: asn1.ClassUniversal, Tag: tc.tag, Bytes: tc.value},
+		}}})
+		require.NoError(t, err)
+		got, err := DistinguishedName(raw)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, got, "tag %d", tc.tag)
+	}
+}
