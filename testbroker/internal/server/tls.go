@@ -231,15 +231,17 @@ func (cn *conn) sslPrincipal(cs tls.ConnectionState) bool {
 const reservedPrincipal = "Principal name " + sasl.InterBrokerUser + " is reserved for the cluster's replica fetchers"
 
 // mapCertificate maps a client certificate's subject by ssl.principal.mapping.rules, with
-// DefaultKafkaPrincipalBuilder's message when no rule applies.
+// DefaultKafkaPrincipalBuilder's message when no rule applies; a replacement Java refuses is
+// not wrapped, as Kafka's builder wraps only the mapper's IOException.
 func (cn *conn) mapCertificate(leaf *x509.Certificate) (string, error) {
 	dn, err := sslprincipal.DistinguishedName(leaf.RawSubject)
 	if err != nil {
 		return "", err
 	}
 	name, err := cn.b.c.configs.Snapshot().Connections.SSLPrincipalMapper.Name(dn)
-	if err != nil {
+	var nm *sslprincipal.NoMatchingRuleError
+	if errors.As(err, &nm) {
 		return "", fmt.Errorf("Failed to map name for '%s' based on SSL principal mapping rules.: %w", dn, err)
 	}
-	return name, nil
+	return name, err
 }

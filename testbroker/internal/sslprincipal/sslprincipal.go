@@ -221,14 +221,32 @@ func Parse(rules string) (*Mapper, error) {
 }
 
 // Name returns the principal name of a distinguished name: that of the first rule that
-// applies, or a *NoMatchingRuleError.
+// applies, or a *NoMatchingRuleError, or a *ReplacementError when the replacement of the rule
+// that applies is one Java's Matcher refuses.
 func (m *Mapper) Name(dn string) (string, error) {
 	for _, r := range m.rules {
-		if name, ok := r.apply(dn); ok {
+		name, ok, err := r.apply(dn)
+		if err != nil {
+			return "", err
+		}
+		if ok {
 			return name, nil
 		}
 	}
 	return "", &NoMatchingRuleError{DN: dn, Rules: m.String()}
+}
+
+// ReplacementError is a replacement that Java's Matcher refuses when a rule applies (SslPrincipalMapper
+// passes it on, and the authentication fails): Msg is the exception's message, as "No group
+// 1" for $1 in a rule without groups or "Illegal group reference" for a $ before neither a
+// digit nor a {name}.
+type ReplacementError struct {
+	Rule string
+	Msg  string
+}
+
+func (e *ReplacementError) Error() string {
+	return "ssl.principal.mapping.rules: " + e.Rule + ": " + e.Msg
 }
 
 // String writes the rules as SslPrincipalMapper's toString does ("[DEFAULT, RULE:p/r/L]").
@@ -255,19 +273,22 @@ func (r rule) String() string {
 }
 
 // apply maps dn when the rule's pattern matches the whole of it: every match is replaced, the
-// replacement's $n naming a group and \c a literal c as in Java, and the result cased.
-func (r rule) apply(dn string) (string, bool) {
+// replacement's $n or ${name} naming a group and \c a literal c as in Java, and the result
+// cased.
+func (r rule) apply(dn string) (string, bool, error) {
 	if r.re == nil {
-		return dn, true
+		return dn, true, nil
 	}
 	if !r.whole.MatchString(dn) {
-		return "", false
+		return "", false, nil
 	}
 	var b strings.Builder
 	last := 0
 	for _, g := range r.re.FindAllStringSubmatchIndex(dn, -1) {
 		b.WriteString(dn[last:g[0]])
-		expand(&b, r.replacement, dn, g, r.re.NumSubexp())
+		if msg := expand(&b, r.replacement, dn, g, r.re); msg != "" {
+			return "", false, &ReplacementError{Rule: r.String(), Msg: msg}
+		}
 		last = g[1]
 	}
 	b.WriteString(dn[last:])
@@ -278,19 +299,55 @@ func (r rule) apply(dn string) (string, bool) {
 	case r.upper:
 		out = strings.ToUpper(out)
 	}
-	return out, true
+	return out, true, nil
 }
 
-// expand writes a replacement for one match. As SslPrincipalMapper's rules do, a $n naming no
-// group is literal text; $ takes as many digits as still name a group, as Java's does.
-func expand(b *strings.Builder, repl, s string, g []int, groups int) {
+// expand writes a replacement for one match, or returns the message of the exception Java's
+// Matcher throws for it. In a rule with groups, SslPrincipalMapper makes a $n naming no group
+// literal text; in one without, Java refuses $1 to $9. $ takes as many digits as still name a
+// group, as Java's does.
+func expand(b *strings.Builder, repl, s string, g []int, re *regexp.Regexp) string {
+	groups := re.NumSubexp()
 	for i := 0; i < len(repl); i++ {
 		c := repl[i]
 		switch {
-		case c == '\\' && i+1 < len(repl):
+		case c == '\\':
+			if i+1 == len(repl) {
+				return "character to be escaped is missing"
+			}
 			i++
 			b.WriteByte(repl[i])
-		case c == '$' && i+1 < len(repl) && isDigit(repl[i+1]):
+		case c == '$':
+			if i+1 == len(repl) {
+				return "Illegal group reference: group index is missing"
+			}
+			if repl[i+1] == '{' {
+				j := i + 2
+				for j < len(repl) && isAlnum(repl[j]) {
+					j++
+				}
+				name := repl[i+2 : j]
+				switch {
+				case name == "":
+					return "named capturing group has 0 length name"
+				case j == len(repl) || repl[j] != '}':
+					return "named capturing group is missing trailing '}'"
+				case isDigit(name[0]):
+					return "capturing group name {" + name + "} starts with digit character"
+				}
+				n := re.SubexpIndex(name)
+				if n < 0 {
+					return "No group with name {" + name + "}"
+				}
+				if g[2*n] >= 0 {
+					b.WriteString(s[g[2*n]:g[2*n+1]])
+				}
+				i = j
+				continue
+			}
+			if !isDigit(repl[i+1]) {
+				return "Illegal group reference"
+			}
 			n, j := int(repl[i+1]-'0'), i+2
 			for j < len(repl) && isDigit(repl[j]) {
 				next, err := strconv.Atoi(repl[i+1 : j+1])
@@ -299,9 +356,12 @@ func expand(b *strings.Builder, repl, s string, g []int, groups int) {
 				}
 				n, j = next, j+1
 			}
-			if n > groups {
+			switch {
+			case n > groups && groups == 0:
+				return "No group " + strconv.Itoa(n)
+			case n > groups:
 				b.WriteString(repl[i:j])
-			} else if g[2*n] >= 0 {
+			case g[2*n] >= 0:
 				b.WriteString(s[g[2*n]:g[2*n+1]])
 			}
 			i = j - 1
@@ -309,6 +369,9 @@ func expand(b *strings.Builder, repl, s string, g []int, groups int) {
 			b.WriteByte(c)
 		}
 	}
+	return ""
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+func isAlnum(c byte) bool { return isDigit(c) || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }

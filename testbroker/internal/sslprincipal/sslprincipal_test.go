@@ -85,3 +85,38 @@ func TestDistinguishedNameValueTags(t *testing.T) {
 		require.Equal(t, tc.want, got, "tag %d", tc.tag)
 	}
 }
+
+// A replacement Java's Matcher refuses fails the mapping of a name the rule applies to, with
+// the exception's message; a rule with groups keeps a $n naming no group as text.
+func TestMapperReplacementRefused(t *testing.T) {
+	for rules, msg := range map[string]string{
+		`RULE:^CN=.*$/$1/`:          "No group 1",
+		`RULE:^CN=.*$/x$10/`:        "No group 1",
+		`RULE:^CN=(.*)$/$y/`:        "Illegal group reference",
+		`RULE:^CN=(.*)$/x$/`:        "Illegal group reference: group index is missing",
+		`RULE:^CN=(.*)$/${}/`:       "named capturing group has 0 length name",
+		`RULE:^CN=(.*)$/${a/`:       "named capturing group is missing trailing '}'",
+		`RULE:^CN=(.*)$/${1a}/`:     "capturing group name {1a} starts with digit character",
+		`RULE:^CN=(?P<n>.*)$/${m}/`: "No group with name {m}",
+	} {
+		m, err := Parse(rules)
+		require.NoError(t, err, rules)
+		_, err = m.Name("CN=alice")
+		var re *ReplacementError
+		require.ErrorAs(t, err, &re, rules)
+		require.Equal(t, msg, re.Msg, rules)
+	}
+	for rules, want := range map[string]string{
+		`RULE:^CN=.*$/$0!/`:         "CN=alice!",
+		`RULE:^CN=(.*)$/$1$2/`:      "alice$2",
+		`RULE:^CN=(?P<n>.*)$/${n}/`: "alice",
+		`RULE:^CN=(.*)$/\$1/`:       "$1",
+		`RULE:^CN=(.*)$/x\\/`:       `x\`,
+	} {
+		m, err := Parse(rules)
+		require.NoError(t, err, rules)
+		got, err := m.Name("CN=alice")
+		require.NoError(t, err, rules)
+		require.Equal(t, want, got, rules)
+	}
+}
