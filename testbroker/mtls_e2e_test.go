@@ -160,11 +160,6 @@ func TestMTLSReplication(t *testing.T) {
 	for p := range int32(2) {
 		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: "r", Partition: p, Value: []byte("v")}).FirstErr())
 	}
-	for p := range int32(2) {
-		pt, ok := c.Partition("r", p)
-		require.True(t, ok)
-		assert.Len(t, pt.ISR, 3, "partition %d", p)
-	}
 	require.NoError(t, c.StopBroker(1))
 	require.NoError(t, c.StartBroker(1))
 	require.Eventually(t, func() bool {
@@ -233,4 +228,15 @@ func TestMTLSWithSASLUnmapped(t *testing.T) {
 
 	cl := certClient(t, c, pkix.Name{CommonName: "solo"}, kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()))
 	require.NoError(t, produceCode(t, ctx, cl, "t"))
+}
+
+// TestMTLSNone: with ssl.client.auth=none a client's certificate is not asked for, so the
+// client is User:ANONYMOUS, not the certificate's subject (a super user here).
+func TestMTLSNone(t *testing.T) {
+	c := mtlsCluster(t, testbroker.Topic("t", 1), testbroker.BrokerConfig("ssl.client.auth", "none"),
+		testbroker.BrokerConfig("super.users", "User:CN=alice,OU=eng,O=acme"))
+	ctx := aclContext(t)
+
+	cl := certClient(t, c, alice)
+	assert.Equal(t, map[string]int16{"t": kerr.TopicAuthorizationFailed.Code}, metadataTopics(t, ctx, cl, "t"))
 }
