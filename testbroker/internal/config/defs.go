@@ -73,8 +73,9 @@ func checkAuthorizerClass(name string, v any) error {
 	return nil
 }
 
-// checkMappingRules refuses ssl.principal.mapping.rules that SslPrincipalMapper cannot read;
-// Kafka fails to start with them.
+// checkMappingRules refuses ssl.principal.mapping.rules that SslPrincipalMapper cannot read,
+// with its message. Kafka has no validator for the config: its broker fails to start when
+// SslChannelBuilder reads the rules, with a KafkaException wrapping that message.
 func checkMappingRules(name string, v any) error {
 	if _, err := sslprincipal.Parse(v.(string)); err != nil {
 		return invalidValue(name, v, err.Error())

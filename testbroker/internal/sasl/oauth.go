@@ -1,6 +1,7 @@
 package sasl
 
 import (
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -30,6 +31,8 @@ var (
 // oauthSession is OAuthBearerSaslServer with the unsecured validator.
 type oauthSession struct {
 	now func() time.Time
+	// interPass is what the replica fetchers' token carries in the interBrokerExtension.
+	interPass string
 	// errorSent is set once the invalid_token challenge went out: the client's %x01 then
 	// fails the exchange.
 	errorSent bool
@@ -46,7 +49,7 @@ func (o *oauthSession) Step(token []byte) ([]byte, bool, error) {
 	if o.done {
 		return nil, false, ErrInvalidCredentials
 	}
-	authzid, value, ok := parseOAuthInitial(string(token))
+	authzid, value, proof, ok := parseOAuthInitial(string(token))
 	if !ok {
 		// A SaslException: SaslServerAuthenticator does not pass its message on.
 		return nil, false, ErrInvalidCredentials
@@ -61,6 +64,9 @@ func (o *oauthSession) Step(token []byte) ([]byte, bool, error) {
 			"Authentication failed: Client requested an authorization id (%s) that is different from the token's principal name (%s)",
 			authzid, jws.principal)
 	}
+	if jws.principal == InterBrokerUser && subtle.ConstantTimeCompare([]byte(proof), []byte(o.interPass)) != 1 {
+		return nil, false, failed("%s", reservedPrincipal)
+	}
 	o.user, o.expires, o.done = jws.principal, jws.expires, true
 	return []byte{}, true, nil
 }
@@ -69,29 +75,40 @@ func (o *oauthSession) User() string { return o.user }
 
 func (o *oauthSession) Expires() time.Time { return o.expires }
 
-// parseOAuthInitial returns the authzid and the bearer token of a client's initial response.
-// Extensions are accepted and ignored, as the unsecured validator accepts every one.
-func parseOAuthInitial(msg string) (authzid, token string, ok bool) {
+// interBrokerExtension is the SASL extension whose value proves a token for InterBrokerUser is
+// the replica fetchers': anyone can make an unsecured token, and that user is a super user.
+const interBrokerExtension = "testbrokerInterBroker"
+
+// reservedPrincipal is why a token for InterBrokerUser without the fetchers' proof fails.
+const reservedPrincipal = "Authentication failed: principal name " + InterBrokerUser + " is reserved for the cluster's replica fetchers"
+
+// parseOAuthInitial returns the authzid, the bearer token and the value of the
+// interBrokerExtension of a client's initial response. Other extensions are accepted and
+// ignored, as the unsecured validator accepts every one.
+func parseOAuthInitial(msg string) (authzid, token, proof string, ok bool) {
 	m := oauthInitial.FindStringSubmatch(msg)
 	if m == nil {
-		return "", "", false
+		return "", "", "", false
 	}
 	var auth string
 	found := false
 	for _, kv := range strings.Split(strings.TrimSuffix(m[2], "\x01"), "\x01") {
 		k, v, _ := strings.Cut(kv, "=")
-		if k == "auth" {
+		switch k {
+		case "auth":
 			auth, found = v, true
+		case interBrokerExtension:
+			proof = v
 		}
 	}
 	if !found {
-		return "", "", false
+		return "", "", "", false
 	}
 	am := oauthAuth.FindStringSubmatch(auth)
 	if am == nil || !strings.EqualFold(am[1], "bearer") {
-		return "", "", false
+		return "", "", "", false
 	}
-	return m[1], am[2], true
+	return m[1], am[2], proof, true
 }
 
 // unsecuredJWS is what the validator keeps of a token.
@@ -182,8 +199,8 @@ func UnsecuredToken(principal string, expires time.Time) string {
 }
 
 // oauthClient is the client side of OAUTHBEARER, for the replica fetchers.
-type oauthClient struct{ token string }
+type oauthClient struct{ token, interPass string }
 
 func (c *oauthClient) Step([]byte) ([]byte, error) {
-	return []byte("n,,\x01auth=Bearer " + c.token + "\x01\x01"), nil
+	return []byte("n,,\x01auth=Bearer " + c.token + "\x01" + interBrokerExtension + "=" + c.interPass + "\x01\x01"), nil
 }

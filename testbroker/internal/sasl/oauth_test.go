@@ -97,3 +97,22 @@ func TestOAuthBearerAuthzid(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, done)
 }
+
+// A token for InterBrokerUser, a super user, authenticates only with the fetchers' secret in
+// the interBrokerExtension: anyone can make an unsecured token.
+func TestOAuthBearerInterBrokerUserReserved(t *testing.T) {
+	st, err := NewStore([]string{OAuthBearer}, nil)
+	require.NoError(t, err)
+	token := UnsecuredToken(InterBrokerUser, time.Unix(2000, 0))
+	now := func() time.Time { return time.Unix(1000, 0) }
+	for _, msg := range []string{
+		"n,,\x01auth=Bearer " + token + "\x01\x01",
+		"n,,\x01auth=Bearer " + token + "\x01testbrokerInterBroker=guess\x01\x01",
+	} {
+		_, _, err := st.NewSession(OAuthBearer, now).Step([]byte(msg))
+		assertFailed(t, "Authentication failed: principal name testbroker-inter-broker is reserved for the cluster's replica fetchers", err)
+	}
+	_, done, err := st.NewSession(OAuthBearer, now).Step([]byte("n,,\x01auth=Bearer " + token + "\x01testbrokerInterBroker=" + st.interPass + "\x01\x01"))
+	require.NoError(t, err)
+	assert.True(t, done)
+}

@@ -148,21 +148,22 @@ func (s *Store) NewSession(mechanism string, now func() time.Time) Session {
 	case Plain:
 		return &plainSession{s: s}
 	case OAuthBearer:
-		return &oauthSession{now: now}
+		return &oauthSession{now: now, interPass: s.interPass}
 	}
 	return &scramSession{s: s, mechanism: mechanism}
 }
 
 // InterBroker returns the mechanism and a client session for the cluster's replica fetchers.
 // With OAUTHBEARER they present an unsecured token for InterBrokerUser that expires after
-// the year 9999, so that no cluster clock reaches its end.
+// the year 9999, so that no cluster clock reaches its end, with the store's secret in an
+// extension: a token for InterBrokerUser without it fails (beyond Kafka).
 func (s *Store) InterBroker() (string, ClientSession) {
 	m := s.mechanisms[0]
 	switch m {
 	case Plain:
 		return m, &plainClient{user: InterBrokerUser, pass: s.interPass}
 	case OAuthBearer:
-		return m, &oauthClient{token: UnsecuredToken(InterBrokerUser, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))}
+		return m, &oauthClient{token: UnsecuredToken(InterBrokerUser, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)), interPass: s.interPass}
 	}
 	return m, &scramClient{mechanism: m, user: InterBrokerUser, pass: s.interPass}
 }

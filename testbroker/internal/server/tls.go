@@ -22,7 +22,7 @@ import (
 )
 
 // serverTLS returns the listeners' config: base, with client certificates asked for as
-// ssl.client.auth says at each handshake (so a change applies to new connections). A client
+// ssl.client.auth says (a static config). A client
 // certificate must be the replica fetchers' interBroker or verify against clientCAs for client
 // authentication; base.ClientAuth and base.ClientCAs are not used.
 func serverTLS(base *tls.Config, clientCAs *x509.CertPool, interBroker *x509.Certificate, configs *config.Store) *tls.Config {
@@ -195,12 +195,16 @@ func (cn *conn) handshake(tc *tls.Conn) bool {
 
 // sslPrincipal sets the principal of a TLS connection as DefaultKafkaPrincipalBuilder builds
 // it: "User:" and the client certificate's subject in RFC 2253 form, mapped by
-// ssl.principal.mapping.rules, or User:ANONYMOUS without a certificate. The replica fetchers'
-// certificate is sasl.InterBrokerUser's, a super user. A name no rule maps fails the
-// authentication, as in Kafka: the connection is closed and the reason logged.
+// ssl.principal.mapping.rules, or User:ANONYMOUS without a certificate or with SASL. The
+// replica fetchers' certificate is sasl.InterBrokerUser's, a super user; any other certificate
+// mapped to that name is refused (beyond Kafka, as SCRAM credentials for it are: the name is
+// the fetchers' alone). A name no rule maps fails the authentication, as in Kafka: the
+// connection is closed and the reason logged.
 func (cn *conn) sslPrincipal(cs tls.ConnectionState) bool {
 	principal := anonymous
-	if len(cs.PeerCertificates) > 0 {
+	// Over SASL_SSL the SASL principal is the connection's: as Kafka, which builds no SSL
+	// principal there, the certificate is not mapped, so no rule can refuse it.
+	if len(cs.PeerCertificates) > 0 && cn.b.c.cfg.SASL == nil {
 		leaf := cs.PeerCertificates[0]
 		if ib := cn.b.c.interBrokerCert; ib != nil && bytes.Equal(leaf.Raw, ib.Raw) {
 			principal = "User:" + sasl.InterBrokerUser
@@ -208,6 +212,10 @@ func (cn *conn) sslPrincipal(cs tls.ConnectionState) bool {
 			name, err := cn.mapCertificate(leaf)
 			if err != nil {
 				cn.b.c.logger.Warn("closing connection", "broker", cn.b.id, "remote", cn.nc.RemoteAddr().String(), "reason", err.Error())
+				return false
+			}
+			if name == sasl.InterBrokerUser {
+				cn.b.c.logger.Warn("closing connection", "broker", cn.b.id, "remote", cn.nc.RemoteAddr().String(), "reason", reservedPrincipal)
 				return false
 			}
 			principal = "User:" + name
@@ -219,16 +227,21 @@ func (cn *conn) sslPrincipal(cs tls.ConnectionState) bool {
 	return true
 }
 
+// reservedPrincipal is why a client certificate mapped to the replica fetchers' name fails.
+const reservedPrincipal = "Principal name " + sasl.InterBrokerUser + " is reserved for the cluster's replica fetchers"
+
 // mapCertificate maps a client certificate's subject by ssl.principal.mapping.rules, with
-// DefaultKafkaPrincipalBuilder's message when no rule applies.
+// DefaultKafkaPrincipalBuilder's message when no rule applies; a replacement Java refuses is
+// not wrapped, as Kafka's builder wraps only the mapper's IOException.
 func (cn *conn) mapCertificate(leaf *x509.Certificate) (string, error) {
 	dn, err := sslprincipal.DistinguishedName(leaf.RawSubject)
 	if err != nil {
 		return "", err
 	}
 	name, err := cn.b.c.configs.Snapshot().Connections.SSLPrincipalMapper.Name(dn)
-	if err != nil {
+	var nm *sslprincipal.NoMatchingRuleError
+	if errors.As(err, &nm) {
 		return "", fmt.Errorf("Failed to map name for '%s' based on SSL principal mapping rules.: %w", dn, err)
 	}
-	return name, nil
+	return name, err
 }

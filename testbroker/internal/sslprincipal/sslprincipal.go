@@ -5,12 +5,15 @@ package sslprincipal
 
 import (
 	"encoding/asn1"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // attribute is one attribute type and value of a name, its value kept as encoded.
@@ -64,13 +67,12 @@ func DistinguishedName(rawSubject []byte) (string, error) {
 }
 
 // writeAttribute writes one attribute: keyword=escaped string, or oid=#hex for a type without
-// a keyword or a value that is not a string.
+// a keyword or a value that is not one of the strings Java writes as text.
 func writeAttribute(b *strings.Builder, a attribute) {
 	kw, ok := keywords[a.Type.String()]
 	var s string
 	if ok {
-		_, err := asn1.Unmarshal(a.Value.FullBytes, &s)
-		ok = err == nil
+		s, ok = javaString(a.Value)
 	}
 	if !ok {
 		if kw == "" {
@@ -81,6 +83,47 @@ func writeAttribute(b *strings.Builder, a attribute) {
 	}
 	b.WriteString(kw + "=")
 	b.WriteString(escape(s))
+}
+
+// javaString decodes a value as Java's DerValue.getAsString does for the string types
+// X500Principal writes as text, the bytes taken as they are (no check of a PrintableString's
+// alphabet): PrintableString, IA5String and GeneralString as US-ASCII, T61String as Latin-1,
+// UTF8String as UTF-8 and BMPString as UTF-16BE, bytes they cannot decode as U+FFFD. Any
+// other value (a NumericString, for one) is written as hex.
+func javaString(v asn1.RawValue) (string, bool) {
+	if v.Class != asn1.ClassUniversal || v.IsCompound {
+		return "", false
+	}
+	switch v.Tag {
+	case asn1.TagPrintableString, asn1.TagIA5String, asn1.TagGeneralString:
+		r := make([]rune, len(v.Bytes))
+		for i, c := range v.Bytes {
+			r[i] = rune(c)
+			if c >= 0x80 {
+				r[i] = utf8.RuneError
+			}
+		}
+		return string(r), true
+	case asn1.TagT61String:
+		r := make([]rune, len(v.Bytes))
+		for i, c := range v.Bytes {
+			r[i] = rune(c)
+		}
+		return string(r), true
+	case asn1.TagUTF8String:
+		return strings.ToValidUTF8(string(v.Bytes), string(utf8.RuneError)), true
+	case asn1.TagBMPString:
+		u := make([]uint16, len(v.Bytes)/2)
+		for i := range u {
+			u[i] = binary.BigEndian.Uint16(v.Bytes[2*i:])
+		}
+		s := string(utf16.Decode(u))
+		if len(v.Bytes)%2 != 0 {
+			s += string(utf8.RuneError)
+		}
+		return s, true
+	}
+	return "", false
 }
 
 // escape escapes a value as RFC 2253 form does in Java: the special characters ,=+<>#;"\
@@ -178,14 +221,32 @@ func Parse(rules string) (*Mapper, error) {
 }
 
 // Name returns the principal name of a distinguished name: that of the first rule that
-// applies, or a *NoMatchingRuleError.
+// applies, or a *NoMatchingRuleError, or a *ReplacementError when the replacement of the rule
+// that applies is one Java's Matcher refuses.
 func (m *Mapper) Name(dn string) (string, error) {
 	for _, r := range m.rules {
-		if name, ok := r.apply(dn); ok {
+		name, ok, err := r.apply(dn)
+		if err != nil {
+			return "", err
+		}
+		if ok {
 			return name, nil
 		}
 	}
 	return "", &NoMatchingRuleError{DN: dn, Rules: m.String()}
+}
+
+// ReplacementError is a replacement that Java's Matcher refuses when a rule applies (SslPrincipalMapper
+// passes it on, and the authentication fails): Msg is the exception's message, as "No group
+// 1" for $1 in a rule without groups or "Illegal group reference" for a $ before neither a
+// digit nor a {name}.
+type ReplacementError struct {
+	Rule string
+	Msg  string
+}
+
+func (e *ReplacementError) Error() string {
+	return "ssl.principal.mapping.rules: " + e.Rule + ": " + e.Msg
 }
 
 // String writes the rules as SslPrincipalMapper's toString does ("[DEFAULT, RULE:p/r/L]").
@@ -212,19 +273,22 @@ func (r rule) String() string {
 }
 
 // apply maps dn when the rule's pattern matches the whole of it: every match is replaced, the
-// replacement's $n naming a group and \c a literal c as in Java, and the result cased.
-func (r rule) apply(dn string) (string, bool) {
+// replacement's $n or ${name} naming a group and \c a literal c as in Java, and the result
+// cased.
+func (r rule) apply(dn string) (string, bool, error) {
 	if r.re == nil {
-		return dn, true
+		return dn, true, nil
 	}
 	if !r.whole.MatchString(dn) {
-		return "", false
+		return "", false, nil
 	}
 	var b strings.Builder
 	last := 0
 	for _, g := range r.re.FindAllStringSubmatchIndex(dn, -1) {
 		b.WriteString(dn[last:g[0]])
-		expand(&b, r.replacement, dn, g, r.re.NumSubexp())
+		if msg := expand(&b, r.replacement, dn, g, r.re); msg != "" {
+			return "", false, &ReplacementError{Rule: r.String(), Msg: msg}
+		}
 		last = g[1]
 	}
 	b.WriteString(dn[last:])
@@ -235,19 +299,55 @@ func (r rule) apply(dn string) (string, bool) {
 	case r.upper:
 		out = strings.ToUpper(out)
 	}
-	return out, true
+	return out, true, nil
 }
 
-// expand writes a replacement for one match. As SslPrincipalMapper's rules do, a $n naming no
-// group is literal text; $ takes as many digits as still name a group, as Java's does.
-func expand(b *strings.Builder, repl, s string, g []int, groups int) {
+// expand writes a replacement for one match, or returns the message of the exception Java's
+// Matcher throws for it. In a rule with groups, SslPrincipalMapper makes a $n naming no group
+// literal text; in one without, Java refuses $1 to $9. $ takes as many digits as still name a
+// group, as Java's does.
+func expand(b *strings.Builder, repl, s string, g []int, re *regexp.Regexp) string {
+	groups := re.NumSubexp()
 	for i := 0; i < len(repl); i++ {
 		c := repl[i]
 		switch {
-		case c == '\\' && i+1 < len(repl):
+		case c == '\\':
+			if i+1 == len(repl) {
+				return "character to be escaped is missing"
+			}
 			i++
 			b.WriteByte(repl[i])
-		case c == '$' && i+1 < len(repl) && isDigit(repl[i+1]):
+		case c == '$':
+			if i+1 == len(repl) {
+				return "Illegal group reference: group index is missing"
+			}
+			if repl[i+1] == '{' {
+				j := i + 2
+				for j < len(repl) && isAlnum(repl[j]) {
+					j++
+				}
+				name := repl[i+2 : j]
+				switch {
+				case name == "":
+					return "named capturing group has 0 length name"
+				case j == len(repl) || repl[j] != '}':
+					return "named capturing group is missing trailing '}'"
+				case isDigit(name[0]):
+					return "capturing group name {" + name + "} starts with digit character"
+				}
+				n := re.SubexpIndex(name)
+				if n < 0 {
+					return "No group with name {" + name + "}"
+				}
+				if g[2*n] >= 0 {
+					b.WriteString(s[g[2*n]:g[2*n+1]])
+				}
+				i = j
+				continue
+			}
+			if !isDigit(repl[i+1]) {
+				return "Illegal group reference"
+			}
 			n, j := int(repl[i+1]-'0'), i+2
 			for j < len(repl) && isDigit(repl[j]) {
 				next, err := strconv.Atoi(repl[i+1 : j+1])
@@ -256,9 +356,12 @@ func expand(b *strings.Builder, repl, s string, g []int, groups int) {
 				}
 				n, j = next, j+1
 			}
-			if n > groups {
+			switch {
+			case n > groups && groups == 0:
+				return "No group " + strconv.Itoa(n)
+			case n > groups:
 				b.WriteString(repl[i:j])
-			} else if g[2*n] >= 0 {
+			case g[2*n] >= 0:
 				b.WriteString(s[g[2*n]:g[2*n+1]])
 			}
 			i = j - 1
@@ -266,6 +369,9 @@ func expand(b *strings.Builder, repl, s string, g []int, groups int) {
 			b.WriteByte(c)
 		}
 	}
+	return ""
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+func isAlnum(c byte) bool { return isDigit(c) || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }

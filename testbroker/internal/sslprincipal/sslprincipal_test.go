@@ -57,3 +57,66 @@ func TestMapper(t *testing.T) {
 	_, err = Parse("NOTARULE")
 	require.EqualError(t, err, "Invalid rule: `NOTARULE`, unmatched substring: `NOTARULE`")
 }
+
+// A CN of each string type is written as Java's X500Principal writes it: the string types it
+// decodes as text, whatever their alphabet, anything else as hex.
+func TestDistinguishedNameValueTags(t *testing.T) {
+	for _, tc := range []struct {
+		tag   int
+		value []byte
+		want  string
+	}{
+		{asn1.TagPrintableString, []byte("svc_user@x"), "CN=svc_user@x"},
+		{asn1.TagIA5String, []byte("a@b"), "CN=a@b"},
+		{asn1.TagGeneralString, []byte("g\x80"), "CN=g\uFFFD"},
+		{asn1.TagT61String, []byte("caf\xe9"), "CN=café"},
+		{asn1.TagUTF8String, []byte("é"), "CN=é"},
+		{asn1.TagBMPString, []byte{0, 'a', 0, 0xe9}, "CN=aé"},
+		{asn1.TagNumericString, []byte("123"), "CN=#1203313233"},
+		{asn1.TagOctetString, []byte("x"), "CN=#040178"},
+	} {
+		raw, err := asn1.Marshal([]rdnSET{{{
+			Type:  asn1.ObjectIdentifier{2, 5, 4, 3},
+			Value: asn1.RawValue{Class: asn1.ClassUniversal, Tag: tc.tag, Bytes: tc.value},
+		}}})
+		require.NoError(t, err)
+		got, err := DistinguishedName(raw)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, got, "tag %d", tc.tag)
+	}
+}
+
+// A replacement Java's Matcher refuses fails the mapping of a name the rule applies to, with
+// the exception's message; a rule with groups keeps a $n naming no group as text.
+func TestMapperReplacementRefused(t *testing.T) {
+	for rules, msg := range map[string]string{
+		`RULE:^CN=.*$/$1/`:          "No group 1",
+		`RULE:^CN=.*$/x$10/`:        "No group 1",
+		`RULE:^CN=(.*)$/$y/`:        "Illegal group reference",
+		`RULE:^CN=(.*)$/x$/`:        "Illegal group reference: group index is missing",
+		`RULE:^CN=(.*)$/${}/`:       "named capturing group has 0 length name",
+		`RULE:^CN=(.*)$/${a/`:       "named capturing group is missing trailing '}'",
+		`RULE:^CN=(.*)$/${1a}/`:     "capturing group name {1a} starts with digit character",
+		`RULE:^CN=(?P<n>.*)$/${m}/`: "No group with name {m}",
+	} {
+		m, err := Parse(rules)
+		require.NoError(t, err, rules)
+		_, err = m.Name("CN=alice")
+		var re *ReplacementError
+		require.ErrorAs(t, err, &re, rules)
+		require.Equal(t, msg, re.Msg, rules)
+	}
+	for rules, want := range map[string]string{
+		`RULE:^CN=.*$/$0!/`:         "CN=alice!",
+		`RULE:^CN=(.*)$/$1$2/`:      "alice$2",
+		`RULE:^CN=(?P<n>.*)$/${n}/`: "alice",
+		`RULE:^CN=(.*)$/\$1/`:       "$1",
+		`RULE:^CN=(.*)$/x\\/`:       `x\`,
+	} {
+		m, err := Parse(rules)
+		require.NoError(t, err, rules)
+		got, err := m.Name("CN=alice")
+		require.NoError(t, err, rules)
+		require.Equal(t, want, got, rules)
+	}
+}
