@@ -26,18 +26,7 @@ func TestE2ETopicAuthorizedLater(t *testing.T) {
 	forEachACLBroker(t, rules, func(t *testing.T, a aclCluster) {
 		sc := a.consumer(t, "ok", "denied")
 		ctx := e2eCtx(t, 30*time.Second)
-		var got []string
-		var denials []error
-		for len(got) < 3 || len(denials) == 0 {
-			recs, err := sc.Poll(ctx)
-			require.NoError(t, ctx.Err(), "got %v, denials %v", got, denials)
-			if err != nil {
-				denials = append(denials, err)
-			}
-			for _, r := range recs {
-				got = append(got, string(r.Value))
-			}
-		}
+		got, denials := pollValuesAndErrors(t, ctx, sc, 3)
 		assert.Equal(t, []string{"ok1", "ok2", "ok3"}, got)
 		require.Len(t, denials, 1)
 		var tae *kerrors.TopicAuthorizationError
@@ -46,14 +35,7 @@ func TestE2ETopicAuthorizedLater(t *testing.T) {
 		assert.ErrorIs(t, sc.Status().TopicErrors["denied"], kerr.TopicAuthorizationFailed)
 
 		a.grant(t, ctx, allow(kmsg.ACLResourceTypeTopic, "denied", kmsg.ACLOperationRead))
-		got = nil
-		for len(got) < 3 {
-			recs, err := sc.Poll(ctx)
-			require.NoError(t, err, "got %v", got)
-			for _, r := range recs {
-				got = append(got, string(r.Value))
-			}
-		}
+		got = pollValues(t, ctx, sc, 3)
 		assert.Equal(t, []string{"denied1", "denied2", "denied3"}, got)
 		assert.Nil(t, sc.Status().TopicErrors)
 	})

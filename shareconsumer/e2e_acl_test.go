@@ -197,18 +197,7 @@ func TestE2ETopicNotAuthorized(t *testing.T) {
 			t.Parallel()
 			sc := b.start(t, rules...).consumer(t, "ok", "denied")
 			ctx := e2eCtx(t, 30*time.Second)
-			var got []string
-			var denials []error
-			for len(got) < 3 || len(denials) == 0 {
-				recs, err := sc.Poll(ctx)
-				require.NoError(t, ctx.Err(), "got %v, denials %v", got, denials)
-				if err != nil {
-					denials = append(denials, err)
-				}
-				for _, r := range recs {
-					got = append(got, string(r.Value))
-				}
-			}
+			got, denials := pollValuesAndErrors(t, ctx, sc, 3)
 			assert.Equal(t, []string{"ok1", "ok2", "ok3"}, got)
 			require.Len(t, denials, 1)
 			var tae *kerrors.TopicAuthorizationError
@@ -262,18 +251,7 @@ func TestE2ETopicNotDescribable(t *testing.T) {
 	forEachACLBroker(t, rules, func(t *testing.T, a aclCluster) {
 		sc := a.consumer(t, "ok", "denied")
 		ctx := e2eCtx(t, 30*time.Second)
-		var got []string
-		var denials []error
-		for len(got) < 3 || len(denials) == 0 {
-			recs, err := sc.Poll(ctx)
-			require.NoError(t, ctx.Err(), "got %v, denials %v", got, denials)
-			if err != nil {
-				denials = append(denials, err)
-			}
-			for _, r := range recs {
-				got = append(got, string(r.Value))
-			}
-		}
+		got, denials := pollValuesAndErrors(t, ctx, sc, 3)
 		assert.Equal(t, []string{"ok1", "ok2", "ok3"}, got)
 		require.Len(t, denials, 1)
 		var tae *kerrors.TopicAuthorizationError
@@ -290,14 +268,7 @@ func TestE2ETopicNotDescribable(t *testing.T) {
 		assert.Contains(t, pte.Detail, "TOPIC_AUTHORIZATION_FAILED for denied")
 
 		a.grant(t, ctx, allow(kmsg.ACLResourceTypeTopic, "denied", kmsg.ACLOperationRead))
-		got = nil
-		for len(got) < 3 {
-			recs, err := sc.Poll(ctx)
-			require.NoError(t, err, "got %v", got)
-			for _, r := range recs {
-				got = append(got, string(r.Value))
-			}
-		}
+		got = pollValues(t, ctx, sc, 3)
 		assert.Equal(t, []string{"denied1", "denied2", "denied3"}, got)
 		assert.Nil(t, sc.Status().TopicErrors)
 	})
@@ -308,4 +279,35 @@ func ctxWithDeadline(ctx context.Context, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	_ = cancel // ends with ctx or after d
 	return ctx
+}
+
+// pollValuesAndErrors polls c until it has n records' values and at least one error, and
+// returns both; ctx bounds it.
+func pollValuesAndErrors(t *testing.T, ctx context.Context, c *shareconsumer.Consumer, n int) (values []string, errs []error) {
+	t.Helper()
+	for len(values) < n || len(errs) == 0 {
+		recs, err := c.Poll(ctx)
+		require.NoError(t, ctx.Err(), "got %v, errors %v", values, errs)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, r := range recs {
+			values = append(values, string(r.Value))
+		}
+	}
+	return values, errs
+}
+
+// pollValues polls c, failing on any error, until it has n records' values.
+func pollValues(t *testing.T, ctx context.Context, c *shareconsumer.Consumer, n int) []string {
+	t.Helper()
+	var values []string
+	for len(values) < n {
+		recs, err := c.Poll(ctx)
+		require.NoError(t, err, "got %v", values)
+		for _, r := range recs {
+			values = append(values, string(r.Value))
+		}
+	}
+	return values
 }
