@@ -86,12 +86,17 @@ func mayDescribeAssignedTopics[M any](cn *conn, members []M, assigned func(*M) [
 	if cn.b.c.authz == nil {
 		return true
 	}
+	checked := make(map[string]bool) // members mostly share their topics: ask once per topic
 	for i := range members {
 		for _, tps := range assigned(&members[i]) {
 			for _, tp := range tps {
+				if checked[tp.Topic] {
+					continue
+				}
 				if !cn.authorizeTopic(acl.OpDescribe, tp.Topic) {
 					return false
 				}
+				checked[tp.Topic] = true
 			}
 		}
 	}

@@ -61,8 +61,9 @@ func failedDescribeCluster(r *kmsg.DescribeClusterRequest, code int16) kmsg.Resp
 // (v8-10) and DescribeCluster answer when asked: 0 unless the principal may DESCRIBE the
 // cluster, as AuthHelper.computeDescribeClusterResponse and handleTopicMetadataRequest answer.
 func (cn *conn) clusterAuthorizedOperations() int32 {
-	if !cn.authorizeCluster(acl.OpDescribe) {
+	ops := cn.authorizedOperations(acl.ResourceCluster, acl.ClusterName)
+	if ops&(1<<acl.OpDescribe) == 0 {
 		return 0
 	}
-	return cn.authorizedOperations(acl.ResourceCluster, acl.ClusterName)
+	return ops
 }
