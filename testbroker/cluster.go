@@ -171,7 +171,9 @@ func (c *Cluster) RemoveFault(id FaultID) bool { return c.s.Faults().Remove(faul
 // ClearFaults removes every fault.
 func (c *Cluster) ClearFaults() { c.s.Faults().Clear() }
 
-// ActiveFaults returns how many faults are still active (a fault whose Times ran out is gone).
+// ActiveFaults returns how many faults are still active. A fault whose Times ran out counts
+// until its last request has taken it (with a Delay: is waiting on the cluster clock), so a
+// test that sees it gone may advance a manual clock past the Delay.
 func (c *Cluster) ActiveFaults() int { return c.s.Faults().Len() }
 
 // SetGroupConfig sets a group config (share.auto.offset.reset, share.record.lock.duration.ms,

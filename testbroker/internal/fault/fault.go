@@ -38,6 +38,10 @@ type Action struct {
 	ErrorCode int16
 	Delay     time.Duration
 	Drop      bool
+	// Taken, called once the request holds the action (after its Delay is on the clock),
+	// removes a rule whose Times ran out, so that Len counts it until then: a test that saw
+	// the rule go may advance the clock past the Delay.
+	Taken func()
 }
 
 // Request is what a rule is matched against.
@@ -51,7 +55,7 @@ type Request struct {
 type entry struct {
 	id   ID
 	rule Rule
-	left int // remaining applications when rule.Times > 0
+	left int // remaining applications when rule.Times > 0; at 0 the rule only waits for Taken
 }
 
 // Set is a concurrency-safe, ordered set of rules. The first matching rule wins.
@@ -93,7 +97,8 @@ func (s *Set) Clear() {
 	s.rules = nil
 }
 
-// Len returns how many rules are active (exhausted rules are removed as they run out).
+// Len returns how many rules are active: an exhausted rule counts until its last request
+// has taken its action (Action.Taken).
 func (s *Set) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -101,26 +106,33 @@ func (s *Set) Len() int {
 }
 
 // Match finds the first rule matching req, uses up one of its applications and returns its
-// action. A rule whose Times run out is removed.
+// action. A rule whose Times run out matches no more requests and is removed when the caller
+// calls the action's Taken, which it must.
 func (s *Set) Match(req Request) (Action, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.rules) == 0 {
-		return Action{}, false
-	}
-	for i, e := range s.rules {
-		if !e.rule.matches(req) {
+	for _, e := range s.rules {
+		if (e.rule.Times > 0 && e.left == 0) || !e.rule.matches(req) {
 			continue
 		}
+		taken := func() {}
 		if e.rule.Times > 0 {
 			e.left--
 			if e.left == 0 {
-				s.rules = slices.Delete(s.rules, i, i+1)
+				taken = func() { s.remove(e) }
 			}
 		}
-		return Action{ErrorCode: e.rule.ErrorCode, Delay: e.rule.Delay, Drop: e.rule.Drop}, true
+		return Action{ErrorCode: e.rule.ErrorCode, Delay: e.rule.Delay, Drop: e.rule.Drop, Taken: taken}, true
 	}
 	return Action{}, false
+}
+
+func (s *Set) remove(e *entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := slices.Index(s.rules, e); i >= 0 {
+		s.rules = slices.Delete(s.rules, i, i+1)
+	}
 }
 
 func (r *Rule) matches(req Request) bool {

@@ -43,14 +43,18 @@ func TestTimesAndOrder(t *testing.T) {
 	s.Add(Rule{Drop: true})
 	req := Request{Key: 3}
 
+	var last Action
 	for range 2 {
 		a, ok := s.Match(req)
 		assert.True(t, ok)
 		assert.Equal(t, int16(6), a.ErrorCode)
+		last = a
 	}
 	a, ok := s.Match(req)
 	assert.True(t, ok)
 	assert.True(t, a.Drop, "the limited rule ran out, the next one applies")
+	assert.Equal(t, 2, s.Len(), "the spent rule counts until its last request took its action")
+	last.Taken()
 	assert.Equal(t, 1, s.Len())
 }
 

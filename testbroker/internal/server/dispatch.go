@@ -174,8 +174,12 @@ func (b *Broker) handleAuthenticated(cn *conn, req *wire.Request) (resp kmsg.Res
 		return b.errorReply(cn, req, kerr.UnsupportedVersion.Code)
 	}
 	if act, hit := c.faults.Match(b.faultRequest(req)); hit {
-		if act.Delay > 0 && !b.sleep(cn, act.Delay) {
-			return nil, false
+		if act.Delay > 0 {
+			if !b.sleep(cn, act.Delay, act.Taken) {
+				return nil, false
+			}
+		} else {
+			act.Taken()
 		}
 		if act.Drop {
 			c.logger.Info("dropping connection (injected fault)", "broker", b.id, "api", kmsg.NameForKey(req.Key))
@@ -215,10 +219,12 @@ func (b *Broker) faultRequest(req *wire.Request) fault.Request {
 	return fault.Request{Key: req.Key, Broker: b.id, Topics: topics, Groups: groups}
 }
 
-// sleep waits d on the cluster clock; it returns false if the connection or cluster closed first.
-func (b *Broker) sleep(cn *conn, d time.Duration) bool {
+// sleep waits d on the cluster clock, calling parked once the wait is on the clock; it returns
+// false if the connection or cluster closed first.
+func (b *Broker) sleep(cn *conn, d time.Duration, parked func()) bool {
 	ch := make(chan struct{})
 	t := b.c.clock.AfterFunc(d, func() { close(ch) })
+	parked()
 	select {
 	case <-ch:
 		return true

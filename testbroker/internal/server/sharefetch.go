@@ -343,7 +343,7 @@ func (b *Broker) idle(cn *conn, maxWaitMs int32) {
 	}
 	stopWatch := watchDrop(cn)
 	defer stopWatch()
-	b.sleep(cn, time.Duration(maxWaitMs)*time.Millisecond)
+	b.sleep(cn, time.Duration(maxWaitMs)*time.Millisecond, func() {})
 }
 
 // watchDrop notices a client closing its connection while one of its requests waits, as Kafka's
