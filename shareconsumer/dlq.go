@@ -246,29 +246,20 @@ func deadLetterRecord(topic string, r *Record, group string, cause error, now ti
 		kgo.RecordHeader{Key: HeaderDeadLetterTimestamp, Value: strconv.AppendInt(nil, now.UnixMilli(), 10)},
 		kgo.RecordHeader{Key: HeaderDeadLetterRecordTimestamp, Value: strconv.AppendInt(nil, r.Timestamp.UnixMilli(), 10)},
 	)
-	return &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: hs}
+	// Partition is the source partition, for deadLetterPartitioner.
+	return &kgo.Record{Topic: topic, Partition: r.Partition, Key: r.Key, Value: r.Value, Headers: hs}
 }
 
 // deadLetterPartitioner places a dead-letter record as KIP-1191 does: on the partition numbered
-// the source partition modulo the topic's partition count, read from the partition header.
+// the source partition (the record's Partition, as deadLetterRecord sets it) modulo the topic's
+// partition count.
 type deadLetterPartitioner struct{}
 
 func (deadLetterPartitioner) ForTopic(string) kgo.TopicPartitioner { return deadLetterPartitioner{} }
 
 func (deadLetterPartitioner) RequiresConsistency(*kgo.Record) bool { return true }
 
-func (deadLetterPartitioner) Partition(r *kgo.Record, n int) int {
-	for i := len(r.Headers) - 1; i >= 0; i-- {
-		if r.Headers[i].Key == HeaderDeadLetterPartition {
-			p, err := strconv.Atoi(string(r.Headers[i].Value))
-			if err != nil || p < 0 {
-				return 0
-			}
-			return p % n
-		}
-	}
-	return 0
-}
+func (deadLetterPartitioner) Partition(r *kgo.Record, n int) int { return int(r.Partition) % n }
 
 // DeliveryCountLimit returns the share group's delivery count limit: how many times the
 // brokers deliver a record before they archive it. It is the group config
