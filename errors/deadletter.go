@@ -15,30 +15,13 @@ var ErrDeadLetter = stderrors.New("record sent to the dead-letter topic by the h
 // without the DeadLetterTopic option. Nothing was produced or acknowledged.
 var ErrNoDeadLetterTopic = stderrors.New("no dead-letter topic is configured: use shareconsumer.DeadLetterTopic")
 
-// deadLetterError marks a handler's error as a poison record's.
-type deadLetterError struct{ err error }
-
-func (e deadLetterError) Error() string {
-	if e.err == nil {
-		return ErrDeadLetter.Error()
-	}
-	return e.err.Error()
-}
-
-func (e deadLetterError) Unwrap() []error {
-	if e.err == nil {
-		return []error{ErrDeadLetter}
-	}
-	return []error{ErrDeadLetter, e.err}
-}
-
 // DeadLetter wraps err so that a shareconsumer Process handler returning it sends the record to
 // the dead-letter topic at once (a poison record), whatever its delivery count, instead of
 // releasing it. errors.Is(DeadLetter(err), err) holds, and so does
 // errors.Is(DeadLetter(err), ErrDeadLetter); the dead-letter record's error header carries
 // err's text. DeadLetter(nil) works too. Without a dead-letter topic the record is rejected, as
 // with Reject.
-func DeadLetter(err error) error { return deadLetterError{err} }
+func DeadLetter(err error) error { return markedError{ErrDeadLetter, err} }
 
 // DeadLetterError reports that a record could not be produced to the dead-letter topic: the
 // record was not acknowledged for it (Process releases it; Consumer.DeadLetter leaves it to the

@@ -10,24 +10,25 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return fmt.Sprint("shareconsumer: handler panicked: ", e.Value) }
 
-// rejectError marks a handler's error as a rejection.
-type rejectError struct{ err error }
+// markedError marks a handler's error with the sentinel mark (ErrReject, ErrDeadLetter) that
+// tells Process what to do with the record; errors.Is finds both.
+type markedError struct{ mark, err error }
 
-func (e rejectError) Error() string {
+func (e markedError) Error() string {
 	if e.err == nil {
-		return ErrReject.Error()
+		return e.mark.Error()
 	}
 	return e.err.Error()
 }
 
-func (e rejectError) Unwrap() []error {
+func (e markedError) Unwrap() []error {
 	if e.err == nil {
-		return []error{ErrReject}
+		return []error{e.mark}
 	}
-	return []error{ErrReject, e.err}
+	return []error{e.mark, e.err}
 }
 
 // Reject wraps err so that a shareconsumer Process handler returning it rejects the record
 // (acktype.Reject: never delivered again) instead of releasing it. errors.Is(Reject(err), err)
 // holds, and so does errors.Is(Reject(err), ErrReject). Reject(nil) rejects too.
-func Reject(err error) error { return rejectError{err} }
+func Reject(err error) error { return markedError{ErrReject, err} }
