@@ -471,6 +471,9 @@ func (c *Consumer) Subscribe(topics ...string) error {
 			return fmt.Errorf("shareconsumer: Subscribe: a topic name is empty")
 		}
 	}
+	if err := deadLetterLoop(c.cfg.deadLetterTopic, topics); err != nil {
+		return err
+	}
 	ts := normalizeTopics(topics)
 	defer c.lockMembership()()
 	if slices.Equal(ts, c.member.subscription) {

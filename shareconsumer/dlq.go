@@ -99,7 +99,8 @@ func NoDeadLetterTopic() ProcessOpt {
 // errors.Reject still rejects, without a copy (Kafka's broker-side dead-letter queue copies
 // rejected records too; here the handler chooses). The topic must exist: the producer does not
 // create it. It must not be one the consumer reads (its copies would come back to it): New
-// refuses one of its Topics, and Process one of the subscription. A copy is larger than its
+// refuses one of its Topics, Subscribe a subscription with New's topic, and Process (when it
+// starts) a subscription with its own. A copy is larger than its
 // record (the headers), so a record near the limit fails with MESSAGE_TOO_LARGE unless topic's
 // max.message.bytes (and the producer's kgo.ProducerBatchMaxBytes) allow larger records than
 // the source topic's. Handlers that fail on every record fill it, so watch DeadLettered. New

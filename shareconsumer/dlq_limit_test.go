@@ -145,6 +145,11 @@ func TestDeadLetterTopicReadByProcessRefused(t *testing.T) {
 	cons := tNew(t, c, "g", Topics("t"))
 	err := cons.Process(tCtx(t), func(context.Context, *Record) error { return nil }, DeadLetterTopic("t"))
 	assert.EqualError(t, err, `shareconsumer: DeadLetterTopic("t") is a topic the consumer reads: its copies would be delivered again; use another topic`)
+
+	withDLQ := tNew(t, c, "g2", Topics("t"), DeadLetterTopic("t.dlq"))
+	err = withDLQ.Subscribe("t", "t.dlq")
+	assert.EqualError(t, err, `shareconsumer: DeadLetterTopic("t.dlq") is a topic the consumer reads: its copies would be delivered again; use another topic`)
+	assert.Equal(t, []string{"t"}, withDLQ.Subscription(), "the subscription is left as it was")
 }
 
 // tProcessUntilDeadLettered runs Process with a handler that always fails, dead-lettering to
