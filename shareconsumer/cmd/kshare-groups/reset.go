@@ -196,6 +196,7 @@ func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool 
 	}
 	var (
 		partitions []topicPartition
+		details    kadm.TopicDetails
 		current    map[topicPartition]int64
 	)
 	if o.allTopics {
@@ -203,10 +204,10 @@ func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool 
 			return resetPlan{}, err
 		}
 		partitions = slices.Collect(maps.Keys(current))
-	} else if partitions, err = topicPartitionsOf(ctx, adm, o, o.topics); err != nil {
+	} else if partitions, details, err = topicPartitionsOf(ctx, adm, o, o.topics); err != nil {
 		return resetPlan{}, err
 	}
-	if err := checkPartitionsValid(ctx, adm, o, partitions); err != nil {
+	if err := checkPartitionsValid(ctx, adm, o, partitions, details); err != nil {
 		return resetPlan{}, err
 	}
 	if current == nil && (scenario == shiftBy || scenario == toCurrent) {
@@ -269,7 +270,7 @@ func planFromFile(ctx context.Context, cl *kgo.Client, adm *kadm.Client, o optio
 		return resetPlan{notices: []string{"Error: No reset plan for group " + group + " found."}}, nil
 	}
 	partitions := slices.SortedFunc(maps.Keys(requested), compareTopicPartitions)
-	if err := checkPartitionsValid(ctx, adm, o, partitions); err != nil {
+	if err := checkPartitionsValid(ctx, adm, o, partitions, nil); err != nil {
 		return resetPlan{}, err
 	}
 	starts, err := listOffsets(ctx, cl, o, partitions, -2)
@@ -324,61 +325,71 @@ func parseTopicArg(arg string) ([]topicPartition, error) {
 }
 
 // topicPartitionsOf is the partitions --topic names: those of topic:0,1 and every partition of
-// a bare topic name (Metadata). A topic that does not exist is Kafka's admin client's
-// UNKNOWN_TOPIC_OR_PARTITION "Topic <t> not found.".
-func topicPartitionsOf(ctx context.Context, adm *kadm.Client, o options, args []string) ([]topicPartition, error) {
+// a bare topic name, with the Metadata of every topic named, for checkPartitionsValid. A topic
+// that does not exist is Kafka's admin client's UNKNOWN_TOPIC_OR_PARTITION "Topic <t> not
+// found.".
+func topicPartitionsOf(ctx context.Context, adm *kadm.Client, o options, args []string) ([]topicPartition, kadm.TopicDetails, error) {
 	var tps []topicPartition
 	var names []string
+	topics := map[string]bool{}
 	for _, arg := range args {
 		if !strings.Contains(arg, ":") {
 			names = append(names, arg)
+			topics[arg] = true
 			continue
 		}
 		parsed, err := parseTopicArg(arg)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		tps = append(tps, parsed...)
-	}
-	if len(names) == 0 {
-		return tps, nil
-	}
-	rctx, cancel := o.requestCtx(ctx)
-	details, err := adm.ListTopics(rctx, names...)
-	cancel()
-	if err != nil {
-		return nil, o.timedOut(err)
-	}
-	for _, name := range names {
-		td, ok := details[name]
-		if !ok || td.Err != nil {
-			if ok && !errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
-				return nil, td.Err
-			}
-			return nil, &errors.KafkaError{Code: kerr.UnknownTopicOrPartition.Code, Message: "Topic " + name + " not found."}
-		}
-		for _, p := range td.Partitions {
-			tps = append(tps, topicPartition{name, p.Partition})
+		for _, tp := range parsed {
+			topics[tp.topic] = true
 		}
 	}
-	return tps, nil
-}
-
-// checkPartitionsValid refuses partitions that do not exist (UNKNOWN_TOPIC_OR_PARTITION) or
-// have no leader (LEADER_NOT_AVAILABLE), in the words of Kafka's checkAllTopicPartitionsValid.
-func checkPartitionsValid(ctx context.Context, adm *kadm.Client, o options, partitions []topicPartition) error {
-	if len(partitions) == 0 {
-		return nil
-	}
-	topics := map[string]bool{}
-	for _, tp := range partitions {
-		topics[tp.topic] = true
+	if len(topics) == 0 {
+		return tps, nil, nil
 	}
 	rctx, cancel := o.requestCtx(ctx)
 	details, err := adm.ListTopics(rctx, slices.Sorted(maps.Keys(topics))...)
 	cancel()
 	if err != nil {
-		return o.timedOut(err)
+		return nil, nil, o.timedOut(err)
+	}
+	for _, name := range names {
+		td, ok := details[name]
+		if !ok || td.Err != nil {
+			if ok && !errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+				return nil, nil, td.Err
+			}
+			return nil, nil, &errors.KafkaError{Code: kerr.UnknownTopicOrPartition.Code, Message: "Topic " + name + " not found."}
+		}
+		for _, p := range td.Partitions {
+			tps = append(tps, topicPartition{name, p.Partition})
+		}
+	}
+	return tps, details, nil
+}
+
+// checkPartitionsValid refuses partitions that do not exist (UNKNOWN_TOPIC_OR_PARTITION) or
+// have no leader (LEADER_NOT_AVAILABLE), in the words of Kafka's checkAllTopicPartitionsValid.
+// It asks for the Metadata of their topics unless details already holds it.
+func checkPartitionsValid(ctx context.Context, adm *kadm.Client, o options, partitions []topicPartition, details kadm.TopicDetails) error {
+	if len(partitions) == 0 {
+		return nil
+	}
+	if details == nil {
+		topics := map[string]bool{}
+		for _, tp := range partitions {
+			topics[tp.topic] = true
+		}
+		rctx, cancel := o.requestCtx(ctx)
+		var err error
+		details, err = adm.ListTopics(rctx, slices.Sorted(maps.Keys(topics))...)
+		cancel()
+		if err != nil {
+			return o.timedOut(err)
+		}
 	}
 	partitions = slices.SortedFunc(slices.Values(partitions), compareTopicPartitions)
 	var missing, leaderless []string
