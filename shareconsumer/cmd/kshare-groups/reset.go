@@ -204,7 +204,7 @@ func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool 
 			return resetPlan{}, err
 		}
 		partitions = slices.Collect(maps.Keys(current))
-	} else if partitions, details, err = topicPartitionsOf(ctx, adm, o, o.topics); err != nil {
+	} else if partitions, details, err = resetTopicPartitions(ctx, adm, o); err != nil {
 		return resetPlan{}, err
 	}
 	if err := checkPartitionsValid(ctx, adm, o, partitions, details); err != nil {
@@ -324,12 +324,30 @@ func parseTopicArg(arg string) ([]topicPartition, error) {
 	return tps, nil
 }
 
-// topicPartitionsOf is the partitions --topic names: those of topic:0,1 and every partition of
-// a bare topic name, with the Metadata of every topic named, for checkPartitionsValid. A topic
-// that does not exist is Kafka's admin client's UNKNOWN_TOPIC_OR_PARTITION "Topic <t> not
-// found.".
-func topicPartitionsOf(ctx context.Context, adm *kadm.Client, o options, args []string) ([]topicPartition, kadm.TopicDetails, error) {
-	var tps []topicPartition
+// resetTopicPartitions is the partitions --topic names (topicPartitionsOf), with the Metadata
+// of their topics. A topic that does not exist is Kafka's admin client's
+// UNKNOWN_TOPIC_OR_PARTITION "Topic <t> not found.".
+func resetTopicPartitions(ctx context.Context, adm *kadm.Client, o options) ([]topicPartition, kadm.TopicDetails, error) {
+	tps, details, notFound, err := topicPartitionsOf(ctx, adm, o, o.topics)
+	if err != nil || len(notFound) == 0 {
+		return tps, details, err
+	}
+	name := notFound[0]
+	if td, ok := details[name]; ok && td.Err != nil && !errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+		return nil, nil, td.Err
+	}
+	return nil, nil, topicNotFound(name)
+}
+
+// topicNotFound is Kafka's admin client's error for a topic that does not exist.
+func topicNotFound(name string) error {
+	return &errors.KafkaError{Code: kerr.UnknownTopicOrPartition.Code, Message: "Topic " + name + " not found."}
+}
+
+// topicPartitionsOf is the partitions topic arguments name: those of topic:0,1 and every
+// partition of a bare topic name (Metadata), with the Metadata of every topic named. notFound
+// is the bare names, in order, whose Metadata has no partitions to give: not there, or an error.
+func topicPartitionsOf(ctx context.Context, adm *kadm.Client, o options, args []string) (tps []topicPartition, details kadm.TopicDetails, notFound []string, err error) {
 	var names []string
 	topics := map[string]bool{}
 	for _, arg := range args {
@@ -340,7 +358,7 @@ func topicPartitionsOf(ctx context.Context, adm *kadm.Client, o options, args []
 		}
 		parsed, err := parseTopicArg(arg)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		tps = append(tps, parsed...)
 		for _, tp := range parsed {
@@ -348,27 +366,25 @@ func topicPartitionsOf(ctx context.Context, adm *kadm.Client, o options, args []
 		}
 	}
 	if len(topics) == 0 {
-		return tps, nil, nil
+		return tps, nil, nil, nil
 	}
 	rctx, cancel := o.requestCtx(ctx)
-	details, err := adm.ListTopics(rctx, slices.Sorted(maps.Keys(topics))...)
+	details, err = adm.ListTopics(rctx, slices.Sorted(maps.Keys(topics))...)
 	cancel()
 	if err != nil {
-		return nil, nil, o.timedOut(err)
+		return nil, nil, nil, o.timedOut(err)
 	}
 	for _, name := range names {
 		td, ok := details[name]
 		if !ok || td.Err != nil {
-			if ok && !errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
-				return nil, nil, td.Err
-			}
-			return nil, nil, &errors.KafkaError{Code: kerr.UnknownTopicOrPartition.Code, Message: "Topic " + name + " not found."}
+			notFound = append(notFound, name)
+			continue
 		}
 		for _, p := range td.Partitions {
 			tps = append(tps, topicPartition{name, p.Partition})
 		}
 	}
-	return tps, details, nil
+	return tps, details, notFound, nil
 }
 
 // checkPartitionsValid refuses partitions that do not exist (UNKNOWN_TOPIC_OR_PARTITION) or
