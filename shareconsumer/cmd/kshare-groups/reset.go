@@ -58,7 +58,7 @@ func resetOffsets(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client,
 		fmt.Fprintf(stderr, "Share group '%s' is not empty.\n", o.group)
 		return 1
 	}
-	plan, err := planGroupReset(ctx, cl, adm, tool, o, o.group, time.Now())
+	plan, err := planGroupReset(ctx, cl, adm, tool, o, o.group, &topicArgPartitions{}, time.Now())
 	if err != nil {
 		return tool.fail(stdout, stderr, err)
 	}
@@ -116,6 +116,7 @@ func usageFailure(stderr io.Writer, msg string) int {
 // shows every group's plan.
 func resetConsumerGroups(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client, adm *kadm.Client, o options, groups []string) int {
 	plans := map[string][]newOffset{}
+	var topics topicArgPartitions
 	for _, group := range slices.Compact(slices.Sorted(slices.Values(groups))) {
 		d, err := consumerGroupDescribe(ctx, cl, o, group)
 		switch {
@@ -129,7 +130,7 @@ func resetConsumerGroups(ctx context.Context, stdout, stderr io.Writer, cl *kgo.
 			plans[group] = nil
 			continue
 		}
-		plan, err := planGroupReset(ctx, cl, adm, consumerTool, o, group, time.Now())
+		plan, err := planGroupReset(ctx, cl, adm, consumerTool, o, group, &topics, time.Now())
 		if err != nil {
 			return consumerTool.fail(stdout, stderr, err)
 		}
@@ -185,8 +186,9 @@ func (o options) scenario(now time.Time) (resetScenario, int64, int64, error) {
 
 // planGroupReset works out the reset plan of group: the partitions of --topic or, with
 // --all-topics, those the group has offsets for; each checked to exist and have a leader;
-// then the scenario applied to their log offsets and the group's current offsets.
-func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool groupTool, o options, group string, now time.Time) (resetPlan, error) {
+// then the scenario applied to their log offsets and the group's current offsets. topics keeps
+// the partitions of --topic for the next group.
+func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool groupTool, o options, group string, topics *topicArgPartitions, now time.Time) (resetPlan, error) {
 	if o.given["from-file"] {
 		return planFromFile(ctx, cl, adm, o, group)
 	}
@@ -204,7 +206,7 @@ func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool 
 			return resetPlan{}, err
 		}
 		partitions = slices.Collect(maps.Keys(current))
-	} else if partitions, details, err = resetTopicPartitions(ctx, adm, o); err != nil {
+	} else if partitions, details, err = topics.resolve(ctx, adm, o); err != nil {
 		return resetPlan{}, err
 	}
 	if err := checkPartitionsValid(ctx, adm, o, partitions, details); err != nil {
@@ -337,6 +339,26 @@ func resetTopicPartitions(ctx context.Context, adm *kadm.Client, o options) ([]t
 		return nil, nil, td.Err
 	}
 	return nil, nil, topicNotFound(name)
+}
+
+// topicArgPartitions is the partitions of --topic, with the Metadata of their topics, once
+// resolve has looked them up: the groups of one command share them.
+type topicArgPartitions struct {
+	resolved   bool
+	partitions []topicPartition
+	details    kadm.TopicDetails
+}
+
+// resolve is the partitions of --topic (resetTopicPartitions), looked up on the first call.
+func (t *topicArgPartitions) resolve(ctx context.Context, adm *kadm.Client, o options) ([]topicPartition, kadm.TopicDetails, error) {
+	if !t.resolved {
+		partitions, details, err := resetTopicPartitions(ctx, adm, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		t.resolved, t.partitions, t.details = true, partitions, details
+	}
+	return t.partitions, t.details, nil
 }
 
 // topicNotFound is Kafka's admin client's error for a topic that does not exist.
