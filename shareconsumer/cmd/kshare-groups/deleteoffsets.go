@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -119,38 +118,16 @@ func deleteShareGroupOffsets(ctx context.Context, w io.Writer, cl *kgo.Client, o
 func deleteConsumerGroupOffsets(ctx context.Context, w io.Writer, adm *kadm.Client, o options, topicArgs []string) error {
 	group := o.group
 	results := map[topicPartition]error{}
-	partitions := kadm.TopicsSet{}
-	var names []string
-	for _, arg := range topicArgs {
-		if !strings.Contains(arg, ":") {
-			names = append(names, arg)
-			continue
-		}
-		tps, err := parseTopicArg(arg)
-		if err != nil {
-			return err
-		}
-		for _, tp := range tps {
-			partitions.Add(tp.topic, tp.partition)
-		}
+	tps, _, notFound, err := topicPartitionsOf(ctx, adm, o, topicArgs)
+	if err != nil {
+		return err
 	}
-	if len(names) > 0 {
-		rctx, cancel := o.requestCtx(ctx)
-		details, err := adm.ListTopics(rctx, names...)
-		cancel()
-		if err != nil {
-			return o.timedOut(err)
-		}
-		for _, name := range names {
-			td, ok := details[name]
-			if !ok || td.Err != nil {
-				results[topicPartition{name, -1}] = &errors.KafkaError{Code: kerr.UnknownTopicOrPartition.Code, Message: "Topic " + name + " not found."}
-				continue
-			}
-			for _, p := range td.Partitions {
-				partitions.Add(name, p.Partition)
-			}
-		}
+	partitions := kadm.TopicsSet{}
+	for _, tp := range tps {
+		partitions.Add(tp.topic, tp.partition)
+	}
+	for _, name := range notFound {
+		results[topicPartition{name, -1}] = topicNotFound(name)
 	}
 	rctx, cancel := o.requestCtx(ctx)
 	resp, top := adm.DeleteOffsets(rctx, group, partitions)

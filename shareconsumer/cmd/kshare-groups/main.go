@@ -335,7 +335,7 @@ func failAction(stdout, stderr io.Writer, o options, err error) int {
 	case o.describe:
 		return shareTool.fail(stdout, stderr, thrown(err))
 	default: // --reset-offsets, --delete-offsets, --delete
-		return toolOf(kadm.ListedGroup{}, false, o.consumerOnly()).fail(stdout, stderr, javaError{msg: err.Error()})
+		return unlistedTool(o.consumerOnly()).fail(stdout, stderr, javaError{msg: err.Error()})
 	}
 	return 1
 }

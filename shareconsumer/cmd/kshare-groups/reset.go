@@ -58,7 +58,7 @@ func resetOffsets(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client,
 		fmt.Fprintf(stderr, "Share group '%s' is not empty.\n", o.group)
 		return 1
 	}
-	plan, err := planGroupReset(ctx, cl, adm, tool, o, o.group, time.Now())
+	plan, err := planGroupReset(ctx, cl, adm, tool, o, o.group, &topicArgPartitions{}, time.Now())
 	if err != nil {
 		return tool.fail(stdout, stderr, err)
 	}
@@ -116,6 +116,7 @@ func usageFailure(stderr io.Writer, msg string) int {
 // shows every group's plan.
 func resetConsumerGroups(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client, adm *kadm.Client, o options, groups []string) int {
 	plans := map[string][]newOffset{}
+	var topics topicArgPartitions
 	for _, group := range slices.Compact(slices.Sorted(slices.Values(groups))) {
 		d, err := consumerGroupDescribe(ctx, cl, o, group)
 		switch {
@@ -129,7 +130,7 @@ func resetConsumerGroups(ctx context.Context, stdout, stderr io.Writer, cl *kgo.
 			plans[group] = nil
 			continue
 		}
-		plan, err := planGroupReset(ctx, cl, adm, consumerTool, o, group, time.Now())
+		plan, err := planGroupReset(ctx, cl, adm, consumerTool, o, group, &topics, time.Now())
 		if err != nil {
 			return consumerTool.fail(stdout, stderr, err)
 		}
@@ -185,8 +186,9 @@ func (o options) scenario(now time.Time) (resetScenario, int64, int64, error) {
 
 // planGroupReset works out the reset plan of group: the partitions of --topic or, with
 // --all-topics, those the group has offsets for; each checked to exist and have a leader;
-// then the scenario applied to their log offsets and the group's current offsets.
-func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool groupTool, o options, group string, now time.Time) (resetPlan, error) {
+// then the scenario applied to their log offsets and the group's current offsets. topics keeps
+// the partitions of --topic for the next group.
+func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool groupTool, o options, group string, topics *topicArgPartitions, now time.Time) (resetPlan, error) {
 	if o.given["from-file"] {
 		return planFromFile(ctx, cl, adm, o, group)
 	}
@@ -196,6 +198,7 @@ func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool 
 	}
 	var (
 		partitions []topicPartition
+		details    kadm.TopicDetails
 		current    map[topicPartition]int64
 	)
 	if o.allTopics {
@@ -203,10 +206,10 @@ func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool 
 			return resetPlan{}, err
 		}
 		partitions = slices.Collect(maps.Keys(current))
-	} else if partitions, err = topicPartitionsOf(ctx, adm, o, o.topics); err != nil {
+	} else if partitions, details, err = topics.resolve(ctx, adm, o); err != nil {
 		return resetPlan{}, err
 	}
-	if err := checkPartitionsValid(ctx, adm, o, partitions); err != nil {
+	if err := checkPartitionsValid(ctx, adm, o, partitions, details); err != nil {
 		return resetPlan{}, err
 	}
 	if current == nil && (scenario == shiftBy || scenario == toCurrent) {
@@ -269,7 +272,7 @@ func planFromFile(ctx context.Context, cl *kgo.Client, adm *kadm.Client, o optio
 		return resetPlan{notices: []string{"Error: No reset plan for group " + group + " found."}}, nil
 	}
 	partitions := slices.SortedFunc(maps.Keys(requested), compareTopicPartitions)
-	if err := checkPartitionsValid(ctx, adm, o, partitions); err != nil {
+	if err := checkPartitionsValid(ctx, adm, o, partitions, nil); err != nil {
 		return resetPlan{}, err
 	}
 	starts, err := listOffsets(ctx, cl, o, partitions, -2)
@@ -323,62 +326,108 @@ func parseTopicArg(arg string) ([]topicPartition, error) {
 	return tps, nil
 }
 
-// topicPartitionsOf is the partitions --topic names: those of topic:0,1 and every partition of
-// a bare topic name (Metadata). A topic that does not exist is Kafka's admin client's
+// resetTopicPartitions is the partitions --topic names (topicPartitionsOf), with the Metadata
+// of their topics. A topic that does not exist is Kafka's admin client's
 // UNKNOWN_TOPIC_OR_PARTITION "Topic <t> not found.".
-func topicPartitionsOf(ctx context.Context, adm *kadm.Client, o options, args []string) ([]topicPartition, error) {
-	var tps []topicPartition
+func resetTopicPartitions(ctx context.Context, adm *kadm.Client, o options) ([]topicPartition, kadm.TopicDetails, error) {
+	tps, details, notFound, err := topicPartitionsOf(ctx, adm, o, o.topics)
+	if err != nil || len(notFound) == 0 {
+		return tps, details, err
+	}
+	name := notFound[0]
+	if td, ok := details[name]; ok && td.Err != nil && !errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+		return nil, nil, td.Err
+	}
+	return nil, nil, topicNotFound(name)
+}
+
+// topicArgPartitions is the partitions of --topic, with the Metadata of their topics, once
+// resolve has looked them up: the groups of one command share them.
+type topicArgPartitions struct {
+	resolved   bool
+	partitions []topicPartition
+	details    kadm.TopicDetails
+}
+
+// resolve is the partitions of --topic (resetTopicPartitions), looked up on the first call.
+func (t *topicArgPartitions) resolve(ctx context.Context, adm *kadm.Client, o options) ([]topicPartition, kadm.TopicDetails, error) {
+	if !t.resolved {
+		partitions, details, err := resetTopicPartitions(ctx, adm, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		t.resolved, t.partitions, t.details = true, partitions, details
+	}
+	return t.partitions, t.details, nil
+}
+
+// topicNotFound is Kafka's admin client's error for a topic that does not exist.
+func topicNotFound(name string) error {
+	return &errors.KafkaError{Code: kerr.UnknownTopicOrPartition.Code, Message: "Topic " + name + " not found."}
+}
+
+// topicPartitionsOf is the partitions topic arguments name: those of topic:0,1 and every
+// partition of a bare topic name (Metadata), with the Metadata of every topic named. notFound
+// is the bare names, in order, whose Metadata has no partitions to give: not there, or an error.
+func topicPartitionsOf(ctx context.Context, adm *kadm.Client, o options, args []string) (tps []topicPartition, details kadm.TopicDetails, notFound []string, err error) {
 	var names []string
+	topics := map[string]bool{}
 	for _, arg := range args {
 		if !strings.Contains(arg, ":") {
 			names = append(names, arg)
+			topics[arg] = true
 			continue
 		}
 		parsed, err := parseTopicArg(arg)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		tps = append(tps, parsed...)
+		for _, tp := range parsed {
+			topics[tp.topic] = true
+		}
 	}
-	if len(names) == 0 {
-		return tps, nil
+	if len(topics) == 0 {
+		return tps, nil, nil, nil
 	}
 	rctx, cancel := o.requestCtx(ctx)
-	details, err := adm.ListTopics(rctx, names...)
+	details, err = adm.ListTopics(rctx, slices.Sorted(maps.Keys(topics))...)
 	cancel()
 	if err != nil {
-		return nil, o.timedOut(err)
+		return nil, nil, nil, o.timedOut(err)
 	}
 	for _, name := range names {
 		td, ok := details[name]
 		if !ok || td.Err != nil {
-			if ok && !errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
-				return nil, td.Err
-			}
-			return nil, &errors.KafkaError{Code: kerr.UnknownTopicOrPartition.Code, Message: "Topic " + name + " not found."}
+			notFound = append(notFound, name)
+			continue
 		}
 		for _, p := range td.Partitions {
 			tps = append(tps, topicPartition{name, p.Partition})
 		}
 	}
-	return tps, nil
+	return tps, details, notFound, nil
 }
 
 // checkPartitionsValid refuses partitions that do not exist (UNKNOWN_TOPIC_OR_PARTITION) or
 // have no leader (LEADER_NOT_AVAILABLE), in the words of Kafka's checkAllTopicPartitionsValid.
-func checkPartitionsValid(ctx context.Context, adm *kadm.Client, o options, partitions []topicPartition) error {
+// It asks for the Metadata of their topics unless details already holds it.
+func checkPartitionsValid(ctx context.Context, adm *kadm.Client, o options, partitions []topicPartition, details kadm.TopicDetails) error {
 	if len(partitions) == 0 {
 		return nil
 	}
-	topics := map[string]bool{}
-	for _, tp := range partitions {
-		topics[tp.topic] = true
-	}
-	rctx, cancel := o.requestCtx(ctx)
-	details, err := adm.ListTopics(rctx, slices.Sorted(maps.Keys(topics))...)
-	cancel()
-	if err != nil {
-		return o.timedOut(err)
+	if details == nil {
+		topics := map[string]bool{}
+		for _, tp := range partitions {
+			topics[tp.topic] = true
+		}
+		rctx, cancel := o.requestCtx(ctx)
+		var err error
+		details, err = adm.ListTopics(rctx, slices.Sorted(maps.Keys(topics))...)
+		cancel()
+		if err != nil {
+			return o.timedOut(err)
+		}
 	}
 	partitions = slices.SortedFunc(slices.Values(partitions), compareTopicPartitions)
 	var missing, leaderless []string

@@ -36,13 +36,10 @@ func (t groupTool) name() string {
 // group a broker before ListGroups v5 lists without a type unless its protocol type is
 // "share"; the share tool for everything else, so that a streams group gets
 // kafka-share-groups.sh's answer. A group no broker lists follows the share tool unless the
-// command line has an option only the consumer tool has (consumerOnly).
+// command line has an option only the consumer tool has (unlistedTool).
 func toolOf(g kadm.ListedGroup, listed, consumerOnly bool) groupTool {
 	if !listed {
-		if consumerOnly {
-			return consumerTool
-		}
-		return shareTool
+		return unlistedTool(consumerOnly)
 	}
 	switch typeName(g.GroupType) {
 	case "Consumer", "Classic":
@@ -51,6 +48,15 @@ func toolOf(g kadm.ListedGroup, listed, consumerOnly bool) groupTool {
 		if g.ProtocolType != "share" {
 			return consumerTool
 		}
+	}
+	return shareTool
+}
+
+// unlistedTool is the tool for a group no broker lists: the share tool, unless the command
+// line has an option only the consumer tool has (consumerOnly).
+func unlistedTool(consumerOnly bool) groupTool {
+	if consumerOnly {
+		return consumerTool
 	}
 	return shareTool
 }
