@@ -510,6 +510,12 @@ func (c *Consumer) Unsubscribe() error {
 // Close: for hooks that label what they export with it.
 func (c *Consumer) Group() string { return c.cfg.group }
 
+// MemberID returns the member ID the consumer heartbeats with: made by New (KIP-932 members
+// choose their own), the same for the consumer's life, also after Close. It is the MemberID of
+// the consumer's MembershipEvents and of the group's description, for a hook or a log that
+// tells consumers apart.
+func (c *Consumer) MemberID() string { return c.member.memberID }
+
 // Subscription returns the topics the consumer is subscribed to, sorted; nil when it is not
 // subscribed, or closed.
 func (c *Consumer) Subscription() []string {

@@ -86,8 +86,9 @@
 // # Edge cases
 //
 //   - One Metrics per consumer. Counters of two consumers given one Metrics add up, but the
-//     gauges show one membership, one lag and the held records of the consumer made last,
-//     and go away when that one closes. Two Metrics in one registry need different
+//     gauges show one membership, one lag and the held records of the consumer made last
+//     (membership events of another member ID and lag of another group are left out), and go
+//     away when that one closes. Two Metrics in one registry need different
 //     ConstLabels (or Subsystems): New panics when the Registerer refuses a second one alike,
 //     as prometheus.MustRegister does.
 //   - The group is a label only when given: put it in ConstLabels, as above. Metrics do not

@@ -373,18 +373,26 @@ func (m *Metrics) OnLockLost(e shareconsumer.LockLostEvent) {
 	m.locksLost.WithLabelValues(e.Record.Topic, reason).Inc()
 }
 
-// OnMembership keeps the membership for the scrape (shareconsumer.HookMembership).
+// OnMembership keeps the membership of the attached consumer for the scrape
+// (shareconsumer.HookMembership); another consumer's (a second one given the same Metrics,
+// leaving as it closes) changes nothing.
 func (m *Metrics) OnMembership(e shareconsumer.MembershipEvent) {
+	if c := m.consumer.Load(); c == nil || c.MemberID() != e.MemberID {
+		return
+	}
 	m.mu.Lock()
 	m.membership = &e
 	m.mu.Unlock()
 }
 
-// OnLag keeps the lag of a lookup that succeeded for the scrape, and counts those that failed
-// (shareconsumer.HookLag).
+// OnLag keeps the lag of a lookup that succeeded for the scrape, when it is of the attached
+// consumer's group, and counts those that failed (shareconsumer.HookLag).
 func (m *Metrics) OnLag(e shareconsumer.LagEvent) {
 	if e.Err != nil {
 		m.lagErrors.Inc()
+		return
+	}
+	if c := m.consumer.Load(); c == nil || c.Group() != e.Lag.Group {
 		return
 	}
 	m.mu.Lock()

@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kshare/kshare/acktype"
 	"github.com/kshare/kshare/shareconsumer"
@@ -21,6 +22,9 @@ import (
 func TestConcurrentHooks(t *testing.T) {
 	t.Parallel()
 	m := New("kshare", Registerer(nil))
+	c, err := shareconsumer.New(shareconsumer.ClientOpts(kgo.SeedBrokers("127.0.0.1:1")), shareconsumer.Group("g"), shareconsumer.Hooks(m))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, c.Close(context.Background())) }()
 	const goroutines, rounds = 8, 500
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -35,8 +39,8 @@ func TestConcurrentHooks(t *testing.T) {
 				m.OnPoll(shareconsumer.PollEvent{Records: []*shareconsumer.Record{r, r}})
 				m.OnProcessDone(ctx, shareconsumer.RecordOutcome{Record: r, Ack: acktype.Accept})
 				m.OnRenew(shareconsumer.RenewEvent{Records: []*shareconsumer.Record{r}})
-				m.OnMembership(shareconsumer.MembershipEvent{State: shareconsumer.StateStable, MemberEpoch: int32(g)})
-				m.OnLag(shareconsumer.LagEvent{Lag: shareconsumer.GroupLag{Partitions: []shareconsumer.PartitionLag{{Lag: int64(g)}}}})
+				m.OnMembership(shareconsumer.MembershipEvent{Group: "g", MemberID: c.MemberID(), State: shareconsumer.StateStable, MemberEpoch: int32(g)})
+				m.OnLag(shareconsumer.LagEvent{Lag: shareconsumer.GroupLag{Group: "g", Partitions: []shareconsumer.PartitionLag{{Lag: int64(g)}}}})
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kshare/kshare/acktype"
 	"github.com/kshare/kshare/errors"
@@ -29,6 +30,25 @@ func newMetrics(opts ...kshareprom.Opt) *kshareprom.Metrics {
 		kshareprom.ProcessDurationBuckets([]float64{0.001, 0.01}),
 	}, opts...)
 	return kshareprom.New("kshare", opts...)
+}
+
+// attach makes a consumer of group that m is attached to (New calls m.OnNewConsumer), with no
+// subscription and no reachable broker: membership and lag events in these tests are given by
+// hand, with its member ID and group. Closed at the test's end.
+func attach(t *testing.T, m *kshareprom.Metrics, group string) *shareconsumer.Consumer {
+	t.Helper()
+	c, err := shareconsumer.New(
+		shareconsumer.ClientOpts(kgo.SeedBrokers("127.0.0.1:1")),
+		shareconsumer.Group(group),
+		shareconsumer.Hooks(m),
+	)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		assert.NoError(t, c.Close(ctx))
+	})
+	return c
 }
 
 func tp(topic string, p int32) shareconsumer.TopicPartition {
@@ -253,14 +273,11 @@ kshare_locks_lost_total{reason="renew_refused",topic="orders"} 2
 func TestMembership(t *testing.T) {
 	t.Parallel()
 	m := newMetrics()
+	c := attach(t, m, "g")
 	// Nothing before the first change.
 	assert.Equal(t, 0, testutil.CollectAndCount(m, "kshare_member_state", "kshare_member_epoch", "kshare_assigned_partitions"))
 
-	m.OnMembership(shareconsumer.MembershipEvent{
-		Group: "g", MemberID: "m1", State: shareconsumer.StateStable, MemberEpoch: 7,
-		Assigned: []shareconsumer.TopicPartition{tp("audit", 0), tp("orders", 0), tp("orders", 2), tp("orders", 5)},
-	})
-	compare(t, m, `
+	stable := `
 # HELP kshare_member_state 1 for the consumer's membership state in its share group, 0 for the others (from the last membership change).
 # TYPE kshare_member_state gauge
 kshare_member_state{state="closed"} 0
@@ -276,10 +293,22 @@ kshare_member_epoch 7
 # TYPE kshare_assigned_partitions gauge
 kshare_assigned_partitions{topic="audit"} 1
 kshare_assigned_partitions{topic="orders"} 3
-`, "member_state", "member_epoch", "assigned_partitions")
+`
+	m.OnMembership(shareconsumer.MembershipEvent{
+		Group: "g", MemberID: c.MemberID(), State: shareconsumer.StateStable, MemberEpoch: 7,
+		Assigned: []shareconsumer.TopicPartition{tp("audit", 0), tp("orders", 0), tp("orders", 2), tp("orders", 5)},
+	})
+	compare(t, m, stable, "member_state", "member_epoch", "assigned_partitions")
+
+	// Another consumer given the same Metrics (not the attached one), leaving as it closes,
+	// changes nothing.
+	m.OnMembership(shareconsumer.MembershipEvent{Group: "g", MemberID: "another", State: shareconsumer.StateClosed})
+	compare(t, m, stable, "member_state", "member_epoch", "assigned_partitions")
+	m.OnMembership(shareconsumer.MembershipEvent{Group: "h", MemberID: "another", State: shareconsumer.StateLeft})
+	compare(t, m, stable, "member_state", "member_epoch", "assigned_partitions")
 
 	// Fenced: joining again with epoch -1 (reported as 0), no partitions; audit goes away.
-	m.OnMembership(shareconsumer.MembershipEvent{Group: "g", State: shareconsumer.StateJoining, MemberEpoch: -1, Err: errors.ErrProcessStopped})
+	m.OnMembership(shareconsumer.MembershipEvent{Group: "g", MemberID: c.MemberID(), State: shareconsumer.StateJoining, MemberEpoch: -1, Err: errors.ErrProcessStopped})
 	compare(t, m, `
 # HELP kshare_member_state 1 for the consumer's membership state in its share group, 0 for the others (from the last membership change).
 # TYPE kshare_member_state gauge
@@ -298,6 +327,7 @@ kshare_member_epoch 0
 func TestLag(t *testing.T) {
 	t.Parallel()
 	m := newMetrics()
+	attach(t, m, "g")
 	lag := func(ps ...shareconsumer.PartitionLag) shareconsumer.LagEvent {
 		return shareconsumer.LagEvent{Lag: shareconsumer.GroupLag{Group: "g", Partitions: ps}}
 	}
@@ -329,6 +359,14 @@ kshare_lag_records{partition="1",topic="orders"} 3
 kshare_lag_lookup_errors_total 1
 `, "lag_records", "lag_lookup_errors_total")
 
+	// The lag of another group (a consumer of it given the same Metrics) changes nothing.
+	m.OnLag(shareconsumer.LagEvent{Lag: shareconsumer.GroupLag{Group: "h", Partitions: []shareconsumer.PartitionLag{pl("orders", 0, 99)}}})
+	compare(t, m, head+`
+kshare_lag_records{partition="0",topic="audit"} 0
+kshare_lag_records{partition="0",topic="orders"} 12
+kshare_lag_records{partition="1",topic="orders"} 3
+`, "lag_records")
+
 	// Partitions missing from the next lookup go away.
 	m.OnLag(lag(pl("orders", 1, 1)))
 	compare(t, m, head+`
@@ -338,8 +376,9 @@ kshare_lag_records{partition="1",topic="orders"} 1
 	assert.Equal(t, 0, testutil.CollectAndCount(m, "kshare_lag_records"))
 }
 
-// allEvents feeds m one event of every kind, so that every metric has a value.
-func allEvents(m *kshareprom.Metrics) {
+// allEvents feeds m one event of every kind, so that every metric has a value; membership and
+// lag as c's.
+func allEvents(m *kshareprom.Metrics, c *shareconsumer.Consumer) {
 	m.OnShareFetch(shareconsumer.ShareFetchEvent{
 		Leader:                 1,
 		Partitions:             []shareconsumer.FetchedPartition{{TopicPartition: tp("orders", 0), Records: 1, Bytes: 10, Err: stderrors.New("x")}},
@@ -359,15 +398,15 @@ func allEvents(m *kshareprom.Metrics) {
 	m.OnAcknowledge(shareconsumer.AcknowledgeEvent{Leader: 1, Partitions: []shareconsumer.AcknowledgedPartition{p}})
 	m.OnRenew(shareconsumer.RenewEvent{Records: []*shareconsumer.Record{rec("orders", 0, 1)}})
 	m.OnLockLost(shareconsumer.LockLostEvent{Record: rec("orders", 0, 1), Err: &errors.LockLostError{Reason: errors.LockRenewRefused}})
-	m.OnMembership(shareconsumer.MembershipEvent{State: shareconsumer.StateStable, MemberEpoch: 1, Assigned: []shareconsumer.TopicPartition{tp("orders", 0)}})
-	m.OnLag(shareconsumer.LagEvent{Lag: shareconsumer.GroupLag{Partitions: []shareconsumer.PartitionLag{{TopicPartition: tp("orders", 0), Lag: 2}}}})
+	m.OnMembership(shareconsumer.MembershipEvent{Group: c.Group(), MemberID: c.MemberID(), State: shareconsumer.StateStable, MemberEpoch: 1, Assigned: []shareconsumer.TopicPartition{tp("orders", 0)}})
+	m.OnLag(shareconsumer.LagEvent{Lag: shareconsumer.GroupLag{Group: c.Group(), Partitions: []shareconsumer.PartitionLag{{TopicPartition: tp("orders", 0), Lag: 2}}}})
 	m.OnLag(shareconsumer.LagEvent{Err: stderrors.New("x")})
 }
 
 func TestLint(t *testing.T) {
 	t.Parallel()
 	m := newMetrics()
-	allEvents(m)
+	allEvents(m, attach(t, m, "g"))
 	problems, err := testutil.CollectAndLint(m)
 	require.NoError(t, err)
 	assert.Empty(t, problems)
@@ -388,7 +427,8 @@ func TestLint(t *testing.T) {
 		"acknowledged_records_total", "renewed_records_total", "locks_lost_total",
 		"lag_lookup_errors_total", "lag_records",
 		"acquisition_lock_timeout_seconds", "member_state", "member_epoch", "assigned_partitions",
-	}, names) // held_records needs a consumer: the end-to-end test has it
+		"held_records",
+	}, names)
 }
 
 func TestOptions(t *testing.T) {
