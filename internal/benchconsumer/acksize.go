@@ -43,10 +43,14 @@ type ackCount struct {
 	offsets  atomic.Int64 // offsets they cover
 	badFrame atomic.Int64 // requests that could not be decoded
 
-	// releaseEvery is the release scenario's N: a batch of one offset divisible by N with the
-	// single type Accept is the acceptance of a redelivered record.
+	// releaseEvery is the release scenario's N: an offset divisible by N acknowledged with
+	// Accept is a redelivered record's acceptance (its first delivery was released). redelAcks
+	// counts those; redelBytes the size of the batches that hold one alone, what redeliveries
+	// add to the acknowledgements. Such a record usually has a batch of its own, but one
+	// redelivered with the records after it, never delivered before (its first delivery ended
+	// a fetch), shares theirs.
 	releaseEvery int64
-	redelBatches atomic.Int64
+	redelAcks    atomic.Int64
 	redelBytes   atomic.Int64
 }
 
@@ -69,8 +73,27 @@ func (c *ackCount) add(first, last int64, types []int8) {
 	c.batches.Add(1)
 	c.bytes.Add(size)
 	c.offsets.Add(last - first + 1)
-	if c.releaseEvery > 0 && first == last && first%c.releaseEvery == 0 && len(types) == 1 && types[0] == 1 {
-		c.redelBatches.Add(1)
-		c.redelBytes.Add(size)
+	if c.releaseEvery <= 0 {
+		return
 	}
+	for o := (first + c.releaseEvery - 1) / c.releaseEvery * c.releaseEvery; o <= last; o += c.releaseEvery {
+		if !acceptedAt(first, o, types) {
+			continue
+		}
+		c.redelAcks.Add(1)
+		if first == last {
+			c.redelBytes.Add(size)
+		}
+	}
+}
+
+// acceptedAt reports whether a batch from first with types acknowledges offset o with Accept:
+// one type is the whole batch's, else there is one per offset.
+func acceptedAt(first, o int64, types []int8) bool {
+	const accept = 1
+	if len(types) == 1 {
+		return types[0] == accept
+	}
+	i := o - first
+	return i < int64(len(types)) && types[i] == accept
 }

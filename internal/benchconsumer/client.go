@@ -78,11 +78,11 @@ type clientResult struct {
 	AckBatches    int64 `json:"ack_batches"`
 	AckBatchBytes int64 `json:"ack_batch_bytes"`
 	AckOffsets    int64 `json:"ack_offsets"`
-	// Of those, the batches accepting a redelivered record (one offset divisible by
-	// -release-every, type Accept).
-	RedeliveryAckBatches int64 `json:"redelivery_ack_batches"`
-	RedeliveryAckBytes   int64 `json:"redelivery_ack_bytes"`
-	BadFrames            int64 `json:"bad_frames"`
+	// Of those, the acceptances of redelivered records (offsets divisible by -release-every,
+	// type Accept), and the size of the batches that hold one alone.
+	RedeliveryAcks     int64 `json:"redelivery_acks"`
+	RedeliveryAckBytes int64 `json:"redelivery_ack_bytes"`
+	BadFrames          int64 `json:"bad_frames"`
 
 	AckErrors int    `json:"ack_errors"`
 	FirstErr  string `json:"first_ack_error,omitempty"`
@@ -192,7 +192,7 @@ func (m *meter) stop(res *clientResult) error {
 	res.ShareAckRequests, res.ShareAckBytes = m.hook.ackReqs.Load(), m.hook.ackBytes.Load()
 	res.AckBatches, res.AckBatchBytes = m.acks.batches.Load(), m.acks.bytes.Load()
 	res.AckOffsets, res.BadFrames = m.acks.offsets.Load(), m.acks.badFrame.Load()
-	res.RedeliveryAckBatches, res.RedeliveryAckBytes = m.acks.redelBatches.Load(), m.acks.redelBytes.Load()
+	res.RedeliveryAcks, res.RedeliveryAckBytes = m.acks.redelAcks.Load(), m.acks.redelBytes.Load()
 	m.mu.Lock()
 	res.AckErrors, res.FirstErr = m.ackErrs, m.firstErr
 	m.mu.Unlock()

@@ -61,7 +61,8 @@ func TestRunAllSmoke(t *testing.T) {
 		assert.Equal(t, 300, rl.Records, client)
 		assert.Equal(t, 30, rl.Released, client)
 		assert.Equal(t, 330, rl.Deliveries, client)
-		assert.EqualValues(t, 30, rl.RedeliveryAckBatches, "%s: acceptances of redelivered records", client)
+		assert.EqualValues(t, 30, rl.RedeliveryAcks, "%s: acceptances of redelivered records", client)
+		assert.Positive(t, rl.RedeliveryAckBytes, client)
 		assert.Positive(t, rl.AckBatchBytes, client)
 		assert.Zero(t, rl.BadFrames, client)
 	}
