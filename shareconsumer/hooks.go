@@ -20,8 +20,8 @@ import (
 // or on the application's (Poll, Subscribe, Unsubscribe, Close), never with a lock of the
 // consumer's state held (membership hooks alone run one at a time, under a lock of their own
 // that keeps them in order), and they hold up what called them: a hook must be quick and must
-// not call back into the consumer, except Status, Group, Lag and AcquisitionLockTimeoutMs,
-// which are safe from anywhere. Slices in an event belong to the event: a hook may keep them
+// not call back into the consumer, except Status, Group, MemberID, Lag and
+// AcquisitionLockTimeoutMs, which are safe from anywhere. Slices in an event belong to the event: a hook may keep them
 // after it returns, but must not change them. The *Record values are the application's own,
 // shared with Poll and the handler.
 //

@@ -86,11 +86,12 @@
 // # Edge cases
 //
 //   - One Metrics per consumer. Counters of two consumers given one Metrics add up, but the
-//     gauges show one membership, one lag and the held records of the consumer made last
-//     (membership events of another member ID and lag of another group are left out), and go
-//     away when that one closes. Two Metrics in one registry need different
-//     ConstLabels (or Subsystems): New panics when the Registerer refuses a second one alike,
-//     as prometheus.MustRegister does.
+//     gauges show the membership, lag and held records of the consumer made last (the
+//     attached one: membership events of another member ID and lag of another group are left
+//     out; a consumer of the same group looks up the same lag), its lock duration as any of
+//     them reports it, and go away when that one closes, even while the others run. Two
+//     Metrics in one registry need different ConstLabels (or Subsystems): New panics when the
+//     Registerer refuses a second one alike, as prometheus.MustRegister does.
 //   - The group is a label only when given: put it in ConstLabels, as above. Metrics do not
 //     take it from Consumer.Group in OnNewConsumer: a metric's labels are fixed when New makes
 //     and registers it, before the consumer exists, so a group learnt then would have to be a

@@ -266,6 +266,8 @@ func TestE2ECloseDropsGauges(t *testing.T) {
 	for _, g := range closedGauges {
 		assert.NotEmpty(t, series(t, reg, g), "%s after a's Close: b is the attached consumer", g)
 	}
+	assert.Equal(t, 1.0, series(t, reg, "kshare_member_state")["state=stable"], "b's membership, not a's leaving")
+	assert.Equal(t, map[string]float64{"topic=orders": 1}, series(t, reg, "kshare_assigned_partitions"))
 
 	require.NoError(t, b.Close(closeCtx))
 	fetched := series(t, reg, "kshare_fetch_records_total")

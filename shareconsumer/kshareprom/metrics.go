@@ -43,12 +43,13 @@ type Metrics struct {
 	assignedDesc         *prometheus.Desc
 	lagDesc              *prometheus.Desc
 
-	// Read at Collect.
+	// Read at Collect. consumer and lockTimeout are written under mu, so that an event checked
+	// against the attached consumer is kept or dropped as one step with attaching and closing.
 	consumer    atomic.Pointer[shareconsumer.Consumer]
 	lockTimeout atomic.Int64 // nanoseconds; 0 when no answer reported one
 	mu          sync.Mutex
-	membership  *shareconsumer.MembershipEvent // the last one; nil before any
-	lag         []shareconsumer.PartitionLag   // from the last lag lookup that succeeded
+	membership  *shareconsumer.MembershipEvent // the attached consumer's last one; nil before any
+	lag         []shareconsumer.PartitionLag   // from its group's last lag lookup that succeeded
 
 	gatherer prometheus.Gatherer
 }
@@ -236,27 +237,38 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// OnNewConsumer remembers c, whose Status the scrape reads (shareconsumer.HookNewConsumer).
-func (m *Metrics) OnNewConsumer(c *shareconsumer.Consumer) { m.consumer.Store(c) }
+// OnNewConsumer attaches the Metrics to c, whose Status the scrape reads, and forgets what the
+// gauges showed of a consumer attached before (shareconsumer.HookNewConsumer).
+func (m *Metrics) OnNewConsumer(c *shareconsumer.Consumer) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.consumer.Store(c)
+	m.forgetLocked()
+}
 
-// OnConsumerClosed forgets c when it is the consumer the Metrics are attached to, and with it
+// OnConsumerClosed detaches c when it is the consumer the Metrics are attached to, and forgets
 // what the gauges report: held_records, acquisition_lock_timeout_seconds, the membership
 // gauges and lag_records are no longer exported. Counters and histograms keep their values
 // (shareconsumer.HookConsumerClosed). A consumer closing that is not the attached one (a
 // second consumer given the same Metrics) changes nothing.
 func (m *Metrics) OnConsumerClosed(c *shareconsumer.Consumer) {
-	if c == nil || !m.consumer.CompareAndSwap(c, nil) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c == nil || m.consumer.Load() != c {
 		return
 	}
-	// Close called the hook after the consumer's goroutines ended: no event of c comes after.
+	m.consumer.Store(nil)
+	m.forgetLocked()
+}
+
+// forgetLocked drops the gauges' values of the consumer attached until now.
+func (m *Metrics) forgetLocked() {
 	m.lockTimeout.Store(0)
-	m.mu.Lock()
 	m.membership, m.lag = nil, nil
-	m.mu.Unlock()
 }
 
 // OnShareFetch counts the request, its records and bytes by partition, and notes the lock
-// duration it reported (shareconsumer.HookShareFetch).
+// duration it reported while a consumer is attached (shareconsumer.HookShareFetch).
 func (m *Metrics) OnShareFetch(e shareconsumer.ShareFetchEvent) {
 	node := strconv.Itoa(int(e.Leader))
 	m.fetchRequests.WithLabelValues(node).Inc()
@@ -265,8 +277,12 @@ func (m *Metrics) OnShareFetch(e shareconsumer.ShareFetchEvent) {
 	} else {
 		m.fetchDuration.WithLabelValues(node).Observe(e.Latency.Seconds())
 	}
-	if e.AcquisitionLockTimeout > 0 {
-		m.lockTimeout.Store(int64(e.AcquisitionLockTimeout))
+	if d := int64(e.AcquisitionLockTimeout); d > 0 && d != m.lockTimeout.Load() {
+		m.mu.Lock()
+		if m.consumer.Load() != nil {
+			m.lockTimeout.Store(d)
+		}
+		m.mu.Unlock()
 	}
 	for _, p := range e.Partitions {
 		part := strconv.Itoa(int(p.Partition))
@@ -377,12 +393,11 @@ func (m *Metrics) OnLockLost(e shareconsumer.LockLostEvent) {
 // (shareconsumer.HookMembership); another consumer's (a second one given the same Metrics,
 // leaving as it closes) changes nothing.
 func (m *Metrics) OnMembership(e shareconsumer.MembershipEvent) {
-	if c := m.consumer.Load(); c == nil || c.MemberID() != e.MemberID {
-		return
-	}
 	m.mu.Lock()
-	m.membership = &e
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	if c := m.consumer.Load(); c != nil && c.MemberID() == e.MemberID {
+		m.membership = &e
+	}
 }
 
 // OnLag keeps the lag of a lookup that succeeded for the scrape, when it is of the attached
@@ -392,12 +407,11 @@ func (m *Metrics) OnLag(e shareconsumer.LagEvent) {
 		m.lagErrors.Inc()
 		return
 	}
-	if c := m.consumer.Load(); c == nil || c.Group() != e.Lag.Group {
-		return
-	}
 	m.mu.Lock()
-	m.lag = e.Lag.Partitions
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	if c := m.consumer.Load(); c != nil && c.Group() == e.Lag.Group {
+		m.lag = e.Lag.Partitions
+	}
 }
 
 // The hook interfaces Metrics implements.

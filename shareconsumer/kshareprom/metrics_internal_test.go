@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -24,7 +25,11 @@ func TestConcurrentHooks(t *testing.T) {
 	m := New("kshare", Registerer(nil))
 	c, err := shareconsumer.New(shareconsumer.ClientOpts(kgo.SeedBrokers("127.0.0.1:1")), shareconsumer.Group("g"), shareconsumer.Hooks(m))
 	require.NoError(t, err)
-	defer func() { assert.NoError(t, c.Close(context.Background())) }()
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		assert.NoError(t, c.Close(ctx))
+	}()
 	const goroutines, rounds = 8, 500
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -59,6 +64,7 @@ func TestConcurrentHooks(t *testing.T) {
 	assert.Equal(t, float64(n), testutil.ToFloat64(m.renewed.WithLabelValues("orders")))
 	assert.Equal(t, float64(n), testutil.ToFloat64(m.fetchRequests.WithLabelValues("1")))
 	assert.Equal(t, uint64(n), histogramCount(t, m, "orders"))
+	assert.Equal(t, 2, testutil.CollectAndCount(m, "kshare_member_epoch", "kshare_lag_records"), "the attached consumer's membership and lag kept")
 }
 
 // histogramCount returns the observations of topic's process_duration_seconds.

@@ -34,7 +34,7 @@ func newMetrics(opts ...kshareprom.Opt) *kshareprom.Metrics {
 
 // attach makes a consumer of group that m is attached to (New calls m.OnNewConsumer), with no
 // subscription and no reachable broker: membership and lag events in these tests are given by
-// hand, with its member ID and group. Closed at the test's end.
+// hand, with its member ID and group. Closed at the test's end unless the test closed it.
 func attach(t *testing.T, m *kshareprom.Metrics, group string) *shareconsumer.Consumer {
 	t.Helper()
 	c, err := shareconsumer.New(
@@ -46,7 +46,9 @@ func attach(t *testing.T, m *kshareprom.Metrics, group string) *shareconsumer.Co
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		assert.NoError(t, c.Close(ctx))
+		if err := c.Close(ctx); !stderrors.Is(err, errors.ErrClosed) {
+			assert.NoError(t, err)
+		}
 	})
 	return c
 }
@@ -70,6 +72,7 @@ func compare(t *testing.T, m prometheus.Collector, want string, names ...string)
 func TestShareFetch(t *testing.T) {
 	t.Parallel()
 	m := newMetrics()
+	attach(t, m, "g")
 	m.OnShareFetch(shareconsumer.ShareFetchEvent{
 		Leader: 1,
 		Partitions: []shareconsumer.FetchedPartition{
@@ -129,6 +132,7 @@ kshare_acquisition_lock_timeout_seconds 15
 func TestNoLockTimeoutBeforeAnAnswerReportsOne(t *testing.T) {
 	t.Parallel()
 	m := newMetrics()
+	attach(t, m, "g")
 	assert.Equal(t, 0, testutil.CollectAndCount(m, "kshare_acquisition_lock_timeout_seconds"))
 	m.OnShareFetch(shareconsumer.ShareFetchEvent{Leader: 1})
 	assert.Equal(t, 0, testutil.CollectAndCount(m, "kshare_acquisition_lock_timeout_seconds"))
@@ -322,6 +326,41 @@ kshare_member_state{state="unsubscribed"} 0
 # TYPE kshare_member_epoch gauge
 kshare_member_epoch 0
 `, "member_state", "member_epoch", "assigned_partitions")
+}
+
+// TestGaugesFollowTheAttachedConsumer feeds the gauges' events with no consumer attached, then
+// with a, then with b made after a (one Metrics given to both), then after b's Close: only the
+// attached consumer's state is shown, a new consumer starts from nothing, and a closed one
+// leaves nothing even when another consumer's events keep coming.
+func TestGaugesFollowTheAttachedConsumer(t *testing.T) {
+	t.Parallel()
+	gauges := []string{"kshare_member_state", "kshare_member_epoch", "kshare_assigned_partitions", "kshare_lag_records", "kshare_acquisition_lock_timeout_seconds"}
+	feed := func(m *kshareprom.Metrics, group, member string) {
+		m.OnMembership(shareconsumer.MembershipEvent{Group: group, MemberID: member, State: shareconsumer.StateStable, MemberEpoch: 3, Assigned: []shareconsumer.TopicPartition{tp("orders", 0)}})
+		m.OnLag(shareconsumer.LagEvent{Lag: shareconsumer.GroupLag{Group: group, Partitions: []shareconsumer.PartitionLag{{TopicPartition: tp("orders", 0), Lag: 4}}}})
+		m.OnShareFetch(shareconsumer.ShareFetchEvent{Leader: 1, AcquisitionLockTimeout: 30 * time.Second})
+	}
+	m := newMetrics()
+	feed(m, "g", "before-any-consumer")
+	assert.Equal(t, 0, testutil.CollectAndCount(m, gauges...), "no consumer attached")
+
+	a := attach(t, m, "g")
+	feed(m, "g", a.MemberID())
+	// 6 states, the epoch, one assigned topic, one lagging partition, the lock duration.
+	assert.Equal(t, 10, testutil.CollectAndCount(m, gauges...), "a's gauges")
+
+	b := attach(t, m, "h")
+	assert.Equal(t, 0, testutil.CollectAndCount(m, gauges...), "b attached: a's state forgotten")
+	feed(m, "g", a.MemberID())
+	assert.Equal(t, 1, testutil.CollectAndCount(m, gauges...), "a's membership and lag left out; its lock duration kept")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, b.Close(ctx))
+	assert.Equal(t, 0, testutil.CollectAndCount(m, gauges...), "b closed")
+	feed(m, "g", a.MemberID())
+	assert.Equal(t, 0, testutil.CollectAndCount(m, gauges...), "a's events after b's Close")
+	assert.Equal(t, 0, testutil.CollectAndCount(m, "kshare_held_records"))
 }
 
 func TestLag(t *testing.T) {
