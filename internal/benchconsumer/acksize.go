@@ -73,27 +73,29 @@ func (c *ackCount) add(first, last int64, types []int8) {
 	c.batches.Add(1)
 	c.bytes.Add(size)
 	c.offsets.Add(last - first + 1)
-	if c.releaseEvery <= 0 {
+	if c.releaseEvery <= 0 || first < 0 || last < first {
+		return // not a batch a client sends
+	}
+	const accept = 1
+	n := c.releaseEvery
+	firstMultiple := first / n
+	if first%n != 0 {
+		firstMultiple++
+	}
+	if len(types) == 1 {
+		// One type for the whole batch: count its multiples of n without walking it.
+		if k := last/n - firstMultiple + 1; types[0] == accept && k > 0 {
+			c.redelAcks.Add(k)
+			if first == last {
+				c.redelBytes.Add(size)
+			}
+		}
 		return
 	}
-	for o := (first + c.releaseEvery - 1) / c.releaseEvery * c.releaseEvery; o <= last; o += c.releaseEvery {
-		if !acceptedAt(first, o, types) {
-			continue
-		}
-		c.redelAcks.Add(1)
-		if first == last {
-			c.redelBytes.Add(size)
+	// One type per offset: walk only the offsets that have one, by index from first.
+	for i := (n - first%n) % n; i < int64(len(types)) && i <= last-first; i += n {
+		if types[i] == accept {
+			c.redelAcks.Add(1)
 		}
 	}
-}
-
-// acceptedAt reports whether a batch from first with types acknowledges offset o with Accept:
-// one type is the whole batch's, else there is one per offset.
-func acceptedAt(first, o int64, types []int8) bool {
-	const accept = 1
-	if len(types) == 1 {
-		return types[0] == accept
-	}
-	i := o - first
-	return i < int64(len(types)) && types[i] == accept
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -21,4 +22,12 @@ func TestAckCountRedeliveries(t *testing.T) {
 	assert.EqualValues(t, 3, c.redelAcks.Load(), "0, 10 and 20; 30 was released")
 	assert.EqualValues(t, 19, c.redelBytes.Load(), "the batch of 0 alone: two offsets, the length, one type, the tag buffer")
 	assert.EqualValues(t, 5, c.batches.Load())
+
+	// Bounds no client sends are counted as batches, and nothing more, without a long walk.
+	c.add(-20, -10, []int8{accept})
+	c.add(40, 30, []int8{accept})
+	c.add(0, math.MaxInt64, []int8{accept, accept})
+	assert.EqualValues(t, 4, c.redelAcks.Load(), "offset 0 of the last batch; -20 and -10 are no offsets")
+	c.add(10, math.MaxInt64, []int8{accept})
+	assert.EqualValues(t, 4+math.MaxInt64/10, c.redelAcks.Load(), "every multiple of 10 from 10 on, counted without walking")
 }
