@@ -191,43 +191,32 @@ func TestAuthorizeByResourceType(t *testing.T) {
 	const alice = "User:alice"
 	cases := []struct {
 		name string
-		acls []Binding
-		want bool
+		// everyone is allow.everyone.if.no.acl.found: the hard-coded name then decides while
+		// no ACL covers it.
+		everyone bool
+		acls     []Binding
+		want     bool
 	}{
-		{"none", nil, false},
-		{"literal allow", []Binding{allow(ResourceTopic, "t", PatternLiteral, alice, OpWrite)}, true},
-		{"allow ALL", []Binding{allow(ResourceTopic, "t", PatternLiteral, alice, OpAll)}, true},
-		{"other operation", []Binding{allow(ResourceTopic, "t", PatternLiteral, alice, OpRead)}, false},
-		{"literal denied", []Binding{allow(ResourceTopic, "t", PatternLiteral, alice, OpWrite), deny(ResourceTopic, "t", PatternLiteral, alice, OpWrite)}, false},
-		{"prefix denied", []Binding{allow(ResourceTopic, "abc", PatternLiteral, alice, OpWrite), deny(ResourceTopic, "ab", PatternPrefixed, alice, OpWrite)}, false},
-		{"longer prefix deny does not cover", []Binding{allow(ResourceTopic, "ab", PatternPrefixed, alice, OpWrite), deny(ResourceTopic, "abc", PatternPrefixed, alice, OpWrite)}, true},
-		{"wildcard allow", []Binding{allow(ResourceTopic, "*", PatternLiteral, WildcardPrincipal, OpWrite)}, true},
-		{"wildcard deny", []Binding{allow(ResourceTopic, "t", PatternLiteral, alice, OpWrite), deny(ResourceTopic, "*", PatternLiteral, alice, OpWrite)}, false},
+		{"none", false, nil, false},
+		{"literal allow", false, []Binding{allow(ResourceTopic, "t", PatternLiteral, alice, OpWrite)}, true},
+		{"allow ALL", false, []Binding{allow(ResourceTopic, "t", PatternLiteral, alice, OpAll)}, true},
+		{"other operation", false, []Binding{allow(ResourceTopic, "t", PatternLiteral, alice, OpRead)}, false},
+		{"literal denied", false, []Binding{allow(ResourceTopic, "t", PatternLiteral, alice, OpWrite), deny(ResourceTopic, "t", PatternLiteral, alice, OpWrite)}, false},
+		{"prefix denied", false, []Binding{allow(ResourceTopic, "abc", PatternLiteral, alice, OpWrite), deny(ResourceTopic, "ab", PatternPrefixed, alice, OpWrite)}, false},
+		{"longer prefix deny does not cover", false, []Binding{allow(ResourceTopic, "ab", PatternPrefixed, alice, OpWrite), deny(ResourceTopic, "abc", PatternPrefixed, alice, OpWrite)}, true},
+		{"wildcard allow", false, []Binding{allow(ResourceTopic, "*", PatternLiteral, WildcardPrincipal, OpWrite)}, true},
+		{"wildcard deny", false, []Binding{allow(ResourceTopic, "t", PatternLiteral, alice, OpWrite), deny(ResourceTopic, "*", PatternLiteral, alice, OpWrite)}, false},
+		{"allow everyone/no ACLs", true, nil, true},
+		{"allow everyone/ACLs on other names only", true, []Binding{deny(ResourceTopic, "t", PatternLiteral, alice, OpWrite)}, true},
+		{"allow everyone/an ACL covers hardcode", true, []Binding{deny(ResourceTopic, "hard", PatternPrefixed, alice, OpWrite)}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			a := authorizer(t, false, tc.acls...)
+			a := authorizer(t, tc.everyone, tc.acls...)
 			assert.Equal(t, tc.want, a.AuthorizeByResourceType(alice, "h", OpWrite, ResourceTopic))
 		})
 	}
 	assert.True(t, New([]string{alice}, false).AuthorizeByResourceType(alice, "h", OpWrite, ResourceTopic), "super user")
-
-	// With allow.everyone.if.no.acl.found, the hard-coded name decides while no ACL covers it.
-	everyone := []struct {
-		name string
-		acls []Binding
-		want bool
-	}{
-		{"no ACLs", nil, true},
-		{"ACLs on other names only", []Binding{deny(ResourceTopic, "t", PatternLiteral, alice, OpWrite)}, true},
-		{"an ACL covers hardcode", []Binding{deny(ResourceTopic, "hard", PatternPrefixed, alice, OpWrite)}, false},
-	}
-	for _, tc := range everyone {
-		t.Run("allow everyone/"+tc.name, func(t *testing.T) {
-			a := authorizer(t, true, tc.acls...)
-			assert.Equal(t, tc.want, a.AuthorizeByResourceType(alice, "h", OpWrite, ResourceTopic))
-		})
-	}
 }
 
 func TestAuthorizedOperationsAndSuperUsers(t *testing.T) {

@@ -157,8 +157,8 @@ type conn struct {
 	// principal is the authenticated principal ("User:name"), "" before or without SASL; under
 	// mu (Principal).
 	principal string
-	// sslPrincipalName is the principal of the TLS handshake ("" without TLS), under mu: the
-	// client certificate's, or User:ANONYMOUS. A SASL principal takes precedence.
+	// sslPrincipalName is the principal of the TLS handshake's client certificate, under mu; ""
+	// without one, or over SASL_SSL. A SASL principal takes precedence.
 	sslPrincipalName string
 	// closeAfterWrite closes the connection once the response being written is sent (a failed
 	// SASL exchange).

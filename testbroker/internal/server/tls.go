@@ -24,7 +24,8 @@ import (
 // serverTLS returns the listeners' config: base, with client certificates asked for as
 // ssl.client.auth says (a static config). A client
 // certificate must be the replica fetchers' interBroker or verify against clientCAs for client
-// authentication; base.ClientAuth and base.ClientCAs are not used.
+// authentication; base.ClientAuth is not used, and base.ClientCAs does not verify (Go still names
+// its CAs to clients as the acceptable ones).
 func serverTLS(base *tls.Config, clientCAs *x509.CertPool, interBroker *x509.Certificate, configs *config.Store) *tls.Config {
 	srv := base.Clone()
 	srv.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
@@ -201,28 +202,23 @@ func (cn *conn) handshake(tc *tls.Conn) bool {
 // the fetchers' alone). A name no rule maps fails the authentication, as in Kafka: the
 // connection is closed and the reason logged.
 func (cn *conn) sslPrincipal(cs tls.ConnectionState) bool {
-	principal := anonymous
 	// Over SASL_SSL the SASL principal is the connection's: as Kafka, which builds no SSL
-	// principal there, the certificate is not mapped, so no rule can refuse it.
-	if len(cs.PeerCertificates) > 0 && cn.b.c.cfg.SASL == nil {
-		leaf := cs.PeerCertificates[0]
-		if ib := cn.b.c.interBrokerCert; ib != nil && bytes.Equal(leaf.Raw, ib.Raw) {
-			principal = "User:" + sasl.InterBrokerUser
-		} else {
-			name, err := cn.mapCertificate(leaf)
-			if err != nil {
-				cn.b.c.logger.Warn("closing connection", "broker", cn.b.id, "remote", cn.nc.RemoteAddr().String(), "reason", err.Error())
-				return false
-			}
-			if name == sasl.InterBrokerUser {
-				cn.b.c.logger.Warn("closing connection", "broker", cn.b.id, "remote", cn.nc.RemoteAddr().String(), "reason", reservedPrincipal)
-				return false
-			}
-			principal = "User:" + name
+	// principal there, the certificate is not mapped, so no rule can refuse it. Without a
+	// certificate the connection stays User:ANONYMOUS (aclPrincipal).
+	if len(cs.PeerCertificates) == 0 || cn.b.c.cfg.SASL != nil {
+		return true
+	}
+	leaf := cs.PeerCertificates[0]
+	name := sasl.InterBrokerUser
+	if ib := cn.b.c.interBrokerCert; ib == nil || !bytes.Equal(leaf.Raw, ib.Raw) {
+		var err error
+		if name, err = cn.mapCertificate(leaf); err != nil {
+			cn.b.c.logger.Warn("closing connection", "broker", cn.b.id, "remote", cn.nc.RemoteAddr().String(), "reason", err.Error())
+			return false
 		}
 	}
 	cn.mu.Lock()
-	cn.sslPrincipalName = principal
+	cn.sslPrincipalName = "User:" + name
 	cn.mu.Unlock()
 	return true
 }
@@ -240,8 +236,11 @@ func (cn *conn) mapCertificate(leaf *x509.Certificate) (string, error) {
 	}
 	name, err := cn.b.c.configs.Snapshot().Connections.SSLPrincipalMapper.Name(dn)
 	var nm *sslprincipal.NoMatchingRuleError
-	if errors.As(err, &nm) {
+	switch {
+	case errors.As(err, &nm):
 		return "", fmt.Errorf("Failed to map name for '%s' based on SSL principal mapping rules.: %w", dn, err)
+	case err == nil && name == sasl.InterBrokerUser:
+		return "", errors.New(reservedPrincipal)
 	}
 	return name, err
 }
