@@ -260,12 +260,7 @@ func New(opts ...Opt) (*Consumer, error) {
 		admit:    newAdmission(cfg),
 		acks:     outcomes{onCommit: cfg.onCommit},
 	}
-	kopts := []kgo.Opt{
-		kgo.ConnIdleTimeout(defaultConnIdleTimeout),
-		kgo.SoftwareNameAndVersion("kshare", softwareVersion()),
-	}
-	kopts = append(kopts, cfg.clientOpts...)
-	kopts = append(kopts, kgo.WithHooks(connectHook{c}))
+	kopts := append(cfg.kgoOpts(), kgo.WithHooks(connectHook{c}))
 	cl, err := kgo.NewClient(kopts...)
 	if err != nil {
 		return nil, fmt.Errorf("shareconsumer: ClientOpts: %w", err)

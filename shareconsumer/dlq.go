@@ -157,7 +157,7 @@ func (c *Consumer) deadLetterProducer() (*kgo.Client, error) {
 		// on some topic before its first produce, and kgo keeps a refused InitProducerId for
 		// good, so a dead-letter path refused once would stay broken after the ACL is fixed.
 		// The copy is at least once anyway.
-		opts := append(slices.Clone(c.cfg.clientOpts),
+		opts := append(c.cfg.kgoOpts(),
 			kgo.DisableIdempotentWrite(),
 			kgo.RequiredAcks(kgo.AllISRAcks()),
 			kgo.ProducerLinger(0),

@@ -90,6 +90,15 @@ func ClientOpts(opts ...kgo.Opt) Opt {
 	return opt(func(c *cfg) { c.clientOpts = append(c.clientOpts, opts...) })
 }
 
+// kgoOpts are the options of the consumer's kgo clients (its own and the dead-letter
+// producer): kshare's defaults, then ClientOpts, which may override them.
+func (c *cfg) kgoOpts() []kgo.Opt {
+	return append([]kgo.Opt{
+		kgo.ConnIdleTimeout(defaultConnIdleTimeout),
+		kgo.SoftwareNameAndVersion("kshare", softwareVersion()),
+	}, c.clientOpts...)
+}
+
 // ExplicitAcknowledgement makes the application acknowledge every record itself, with
 // Acknowledge. Poll then refuses to go on (ErrUnacknowledgedRecords) while any record the
 // previous Poll returned is unacknowledged. The default is implicit acknowledgement: the next
