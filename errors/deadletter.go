@@ -59,11 +59,7 @@ func (e *DeadLetterError) Error() string {
 		b.WriteString(": copied, but not accepted")
 	}
 	b.WriteString(": ")
-	if e.Err == nil {
-		b.WriteString("unknown error")
-	} else {
-		b.WriteString(e.Err.Error())
-	}
+	b.WriteString(cause(e.Err, ""))
 	return b.String()
 }
 

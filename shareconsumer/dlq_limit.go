@@ -167,8 +167,8 @@ func describeIntConfig(ctx context.Context, cl *kgo.Client, typ kmsg.ConfigResou
 		return 0, fmt.Errorf("DescribeConfigs %s %q: %w", typ, resource, err)
 	}
 	for _, rr := range resp.Resources {
-		if code := kerr.ErrorForCode(rr.ErrorCode); code != nil {
-			return 0, fmt.Errorf("DescribeConfigs %s %q: %w", typ, resource, errors.FromKafka(rr.ErrorCode, rr.ErrorMessage))
+		if err := errors.FromKafka(rr.ErrorCode, rr.ErrorMessage); err != nil {
+			return 0, fmt.Errorf("DescribeConfigs %s %q: %w", typ, resource, err)
 		}
 		for _, cfg := range rr.Configs {
 			if cfg.Name != name || cfg.Value == nil {
