@@ -114,7 +114,6 @@ func requireDeadLetterHeaders(t *testing.T, r *kgo.Record, group string, p int32
 // dlqOutcomes collects Process's outcomes and the dead-letter hook's events.
 type dlqOutcomes struct {
 	mu     sync.Mutex
-	out    []shareconsumer.RecordOutcome
 	events []shareconsumer.DeadLetterEvent
 	ch     chan shareconsumer.RecordOutcome
 }
@@ -130,12 +129,7 @@ func (d *dlqOutcomes) OnDeadLetter(ev shareconsumer.DeadLetterEvent) {
 }
 
 func (d *dlqOutcomes) opt() shareconsumer.ProcessOpt {
-	return shareconsumer.OnRecordDone(func(o shareconsumer.RecordOutcome) {
-		d.mu.Lock()
-		d.out = append(d.out, o)
-		d.mu.Unlock()
-		d.ch <- o
-	})
+	return shareconsumer.OnRecordDone(func(o shareconsumer.RecordOutcome) { d.ch <- o })
 }
 
 // next waits for the next outcome.
@@ -248,10 +242,9 @@ func TestE2EDeadLetterAfterLastDelivery(t *testing.T) {
 // handler says so (errors.DeadLetter), and a panic on the last delivery goes there too, with the
 // panic's text; the copy lands on the record's partition modulo the topic's.
 func TestE2EDeadLetterPoison(t *testing.T) {
-	forEachBroker(t, e2eSetup{partitions: 3}, func(t *testing.T, env *e2eEnv) {
+	forEachBroker(t, e2eSetup{partitions: 3, deliveryLimit: 2}, func(t *testing.T, env *e2eEnv) {
 		const group = "g"
 		env.prepareGroup(t, group)
-		env.setGroupConfigIfTestbroker(t, group, "share.delivery.count.limit", "2")
 		env.createDLQ(t, 2)
 		start := time.Now()
 		poisonOff := env.produceWithHeaders(t, 2, "poison", "x")
@@ -274,10 +267,6 @@ func TestE2EDeadLetterPoison(t *testing.T) {
 		assert.EqualValues(t, 0, recs[0].Partition, "partition 2 modulo 2")
 		requireDeadLetterHeaders(t, recs[0], group, 2, poisonOff, 1, "cannot parse", start)
 
-		if env.tb == nil {
-			stop()
-			return // kfake's limit is its broker default, 5: the panic case needs the group's 2
-		}
 		panicOff := env.produceWithHeaders(t, 1, "panic", "y")
 		o = hooks.next(t)
 		assert.Equal(t, acktype.Release, o.Ack)
@@ -303,23 +292,12 @@ func TestE2EDeadLetterPoison(t *testing.T) {
 	})
 }
 
-// setGroupConfigIfTestbroker sets a group config on testbroker only (kfake ignores the group's
-// delivery count limit).
-func (e *e2eEnv) setGroupConfigIfTestbroker(t *testing.T, group, key, value string) {
-	t.Helper()
-	if e.tb != nil {
-		e.setGroupConfig(t, group, key, value)
-	}
-}
-
 // TestE2EDeadLetterProduceFailsReleases dead-letters to a topic that does not exist, on a
 // cluster that does not create topics: the produce fails with UNKNOWN_TOPIC_OR_PARTITION, the
 // record is released and delivered again; once the topic exists, it goes there.
 func TestE2EDeadLetterProduceFailsReleases(t *testing.T) {
 	t.Parallel()
-	c := testbroker.StartT(t, testbroker.Topic(e2eTopic, 1), testbroker.BrokerConfig("auto.create.topics.enable", "false"),
-		testbroker.BrokerConfig("group.share.heartbeat.interval.ms", "100"), testbroker.BrokerConfig("group.share.min.heartbeat.interval.ms", "50"))
-	env := &e2eEnv{name: "testbroker", seeds: c.Addrs(), tb: c}
+	env := startTestbroker(t, e2eSetup{noAutoCreate: true})
 	const group = "g"
 	env.prepareGroup(t, group)
 	start := time.Now()
@@ -349,7 +327,7 @@ func TestE2EDeadLetterProduceFailsReleases(t *testing.T) {
 	require.Len(t, evs, 1)
 	assert.Equal(t, o.DeadLetterErr, evs[0].Err)
 
-	require.NoError(t, c.CreateTopic(dlqTopic, 1, nil))
+	require.NoError(t, env.tb.CreateTopic(dlqTopic, 1, nil))
 	close(created)
 	o = hooks.next(t)
 	assert.True(t, o.DeadLettered)

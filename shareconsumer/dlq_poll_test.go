@@ -59,9 +59,7 @@ func TestE2EDeadLetterPollFailure(t *testing.T) {
 	for _, explicit := range []bool{true, false} {
 		t.Run(fmt.Sprintf("explicit=%v", explicit), func(t *testing.T) {
 			t.Parallel()
-			c := testbroker.StartT(t, testbroker.Topic(e2eTopic, 1), testbroker.BrokerConfig("auto.create.topics.enable", "false"),
-				testbroker.BrokerConfig("group.share.heartbeat.interval.ms", "100"), testbroker.BrokerConfig("group.share.min.heartbeat.interval.ms", "50"))
-			env := &e2eEnv{name: "testbroker", seeds: c.Addrs(), tb: c}
+			env := startTestbroker(t, e2eSetup{noAutoCreate: true})
 			const group = "g"
 			env.prepareGroup(t, group)
 			off := env.produceWithHeaders(t, 0, "k", "v")
@@ -85,7 +83,7 @@ func TestE2EDeadLetterPollFailure(t *testing.T) {
 			require.Equal(t, off, recs[0].Offset)
 			assert.EqualValues(t, 2, recs[0].DeliveryCount, "released and delivered again")
 
-			require.NoError(t, c.CreateTopic(dlqTopic, 1, nil))
+			require.NoError(t, env.tb.CreateTopic(dlqTopic, 1, nil))
 			require.NoError(t, cons.DeadLetter(ctx, recs[0], nil))
 			if explicit {
 				commitSyncOK(t, cons, "commit")
@@ -93,7 +91,7 @@ func TestE2EDeadLetterPollFailure(t *testing.T) {
 				pollNothing(t, cons, 300*time.Millisecond) // accepts the record
 			}
 			env.waitSPSO(t, group, []int32{0}, off+1)
-			sr, ok := c.ShareRecord(group, e2eTopic, 0, off)
+			sr, ok := env.tb.ShareRecord(group, e2eTopic, 0, off)
 			if ok {
 				assert.Equal(t, testbroker.ShareAcknowledged, sr.State)
 			}
@@ -106,10 +104,12 @@ func TestE2EDeadLetterPollFailure(t *testing.T) {
 
 // TestDeadLetterWithoutTopic: DeadLetter on a consumer without DeadLetterTopic does nothing.
 func TestDeadLetterWithoutTopic(t *testing.T) {
-	onTestbroker(t, e2eSetup{}, func(t *testing.T, env *e2eEnv) {
-		c := env.newConsumer(t, "g")
-		require.ErrorIs(t, c.DeadLetter(e2eCtx(t, time.Second), &shareconsumer.Record{Topic: e2eTopic}, nil), errors.ErrNoDeadLetterTopic)
-	})
+	t.Parallel()
+	// No broker is reached: DeadLetter refuses before any request.
+	c, err := shareconsumer.New(shareconsumer.ClientOpts(kgo.SeedBrokers("127.0.0.1:1")), shareconsumer.Group("g"))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, c.Close(e2eCtx(t, 10*time.Second))) }()
+	require.ErrorIs(t, c.DeadLetter(e2eCtx(t, time.Second), &shareconsumer.Record{Topic: e2eTopic}, nil), errors.ErrNoDeadLetterTopic)
 }
 
 // TestE2EDeadLetterPollImplicitCommitDuringProduce: in implicit mode a commit while DeadLetter's

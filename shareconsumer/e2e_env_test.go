@@ -44,6 +44,9 @@ type e2eSetup struct {
 	shareV1 bool
 	// replicationFactor replicates the topic on that many brokers (testbroker only; default 1).
 	replicationFactor int16
+	// noAutoCreate turns off auto.create.topics.enable (testbroker only), for a produce to a
+	// topic that does not exist to fail.
+	noAutoCreate bool
 }
 
 // e2eEnv is one running cluster.
@@ -119,6 +122,9 @@ func startTestbroker(t *testing.T, s e2eSetup) *e2eEnv {
 	}
 	if s.shareV1 {
 		opts = append(opts, testbroker.Kafka41())
+	}
+	if s.noAutoCreate {
+		opts = append(opts, testbroker.BrokerConfig("auto.create.topics.enable", "false"))
 	}
 	c := testbroker.StartT(t, opts...)
 	return &e2eEnv{name: "testbroker", setup: s, seeds: c.Addrs(), tb: c}
