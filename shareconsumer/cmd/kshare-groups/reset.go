@@ -304,17 +304,11 @@ func planFromFile(ctx context.Context, cl *kgo.Client, adm *kadm.Client, o optio
 
 // parseTopicArg reads a --topic of the form topic:0,1,2 as Kafka's tools do.
 func parseTopicArg(arg string) ([]topicPartition, error) {
-	parts := strings.Split(arg, ":")
-	for len(parts) > 0 && parts[len(parts)-1] == "" { // Java's split drops trailing empty strings
-		parts = parts[:len(parts)-1]
-	}
+	parts := javaSplit(arg, ":")
 	if len(parts) != 2 {
 		return nil, illegalArgumentError{"Invalid topic arg '" + arg + "', expected topic name and partitions"}
 	}
-	ps := strings.Split(parts[1], ",")
-	for len(ps) > 0 && ps[len(ps)-1] == "" {
-		ps = ps[:len(ps)-1]
-	}
+	ps := javaSplit(parts[1], ",")
 	var tps []topicPartition
 	for _, p := range ps {
 		n, err := strconv.ParseInt(p, 10, 32)
