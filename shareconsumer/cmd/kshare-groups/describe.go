@@ -22,7 +22,7 @@ const missing = "-"
 // for each group of o.groups, or with --all-groups each share, consumer and classic group, in
 // order of id, each in the format of its tool (toolOf). As the tools do, it describes
 // every group before it writes anything, so a group that cannot be described (a missing one:
-// "Group 'g' not found.") leaves only the error. It returns the exit code.
+// "Group g not found.") leaves only the error. It returns the exit code.
 func describeGroups(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client, o options) int {
 	listed, err := listAllGroups(ctx, kadm.NewClient(cl), o)
 	if err != nil {

@@ -28,7 +28,8 @@
 // Without --bootstrap-server it starts an embedded testbroker with one demo group of each type
 // it supports (see seedDemoGroups). Option errors and their messages are kafka-groups.sh's and,
 // for --describe and --list with --state or --type, those of kafka-share-groups.sh and
-// kafka-consumer-groups.sh (checkargs.go).
+// kafka-consumer-groups.sh (checkargs.go), as are those of --reset-offsets, --delete-offsets
+// and --delete (resetargs.go).
 //
 // A secured cluster is reached with --command-config, a file of Kafka's client properties
 // (security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.* and ssl.keystore.* in
@@ -159,7 +160,9 @@ var badValue = regexp.MustCompile(`^invalid value ("(?:[^"\\]|\\.)*") for flag -
 
 // parseArgs checks the command line as kafka-groups.sh does, in its order: something given, one
 // action, a valid --group-type, then --consumer, --share and --streams each alone among the
-// filters. --create and --describe need --group and take no filter; --list takes no --group.
+// filters. --create and --describe take no filter; --list takes no --group. Then come the
+// checks of the share and consumer tools (checkDescribeListArgs: --describe, --list with
+// --state or --type, and the offset actions) and --create's need of --group.
 func parseArgs(args []string) (options, error) {
 	var o options
 	fs := newFlagSet(&o)
