@@ -155,6 +155,14 @@ func usage() string {
 	return b.String()
 }
 
+// usageFailure writes msg and the usage on stderr, as Kafka's printUsageAndExit, and returns
+// its exit code.
+func usageFailure(stderr io.Writer, msg string) int {
+	fmt.Fprintln(stderr, msg)
+	fmt.Fprint(stderr, usage())
+	return 1
+}
+
 // badValue is the error of Go's flag package for a value its flag cannot parse (a number).
 var badValue = regexp.MustCompile(`^invalid value ("(?:[^"\\]|\\.)*") for flag -(\S+): `)
 
@@ -265,9 +273,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 		fmt.Fprint(stderr, usage())
 		return 0
 	case stderrors.As(err, &ue):
-		fmt.Fprintln(stderr, ue.msg)
-		fmt.Fprint(stderr, usage())
-		return 1
+		return usageFailure(stderr, ue.msg)
 	case err != nil:
 		fmt.Fprintln(stderr, err)
 		return 1

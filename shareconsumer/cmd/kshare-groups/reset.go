@@ -98,14 +98,6 @@ func resetAllConsumerGroups(ctx context.Context, stdout, stderr io.Writer, cl *k
 	return resetConsumerGroups(ctx, stdout, stderr, cl, adm, o, groups)
 }
 
-// usageFailure writes msg and the usage on stderr, as Kafka's printUsageAndExit, and returns
-// its exit code.
-func usageFailure(stderr io.Writer, msg string) int {
-	fmt.Fprintln(stderr, msg)
-	fmt.Fprint(stderr, usage())
-	return 1
-}
-
 // resetConsumerGroups resets each consumer or classic group of groups, in order of id, as
 // kafka-consumer-groups.sh does: it describes the group first (ConsumerGroupDescribe, then
 // DescribeGroups for a classic group), so that a classic group of another protocol (Kafka
