@@ -83,11 +83,8 @@ func resetAllConsumerGroups(ctx context.Context, stdout, stderr io.Writer, cl *k
 		fmt.Fprintln(stderr, consumerNoExecuteWarning)
 	}
 	listed, err := listAllGroups(ctx, adm, o)
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return consumerTool.fail(stdout, stderr, err)
-	case err != nil:
-		return consumerTool.fail(stdout, stderr, javaError{"java.util.concurrent.ExecutionException", javaString(err)})
+	if err != nil {
+		return consumerCallFailure(stdout, stderr, o, err)
 	}
 	var groups []string
 	for _, g := range listed.Sorted() {
@@ -96,6 +93,16 @@ func resetAllConsumerGroups(ctx context.Context, stdout, stderr io.Writer, cl *k
 		}
 	}
 	return resetConsumerGroups(ctx, stdout, stderr, cl, adm, o, groups)
+}
+
+// consumerCallFailure fails the consumer tool's command on err, the error of an admin call:
+// a timeout as such, anything else as the ExecutionException the call throws, its cause's
+// class in the message. It returns the exit code.
+func consumerCallFailure(stdout, stderr io.Writer, o options, err error) int {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return consumerTool.fail(stdout, stderr, o.timedOut(err))
+	}
+	return consumerTool.fail(stdout, stderr, javaError{"java.util.concurrent.ExecutionException", javaString(err)})
 }
 
 // resetConsumerGroups resets each consumer or classic group of groups, in order of id, as
@@ -113,10 +120,8 @@ func resetConsumerGroups(ctx context.Context, stdout, stderr io.Writer, cl *kgo.
 		d, err := consumerGroupDescribe(ctx, cl, o, group)
 		switch {
 		case errors.Is(err, kerr.GroupIDNotFound):
-		case errors.Is(err, context.DeadlineExceeded):
-			return consumerTool.fail(stdout, stderr, o.timedOut(err))
 		case err != nil:
-			return consumerTool.fail(stdout, stderr, javaError{"java.util.concurrent.ExecutionException", javaString(err)})
+			return consumerCallFailure(stdout, stderr, o, err)
 		case d.state != "Empty" && d.state != "Dead":
 			printError(stdout, fmt.Sprintf("Assignments can only be reset if the group '%s' is inactive, but the current state is %s.", group, d.state))
 			plans[group] = nil
