@@ -227,7 +227,7 @@ func parseArgs(args []string) (options, error) {
 			return o, err
 		}
 	}
-	if err := checkDescribeListArgs(o, given); err != nil {
+	if err := checkDescribeListArgs(o); err != nil {
 		return o, err
 	}
 	if o.create && !given["group"] {

@@ -321,7 +321,7 @@ func parseTopicArg(arg string) ([]topicPartition, error) {
 // of their topics. A topic that does not exist is Kafka's admin client's
 // UNKNOWN_TOPIC_OR_PARTITION "Topic <t> not found.".
 func resetTopicPartitions(ctx context.Context, adm *kadm.Client, o options) ([]topicPartition, kadm.TopicDetails, error) {
-	tps, details, notFound, err := topicPartitionsOf(ctx, adm, o, o.topics)
+	tps, details, notFound, err := topicPartitionsOf(ctx, adm, o)
 	if err != nil || len(notFound) == 0 {
 		return tps, details, err
 	}
@@ -357,13 +357,13 @@ func topicNotFound(name string) error {
 	return &errors.KafkaError{Code: kerr.UnknownTopicOrPartition.Code, Message: "Topic " + name + " not found."}
 }
 
-// topicPartitionsOf is the partitions topic arguments name: those of topic:0,1 and every
+// topicPartitionsOf is the partitions --topic names: those of topic:0,1 and every
 // partition of a bare topic name (Metadata), with the Metadata of every topic named. notFound
 // is the bare names, in order, whose Metadata has no partitions to give: not there, or an error.
-func topicPartitionsOf(ctx context.Context, adm *kadm.Client, o options, args []string) (tps []topicPartition, details kadm.TopicDetails, notFound []string, err error) {
+func topicPartitionsOf(ctx context.Context, adm *kadm.Client, o options) (tps []topicPartition, details kadm.TopicDetails, notFound []string, err error) {
 	var names []string
 	topics := map[string]bool{}
-	for _, arg := range args {
+	for _, arg := range o.topics {
 		if !strings.Contains(arg, ":") {
 			names = append(names, arg)
 			topics[arg] = true
