@@ -214,9 +214,29 @@ func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool 
 			return resetPlan{}, err
 		}
 	}
+	positions, err := logPositions(ctx, cl, o, partitions, scenario, millis)
+	if err != nil {
+		return resetPlan{}, err
+	}
+	for tp, v := range current {
+		if p, ok := positions[tp]; ok {
+			p.current = v
+			positions[tp] = p
+		}
+	}
+	return planReset(scenario, n, partitions, positions)
+}
+
+// logPositions is what ListOffsets (listOffsets) tells of partitions: their log start and end
+// offsets and, for toTimestamp, the first offset at or after millis. What it does not tell,
+// and the group's current offset, stay unknown.
+func logPositions(ctx context.Context, cl *kgo.Client, o options, partitions []topicPartition, scenario resetScenario, millis int64) (map[topicPartition]logPosition, error) {
 	positions := make(map[topicPartition]logPosition, len(partitions))
 	for _, tp := range partitions {
-		positions[tp] = logPosition{logStart: -1, logEnd: -1, atTimestamp: -1, current: -1}
+		positions[tp] = unknownPosition
+	}
+	if len(partitions) == 0 {
+		return positions, nil
 	}
 	type query struct {
 		timestamp int64
@@ -230,12 +250,9 @@ func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool 
 		queries = append(queries, query{millis, func(p *logPosition, v int64) { p.atTimestamp = v }})
 	}
 	for _, q := range queries {
-		if len(partitions) == 0 {
-			break
-		}
 		got, err := listOffsets(ctx, cl, o, partitions, q.timestamp)
 		if err != nil {
-			return resetPlan{}, err
+			return nil, err
 		}
 		for tp, v := range got {
 			p := positions[tp]
@@ -243,13 +260,7 @@ func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool 
 			positions[tp] = p
 		}
 	}
-	for tp, v := range current {
-		if p, ok := positions[tp]; ok {
-			p.current = v
-			positions[tp] = p
-		}
-	}
-	return planReset(scenario, n, partitions, positions)
+	return positions, nil
 }
 
 // planFromFile works out the reset plan of group from the CSV file --from-file names: each
@@ -272,24 +283,13 @@ func planFromFile(ctx context.Context, cl *kgo.Client, adm *kadm.Client, o optio
 	if err := checkPartitionsValid(ctx, adm, o, partitions, nil); err != nil {
 		return resetPlan{}, err
 	}
-	starts, err := listOffsets(ctx, cl, o, partitions, -2)
-	if err != nil {
-		return resetPlan{}, err
-	}
-	ends, err := listOffsets(ctx, cl, o, partitions, -1)
+	positions, err := logPositions(ctx, cl, o, partitions, toOffset, 0)
 	if err != nil {
 		return resetPlan{}, err
 	}
 	var plan resetPlan
 	for _, tp := range partitions {
-		position := logPosition{logStart: -1, logEnd: -1, atTimestamp: -1, current: -1}
-		if v, ok := starts[tp]; ok {
-			position.logStart = v
-		}
-		if v, ok := ends[tp]; ok {
-			position.logEnd = v
-		}
-		one, err := planReset(toOffset, requested[tp], []topicPartition{tp}, map[topicPartition]logPosition{tp: position})
+		one, err := planReset(toOffset, requested[tp], []topicPartition{tp}, positions)
 		if err != nil {
 			return resetPlan{}, err
 		}

@@ -46,6 +46,9 @@ type logPosition struct {
 	current          int64
 }
 
+// unknownPosition is a partition's logPosition before anything about it is known.
+var unknownPosition = logPosition{logStart: -1, logEnd: -1, atTimestamp: -1, current: -1}
+
 // newOffset is one line of a reset plan.
 type newOffset struct {
 	topicPartition
@@ -95,7 +98,7 @@ func planReset(scenario resetScenario, n int64, partitions []topicPartition, off
 	for _, tp := range partitions {
 		o, ok := offsets[tp]
 		if !ok {
-			o = logPosition{logStart: -1, logEnd: -1, atTimestamp: -1, current: -1}
+			o = unknownPosition
 		}
 		var (
 			offset int64
