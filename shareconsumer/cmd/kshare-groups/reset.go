@@ -227,9 +227,11 @@ func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool 
 	return planReset(scenario, n, partitions, positions)
 }
 
-// logPositions is what ListOffsets (listOffsets) tells of partitions: their log start and end
-// offsets and, for toTimestamp, the first offset at or after millis. What it does not tell,
-// and the group's current offset, stay unknown.
+// logPositions is what ListOffsets (listOffsets) tells of partitions that scenario needs, as
+// Kafka's OffsetsUtils asks: the log start offset to reset to it or to clamp (toEarliest,
+// toOffset, shiftBy), the log end offset for every other scenario, and for toTimestamp the first
+// offset at or after millis. What it is not asked or does not tell, and the group's current
+// offset, stay unknown.
 func logPositions(ctx context.Context, cl *kgo.Client, o options, partitions []topicPartition, scenario resetScenario, millis int64) (map[topicPartition]logPosition, error) {
 	positions := make(map[topicPartition]logPosition, len(partitions))
 	for _, tp := range partitions {
@@ -242,9 +244,12 @@ func logPositions(ctx context.Context, cl *kgo.Client, o options, partitions []t
 		timestamp int64
 		set       func(*logPosition, int64)
 	}
-	queries := []query{
-		{-2, func(p *logPosition, v int64) { p.logStart = v }},
-		{-1, func(p *logPosition, v int64) { p.logEnd = v }},
+	var queries []query
+	if scenario == toEarliest || scenario == toOffset || scenario == shiftBy {
+		queries = append(queries, query{-2, func(p *logPosition, v int64) { p.logStart = v }})
+	}
+	if scenario != toEarliest {
+		queries = append(queries, query{-1, func(p *logPosition, v int64) { p.logEnd = v }})
 	}
 	if scenario == toTimestamp {
 		queries = append(queries, query{millis, func(p *logPosition, v int64) { p.atTimestamp = v }})
