@@ -447,13 +447,13 @@ func checkPartitionsValid(ctx context.Context, adm *kadm.Client, o options, part
 
 // currentOffsets is the group's current offset of each partition it has one for, -1 where it
 // has none: a consumer group's committed offsets (OffsetFetch), a share group's
-// share-partition start offsets (DescribeShareGroupOffsets).
+// share-partition start offsets (shareStarts), a partition answered with an error left out.
 func currentOffsets(ctx context.Context, cl *kgo.Client, adm *kadm.Client, o options, tool groupTool, group string) (map[topicPartition]int64, error) {
-	ctx, cancel := o.requestCtx(ctx)
-	defer cancel()
 	current := map[topicPartition]int64{}
 	if tool == consumerTool {
-		fetched, err := adm.FetchOffsets(ctx, group)
+		rctx, cancel := o.requestCtx(ctx)
+		defer cancel()
+		fetched, err := adm.FetchOffsets(rctx, group)
 		if err != nil {
 			return nil, o.timedOut(err)
 		}
@@ -467,24 +467,13 @@ func currentOffsets(ctx context.Context, cl *kgo.Client, adm *kadm.Client, o opt
 		}
 		return current, nil
 	}
-	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
-	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
-	rg.GroupID = group
-	req.Groups = append(req.Groups, rg)
-	resp, err := req.RequestWith(ctx, cl)
+	starts, err := shareStarts(ctx, cl, o, group)
 	if err != nil {
-		return nil, o.timedOut(err)
+		return nil, err
 	}
-	for _, g := range resp.Groups {
-		if err := errors.FromKafka(g.ErrorCode, g.ErrorMessage); err != nil {
-			return nil, err
-		}
-		for _, t := range g.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode == 0 {
-					current[topicPartition{t.Topic, p.Partition}] = max(-1, p.StartOffset)
-				}
-			}
+	for tp, s := range starts {
+		if s.err == nil {
+			current[tp] = max(-1, s.startOffset)
 		}
 	}
 	return current, nil
