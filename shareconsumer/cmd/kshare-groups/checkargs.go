@@ -111,7 +111,8 @@ func checkAvailable(given map[string]bool) error {
 // with --list choose the listing of kafka-share-groups.sh (--state, with or without --share)
 // or of kafka-consumer-groups.sh (--type, or --state with --consumer), so they take no other
 // kafka-groups.sh filter.
-func checkDescribeListArgs(o options, given map[string]bool) error {
+func checkDescribeListArgs(o options) error {
+	given := o.given
 	if o.describe {
 		if !given["group"] && !o.allGroups {
 			return usageError{"Option [describe] takes one of these options: [all-groups], [group]"}
@@ -125,7 +126,7 @@ func checkDescribeListArgs(o options, given map[string]bool) error {
 	}
 	// The checks of --delete, --delete-offsets and --reset-offsets come between Kafka's
 	// --describe checks and its general ones.
-	if err := checkOffsetActions(o, given); err != nil {
+	if err := checkOffsetActions(o); err != nil {
 		return err
 	}
 	for _, rule := range [][]string{

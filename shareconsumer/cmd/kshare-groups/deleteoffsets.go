@@ -37,9 +37,9 @@ func deleteOffsets(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client
 		return tool.fail(stdout, stderr, errMultipleGroups)
 	}
 	if tool == consumerTool {
-		err = deleteConsumerGroupOffsets(ctx, stdout, adm, o, o.topics)
+		err = deleteConsumerGroupOffsets(ctx, stdout, adm, o)
 	} else {
-		err = deleteShareGroupOffsets(ctx, stdout, cl, o, o.topics)
+		err = deleteShareGroupOffsets(ctx, stdout, cl, o)
 	}
 	if err != nil {
 		return tool.fail(stdout, stderr, err)
@@ -47,11 +47,11 @@ func deleteOffsets(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client
 	return 0
 }
 
-// deleteShareGroupOffsets deletes the share group's offsets of topics and writes the outcome as
+// deleteShareGroupOffsets deletes the share group's offsets of the topics of --topic and writes the outcome as
 // kafka-share-groups.sh does: a group-level error (or else the first topic's) decides the
 // line above the table; every topic shows the group's error, or its own.
-func deleteShareGroupOffsets(ctx context.Context, w io.Writer, cl *kgo.Client, o options, topicArgs []string) error {
-	topics := slices.Compact(slices.Sorted(slices.Values(topicArgs)))
+func deleteShareGroupOffsets(ctx context.Context, w io.Writer, cl *kgo.Client, o options) error {
+	topics := slices.Compact(slices.Sorted(slices.Values(o.topics)))
 	req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
 	req.GroupID = o.group
 	for _, t := range topics {
@@ -113,12 +113,12 @@ func deleteShareGroupOffsets(ctx context.Context, w io.Writer, cl *kgo.Client, o
 }
 
 // deleteConsumerGroupOffsets deletes a consumer group's offsets (OffsetDelete) of the
-// partitions topicArgs name and writes the outcome as kafka-consumer-groups.sh does. A topic
+// partitions --topic names and writes the outcome as kafka-consumer-groups.sh does. A topic
 // that does not exist is a row of its own, partition "-".
-func deleteConsumerGroupOffsets(ctx context.Context, w io.Writer, adm *kadm.Client, o options, topicArgs []string) error {
+func deleteConsumerGroupOffsets(ctx context.Context, w io.Writer, adm *kadm.Client, o options) error {
 	group := o.group
 	results := map[topicPartition]error{}
-	tps, _, notFound, err := topicPartitionsOf(ctx, adm, o, topicArgs)
+	tps, _, notFound, err := topicPartitionsOf(ctx, adm, o)
 	if err != nil {
 		return err
 	}

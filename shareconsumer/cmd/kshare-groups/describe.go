@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +23,7 @@ const missing = "-"
 // for each group of o.groups, or with --all-groups each share, consumer and classic group, in
 // order of id, each in the format of its tool (toolOf). As the tools do, it describes
 // every group before it writes anything, so a group that cannot be described (a missing one:
-// "Group 'g' not found.") leaves only the error. It returns the exit code.
+// "Group g not found.") leaves only the error. It returns the exit code.
 func describeGroups(ctx context.Context, stdout, stderr io.Writer, cl *kgo.Client, o options) int {
 	listed, err := listAllGroups(ctx, kadm.NewClient(cl), o)
 	if err != nil {
@@ -83,7 +84,7 @@ func describeShareGroup(ctx context.Context, stdout, stderr io.Writer, cl *kgo.C
 			writeShareState(stdout, group, coordinator, d, o.verbose)
 		}, nil
 	}
-	offsets, err := shareOffsets(ctx, kadm.NewClient(cl), o, group)
+	offsets, err := shareOffsets(ctx, cl, o, group)
 	if err != nil {
 		return nil, err
 	}
@@ -218,42 +219,71 @@ type shareOffset struct {
 	lag         int64
 }
 
-// shareOffsets asks for the share-partition start offsets of group (DescribeShareGroupOffsets;
-// a partition the broker answers with an error is left out, as Kafka's admin client does) and
-// works out each partition's lag: the broker's, when it sends one (DescribeShareGroupOffsets
-// v1), else the partition's end offset (ListOffsets) less the start offset.
-func shareOffsets(ctx context.Context, adm *kadm.Client, o options, group string) ([]shareOffset, error) {
-	dctx, cancel := o.requestCtx(ctx)
+// shareStart is one share partition as DescribeShareGroupOffsets answers for it: its start
+// offset and leader epoch, its lag (v1; -1 before) and its error, with Kafka's message.
+type shareStart struct {
+	startOffset int64
+	leaderEpoch int32
+	lag         int64
+	err         error
+}
+
+// shareStarts asks for the share-partition start offsets of group, every topic
+// (DescribeShareGroupOffsets), by hand rather than with kadm, which drops the broker's error
+// messages: the group's error, else each partition's answer.
+func shareStarts(ctx context.Context, cl *kgo.Client, o options, group string) (map[topicPartition]shareStart, error) {
+	rctx, cancel := o.requestCtx(ctx)
 	defer cancel()
-	ds, err := adm.DescribeShareGroupOffsets(dctx, group)
+	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	rg.GroupID = group
+	req.Groups = append(req.Groups, rg)
+	resp, err := req.RequestWith(rctx, cl)
+	if err != nil {
+		return nil, o.timedOut(err)
+	}
+	starts := map[topicPartition]shareStart{}
+	for _, g := range resp.Groups {
+		if err := errors.FromKafka(g.ErrorCode, g.ErrorMessage); err != nil {
+			return nil, err
+		}
+		for _, t := range g.Topics {
+			for _, p := range t.Partitions {
+				starts[topicPartition{t.Topic, p.Partition}] = shareStart{p.StartOffset, p.LeaderEpoch, p.Lag, errors.FromKafka(p.ErrorCode, p.ErrorMessage)}
+			}
+		}
+	}
+	return starts, nil
+}
+
+// shareOffsets asks for the share-partition start offsets of group (shareStarts; a partition
+// the broker answers with an error is left out, as Kafka's admin client does) and works out
+// each partition's lag: the broker's, when it sends one (DescribeShareGroupOffsets v1), else
+// the partition's end offset (ListOffsets) less the start offset.
+func shareOffsets(ctx context.Context, cl *kgo.Client, o options, group string) ([]shareOffset, error) {
+	starts, err := shareStarts(ctx, cl, o, group)
 	if err != nil {
 		return nil, err
 	}
-	d := ds[group]
-	if d.Err != nil {
-		return nil, d.Err
-	}
 	var out []shareOffset
-	var topics []string
-	for topic, ps := range d.Offsets {
-		topics = append(topics, topic)
-		for p, so := range ps {
-			if so.Err != nil {
-				continue
-			}
-			po := shareOffset{topic: topic, partition: p, startOffset: -1, leaderEpoch: -1, lag: -1}
-			if so.StartOffset >= 0 {
-				po.startOffset, po.leaderEpoch, po.lag = so.StartOffset, so.LeaderEpoch, so.Lag
-			}
-			out = append(out, po)
+	topics := map[string]bool{}
+	for tp, s := range starts {
+		topics[tp.topic] = true
+		if s.err != nil {
+			continue
 		}
+		po := shareOffset{topic: tp.topic, partition: tp.partition, startOffset: -1, leaderEpoch: -1, lag: -1}
+		if s.startOffset >= 0 {
+			po.startOffset, po.leaderEpoch, po.lag = s.startOffset, s.leaderEpoch, s.lag
+		}
+		out = append(out, po)
 	}
 	if len(topics) > 0 {
 		lctx, cancel := o.requestCtx(ctx)
 		defer cancel()
 		// The lag worked out here is beyond Kafka: a partition whose end offset cannot be
 		// listed keeps "-" rather than failing the describe.
-		ends, _ := adm.ListEndOffsets(lctx, topics...)
+		ends, _ := kadm.NewClient(cl).ListEndOffsets(lctx, slices.Sorted(maps.Keys(topics))...)
 		for i, po := range out {
 			if end, ok := ends.Lookup(po.topic, po.partition); ok && end.Err == nil && po.startOffset >= 0 && po.lag < 0 {
 				out[i].lag = max(0, end.Offset-po.startOffset)

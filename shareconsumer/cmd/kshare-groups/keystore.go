@@ -3,12 +3,10 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 )
 
 // keyStoreProperties are the properties of a client's key store: the certificate it presents
@@ -92,7 +90,7 @@ var pemPrivateKey = regexp.MustCompile(`-+BEGIN\s*.*PRIVATE\s+KEY[^-]*-+\s+(?:\s
 // messages.
 func keyPair(keyPEM, chainPEM string, password *string) (tls.Certificate, error) {
 	const invalid = "Invalid PEM keystore configs"
-	keys := pemPrivateKey.FindAllStringSubmatch(keyPEM+"\n", -1) // the last line break may be missing in a value
+	keys, err := pemDERs(pemPrivateKey, keyPEM+"\n") // the last line break may be missing in a value
 	switch len(keys) {
 	case 0:
 		return tls.Certificate{}, fmt.Errorf("%s: No matching PRIVATE KEY entries in PEM file", invalid)
@@ -100,10 +98,10 @@ func keyPair(keyPEM, chainPEM string, password *string) (tls.Certificate, error)
 	default:
 		return tls.Certificate{}, fmt.Errorf("%s: Expected one private key, but found %d", invalid, len(keys))
 	}
-	keyDER, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(keys[0][1]), ""))
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("%s: %w", invalid, err)
 	}
+	keyDER := keys[0]
 	if password != nil {
 		if keyDER, err = decryptPKCS8(keyDER, *password); err != nil {
 			return tls.Certificate{}, fmt.Errorf("%s: %w", invalid, err)
@@ -112,16 +110,15 @@ func keyPair(keyPEM, chainPEM string, password *string) (tls.Certificate, error)
 	if _, err := x509.ParsePKCS8PrivateKey(keyDER); err != nil {
 		return tls.Certificate{}, fmt.Errorf("%s: Private key could not be loaded: %w", invalid, err)
 	}
-	certs := pemCertificate.FindAllStringSubmatch(chainPEM, -1)
+	certs, err := pemDERs(pemCertificate, chainPEM)
 	if len(certs) == 0 {
 		return tls.Certificate{}, fmt.Errorf("%s: No matching CERTIFICATE entries in PEM file", invalid)
 	}
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("%s: %w", invalid, err)
+	}
 	var chain []byte
-	for _, m := range certs {
-		der, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(m[1]), ""))
-		if err != nil {
-			return tls.Certificate{}, fmt.Errorf("%s: %w", invalid, err)
-		}
+	for _, der := range certs {
 		chain = append(chain, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
 	}
 	pair, err := tls.X509KeyPair(chain, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))

@@ -133,6 +133,15 @@ func clientLeaf(t *testing.T, s security) []byte {
 	return s.keyPair.Certificate[0]
 }
 
+// sslProps is the properties of an SSL connection with the key-value pairs kv.
+func sslProps(kv ...string) map[string]string {
+	props := map[string]string{"security.protocol": "SSL"}
+	for i := 0; i < len(kv); i += 2 {
+		props[kv[i]] = kv[i+1]
+	}
+	return props
+}
+
 // TestKeyStoreFromProperties reads every accepted form of a PEM key store: a file, inline
 // values (also continued over lines in a properties file), an encrypted key with
 // ssl.key.password (ours and openssl's), and no key store at all.
@@ -149,24 +158,17 @@ func TestKeyStoreFromProperties(t *testing.T) {
 		"/no-line-end.pem":  strings.TrimSpace(p.clientCert + p.clientKey),
 		"/with-headers.pem": "Bag Attributes\n    friendlyName: tool\n" + p.clientKey + "subject=CN = tool\n" + p.clientCert,
 	})
-	ssl := func(kv ...string) map[string]string {
-		props := map[string]string{"security.protocol": "SSL"}
-		for i := 0; i < len(kv); i += 2 {
-			props[kv[i]] = kv[i+1]
-		}
-		return props
-	}
 	for _, tc := range []struct {
 		name  string
 		props map[string]string
 	}{
-		{"location", ssl("ssl.keystore.type", "PEM", "ssl.keystore.location", "/ks.pem")},
-		{"location, chain before key", ssl("ssl.keystore.type", "PEM", "ssl.keystore.location", "/chain-first.pem")},
-		{"location, no last line break", ssl("ssl.keystore.type", "PEM", "ssl.keystore.location", "/no-line-end.pem")},
-		{"location, text around the blocks", ssl("ssl.keystore.type", "PEM", "ssl.keystore.location", "/with-headers.pem")},
-		{"location, encrypted key", ssl("ssl.keystore.type", "PEM", "ssl.keystore.location", "/encrypted.pem", "ssl.key.password", "secret")},
-		{"inline", ssl("ssl.keystore.type", "PEM", "ssl.keystore.key", p.clientKey, "ssl.keystore.certificate.chain", p.clientCert)},
-		{"inline, encrypted key", ssl("ssl.keystore.type", "PEM", "ssl.keystore.key", encryptPKCS8(t, p.clientKey, "pw", nil),
+		{"location", sslProps("ssl.keystore.type", "PEM", "ssl.keystore.location", "/ks.pem")},
+		{"location, chain before key", sslProps("ssl.keystore.type", "PEM", "ssl.keystore.location", "/chain-first.pem")},
+		{"location, no last line break", sslProps("ssl.keystore.type", "PEM", "ssl.keystore.location", "/no-line-end.pem")},
+		{"location, text around the blocks", sslProps("ssl.keystore.type", "PEM", "ssl.keystore.location", "/with-headers.pem")},
+		{"location, encrypted key", sslProps("ssl.keystore.type", "PEM", "ssl.keystore.location", "/encrypted.pem", "ssl.key.password", "secret")},
+		{"inline", sslProps("ssl.keystore.type", "PEM", "ssl.keystore.key", p.clientKey, "ssl.keystore.certificate.chain", p.clientCert)},
+		{"inline, encrypted key", sslProps("ssl.keystore.type", "PEM", "ssl.keystore.key", encryptPKCS8(t, p.clientKey, "pw", nil),
 			"ssl.keystore.certificate.chain", p.clientCert, "ssl.key.password", "pw")},
 		{"SASL_SSL", map[string]string{"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "sasl.jaas.config": plainJAAS,
 			"ssl.keystore.type": "PEM", "ssl.keystore.location": "/ks.pem"}},
@@ -192,7 +194,7 @@ func TestKeyStoreFromProperties(t *testing.T) {
 
 	// openssl pkcs8 -topk8 -v2 aes-256-cbc -v2prf hmacWithSHA256 -passout pass:kshare-secret,
 	// then openssl req -x509 -subj /CN=kshare-groups-openssl: another implementation's key.
-	s, _, err = securityFromProperties(ssl("ssl.keystore.type", "PEM", "ssl.keystore.location", "/openssl.pem", "ssl.key.password", "kshare-secret"), read)
+	s, _, err = securityFromProperties(sslProps("ssl.keystore.type", "PEM", "ssl.keystore.location", "/openssl.pem", "ssl.key.password", "kshare-secret"), read)
 	require.NoError(t, err)
 	leaf, err := x509.ParseCertificate(clientLeaf(t, s))
 	require.NoError(t, err)
@@ -201,9 +203,9 @@ func TestKeyStoreFromProperties(t *testing.T) {
 	// No key store, as Kafka allows: for brokers that do not ask for a client certificate. A
 	// key store without TLS is not read, as Kafka does not read it.
 	for _, props := range []map[string]string{
-		ssl(),
-		ssl("ssl.keystore.type", "JKS"),
-		ssl("ssl.keystore.type", "PKCS12", "ssl.key.password", "x"),
+		sslProps(),
+		sslProps("ssl.keystore.type", "JKS"),
+		sslProps("ssl.keystore.type", "PKCS12", "ssl.key.password", "x"),
 		{"security.protocol": "PLAINTEXT", "ssl.keystore.type": "JKS", "ssl.keystore.location": "/ks.jks"},
 	} {
 		s, unused, err := securityFromProperties(props, read)
@@ -233,59 +235,52 @@ func TestKeyStoreFromPropertiesRefuses(t *testing.T) {
 		"/pbes1-ours.pem": encryptPKCS8(t, p.clientKey, "secret", asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 5, 3}) +
 			p.clientCert,
 	})
-	ssl := func(kv ...string) map[string]string {
-		props := map[string]string{"security.protocol": "SSL"}
-		for i := 0; i < len(kv); i += 2 {
-			props[kv[i]] = kv[i+1]
-		}
-		return props
-	}
 	const failed = "Failed to load PEM SSL keystore "
 	for _, tc := range []struct {
 		props map[string]string
 		msg   string
 	}{
-		{ssl("ssl.keystore.key", p.clientKey, "ssl.keystore.certificate.chain", p.clientCert),
+		{sslProps("ssl.keystore.key", p.clientKey, "ssl.keystore.certificate.chain", p.clientCert),
 			"SSL private key can be specified only for PEM, but key store type is JKS."},
-		{ssl("ssl.keystore.type", "PKCS12", "ssl.keystore.key", p.clientKey),
+		{sslProps("ssl.keystore.type", "PKCS12", "ssl.keystore.key", p.clientKey),
 			"SSL private key can be specified only for PEM, but key store type is PKCS12."},
-		{ssl("ssl.keystore.type", "PEM", "ssl.keystore.key", p.clientKey),
+		{sslProps("ssl.keystore.type", "PEM", "ssl.keystore.key", p.clientKey),
 			"SSL private key is specified, but certificate chain is not specified."},
-		{ssl("ssl.keystore.type", "PEM", "ssl.keystore.key", p.clientKey, "ssl.keystore.certificate.chain", p.clientCert, "ssl.keystore.location", "/ks.pem"),
+		{sslProps("ssl.keystore.type", "PEM", "ssl.keystore.key", p.clientKey, "ssl.keystore.certificate.chain", p.clientCert, "ssl.keystore.location", "/ks.pem"),
 			"Both SSL key store location and separate private key are specified."},
-		{ssl("ssl.keystore.type", "PEM", "ssl.keystore.key", p.clientKey, "ssl.keystore.certificate.chain", p.clientCert, "ssl.keystore.password", "x"),
+		{sslProps("ssl.keystore.type", "PEM", "ssl.keystore.key", p.clientKey, "ssl.keystore.certificate.chain", p.clientCert, "ssl.keystore.password", "x"),
 			"SSL key store password cannot be specified with PEM format, only key password may be specified."},
-		{ssl("ssl.keystore.type", "PEM", "ssl.keystore.certificate.chain", p.clientCert),
+		{sslProps("ssl.keystore.type", "PEM", "ssl.keystore.certificate.chain", p.clientCert),
 			"SSL certificate chain is specified, but private key is not specified"},
-		{ssl("ssl.keystore.type", "PEM", "ssl.keystore.location", "/ks.pem", "ssl.keystore.password", "x"),
+		{sslProps("ssl.keystore.type", "PEM", "ssl.keystore.location", "/ks.pem", "ssl.keystore.password", "x"),
 			"SSL key store password cannot be specified with PEM format, only key password may be specified"},
-		{ssl("ssl.keystore.password", "x"), "SSL key store is not specified, but key store password is specified."},
-		{ssl("ssl.keystore.location", "/ks.jks"), "SSL key store is specified, but key store password is not specified."},
-		{ssl("ssl.keystore.location", "/ks.jks", "ssl.keystore.password", "x"),
+		{sslProps("ssl.keystore.password", "x"), "SSL key store is not specified, but key store password is specified."},
+		{sslProps("ssl.keystore.location", "/ks.jks"), "SSL key store is specified, but key store password is not specified."},
+		{sslProps("ssl.keystore.location", "/ks.jks", "ssl.keystore.password", "x"),
 			"Invalid value JKS for configuration ssl.keystore.type: this tool reads key stores of type PEM only (ssl.keystore.type=PEM)"},
-		{ssl("ssl.keystore.type", "PKCS12", "ssl.keystore.location", "/ks.p12", "ssl.keystore.password", "x"),
+		{sslProps("ssl.keystore.type", "PKCS12", "ssl.keystore.location", "/ks.p12", "ssl.keystore.password", "x"),
 			"Invalid value PKCS12 for configuration ssl.keystore.type: this tool reads key stores of type PEM only (ssl.keystore.type=PEM)"},
-		{ssl("ssl.keystore.type", "BKS"),
+		{sslProps("ssl.keystore.type", "BKS"),
 			"Invalid value BKS for configuration ssl.keystore.type: this tool knows PEM (and JKS and PKCS12 without a key store: no client certificate)"},
-		{ssl("ssl.keystore.type", "PEM", "ssl.keystore.location", "/missing.pem"),
+		{sslProps("ssl.keystore.type", "PEM", "ssl.keystore.location", "/missing.pem"),
 			"ssl.keystore.location: open /missing.pem: file does not exist"},
-		{ssl("ssl.keystore.type", "PEM", "ssl.keystore.location", "/no-key.pem"),
+		{sslProps("ssl.keystore.type", "PEM", "ssl.keystore.location", "/no-key.pem"),
 			failed + "/no-key.pem: Invalid PEM keystore configs: No matching PRIVATE KEY entries in PEM file"},
-		{ssl("ssl.keystore.type", "PEM", "ssl.keystore.location", "/two-keys.pem"),
+		{sslProps("ssl.keystore.type", "PEM", "ssl.keystore.location", "/two-keys.pem"),
 			failed + "/two-keys.pem: Invalid PEM keystore configs: Expected one private key, but found 2"},
-		{ssl("ssl.keystore.type", "PEM", "ssl.keystore.location", "/no-cert.pem"),
+		{sslProps("ssl.keystore.type", "PEM", "ssl.keystore.location", "/no-cert.pem"),
 			failed + "/no-cert.pem: Invalid PEM keystore configs: No matching CERTIFICATE entries in PEM file"},
-		{ssl("ssl.keystore.type", "PEM", "ssl.keystore.key", p.clientKey, "ssl.keystore.certificate.chain", "none"),
+		{sslProps("ssl.keystore.type", "PEM", "ssl.keystore.key", p.clientKey, "ssl.keystore.certificate.chain", "none"),
 			"Invalid PEM keystore configs: No matching CERTIFICATE entries in PEM file"},
-		{ssl("ssl.keystore.type", "PEM", "ssl.keystore.location", "/other-key.pem"),
+		{sslProps("ssl.keystore.type", "PEM", "ssl.keystore.location", "/other-key.pem"),
 			failed + "/other-key.pem: Invalid PEM keystore configs: tls: private key does not match public key"},
-		{ssl("ssl.keystore.type", "PEM", "ssl.keystore.location", "/encrypted.pem", "ssl.key.password", "wrong"),
+		{sslProps("ssl.keystore.type", "PEM", "ssl.keystore.location", "/encrypted.pem", "ssl.key.password", "wrong"),
 			failed + "/encrypted.pem: Invalid PEM keystore configs: the key does not decrypt with ssl.key.password (bad padding): wrong password?"},
-		{ssl("ssl.keystore.type", "PEM", "ssl.keystore.location", "/ks.pem", "ssl.key.password", "secret"),
+		{sslProps("ssl.keystore.type", "PEM", "ssl.keystore.location", "/ks.pem", "ssl.key.password", "secret"),
 			failed + "/ks.pem: Invalid PEM keystore configs: not an encrypted PKCS#8 private key (ENCRYPTED PRIVATE KEY)"},
-		{ssl("ssl.keystore.type", "PEM", "ssl.keystore.location", "/pbes1.pem", "ssl.key.password", "kshare-secret"),
+		{sslProps("ssl.keystore.type", "PEM", "ssl.keystore.location", "/pbes1.pem", "ssl.key.password", "kshare-secret"),
 			failed + "/pbes1.pem: Invalid PEM keystore configs: encryption 1.2.840.113549.1.12.1.3: " + errUnsupportedEncryption.Error()},
-		{ssl("ssl.keystore.type", "PEM", "ssl.keystore.location", "/pbes1-ours.pem", "ssl.key.password", "secret"),
+		{sslProps("ssl.keystore.type", "PEM", "ssl.keystore.location", "/pbes1-ours.pem", "ssl.key.password", "secret"),
 			failed + "/pbes1-ours.pem: Invalid PEM keystore configs: encryption 1.2.840.113549.1.5.3: " + errUnsupportedEncryption.Error()},
 	} {
 		_, _, err := securityFromProperties(tc.props, read)
@@ -295,7 +290,7 @@ func TestKeyStoreFromPropertiesRefuses(t *testing.T) {
 	// Kafka reads a key as PKCS#8 only; an encrypted key without its password, or a key in
 	// SEC 1, does not load.
 	for _, name := range []string{"/sec1.pem", "/encrypted.pem"} {
-		_, _, err := securityFromProperties(ssl("ssl.keystore.type", "PEM", "ssl.keystore.location", name), read)
+		_, _, err := securityFromProperties(sslProps("ssl.keystore.type", "PEM", "ssl.keystore.location", name), read)
 		require.Error(t, err, name)
 		assert.True(t, strings.HasPrefix(err.Error(), failed+name+": Invalid PEM keystore configs: Private key could not be loaded: "), err.Error())
 	}

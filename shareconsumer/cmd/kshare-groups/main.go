@@ -28,7 +28,8 @@
 // Without --bootstrap-server it starts an embedded testbroker with one demo group of each type
 // it supports (see seedDemoGroups). Option errors and their messages are kafka-groups.sh's and,
 // for --describe and --list with --state or --type, those of kafka-share-groups.sh and
-// kafka-consumer-groups.sh (checkargs.go).
+// kafka-consumer-groups.sh (checkargs.go), as are those of --reset-offsets, --delete-offsets
+// and --delete (resetargs.go).
 //
 // A secured cluster is reached with --command-config, a file of Kafka's client properties
 // (security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.* and ssl.keystore.* in
@@ -154,12 +155,22 @@ func usage() string {
 	return b.String()
 }
 
+// usageFailure writes msg and the usage on stderr, as Kafka's printUsageAndExit, and returns
+// its exit code.
+func usageFailure(stderr io.Writer, msg string) int {
+	fmt.Fprintln(stderr, msg)
+	fmt.Fprint(stderr, usage())
+	return 1
+}
+
 // badValue is the error of Go's flag package for a value its flag cannot parse (a number).
 var badValue = regexp.MustCompile(`^invalid value ("(?:[^"\\]|\\.)*") for flag -(\S+): `)
 
 // parseArgs checks the command line as kafka-groups.sh does, in its order: something given, one
 // action, a valid --group-type, then --consumer, --share and --streams each alone among the
-// filters. --create and --describe need --group and take no filter; --list takes no --group.
+// filters. --create and --describe take no filter; --list takes no --group. Then come the
+// checks of the share and consumer tools (checkDescribeListArgs: --describe, --list with
+// --state or --type, and the offset actions) and --create's need of --group.
 func parseArgs(args []string) (options, error) {
 	var o options
 	fs := newFlagSet(&o)
@@ -216,7 +227,7 @@ func parseArgs(args []string) (options, error) {
 			return o, err
 		}
 	}
-	if err := checkDescribeListArgs(o, given); err != nil {
+	if err := checkDescribeListArgs(o); err != nil {
 		return o, err
 	}
 	if o.create && !given["group"] {
@@ -262,9 +273,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) int {
 		fmt.Fprint(stderr, usage())
 		return 0
 	case stderrors.As(err, &ue):
-		fmt.Fprintln(stderr, ue.msg)
-		fmt.Fprint(stderr, usage())
-		return 1
+		return usageFailure(stderr, ue.msg)
 	case err != nil:
 		fmt.Fprintln(stderr, err)
 		return 1

@@ -83,11 +83,8 @@ func resetAllConsumerGroups(ctx context.Context, stdout, stderr io.Writer, cl *k
 		fmt.Fprintln(stderr, consumerNoExecuteWarning)
 	}
 	listed, err := listAllGroups(ctx, adm, o)
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return consumerTool.fail(stdout, stderr, err)
-	case err != nil:
-		return consumerTool.fail(stdout, stderr, javaError{"java.util.concurrent.ExecutionException", javaString(err)})
+	if err != nil {
+		return consumerCallFailure(stdout, stderr, o, err)
 	}
 	var groups []string
 	for _, g := range listed.Sorted() {
@@ -98,12 +95,14 @@ func resetAllConsumerGroups(ctx context.Context, stdout, stderr io.Writer, cl *k
 	return resetConsumerGroups(ctx, stdout, stderr, cl, adm, o, groups)
 }
 
-// usageFailure writes msg and the usage on stderr, as Kafka's printUsageAndExit, and returns
-// its exit code.
-func usageFailure(stderr io.Writer, msg string) int {
-	fmt.Fprintln(stderr, msg)
-	fmt.Fprint(stderr, usage())
-	return 1
+// consumerCallFailure fails the consumer tool's command on err, the error of an admin call:
+// a timeout as such, anything else as the ExecutionException the call throws, its cause's
+// class in the message. It returns the exit code.
+func consumerCallFailure(stdout, stderr io.Writer, o options, err error) int {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return consumerTool.fail(stdout, stderr, o.timedOut(err))
+	}
+	return consumerTool.fail(stdout, stderr, javaError{"java.util.concurrent.ExecutionException", javaString(err)})
 }
 
 // resetConsumerGroups resets each consumer or classic group of groups, in order of id, as
@@ -121,10 +120,8 @@ func resetConsumerGroups(ctx context.Context, stdout, stderr io.Writer, cl *kgo.
 		d, err := consumerGroupDescribe(ctx, cl, o, group)
 		switch {
 		case errors.Is(err, kerr.GroupIDNotFound):
-		case errors.Is(err, context.DeadlineExceeded):
-			return consumerTool.fail(stdout, stderr, o.timedOut(err))
 		case err != nil:
-			return consumerTool.fail(stdout, stderr, javaError{"java.util.concurrent.ExecutionException", javaString(err)})
+			return consumerCallFailure(stdout, stderr, o, err)
 		case d.state != "Empty" && d.state != "Dead":
 			printError(stdout, fmt.Sprintf("Assignments can only be reset if the group '%s' is inactive, but the current state is %s.", group, d.state))
 			plans[group] = nil
@@ -217,34 +214,9 @@ func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool 
 			return resetPlan{}, err
 		}
 	}
-	positions := make(map[topicPartition]logPosition, len(partitions))
-	for _, tp := range partitions {
-		positions[tp] = logPosition{logStart: -1, logEnd: -1, atTimestamp: -1, current: -1}
-	}
-	type query struct {
-		timestamp int64
-		set       func(*logPosition, int64)
-	}
-	queries := []query{
-		{-2, func(p *logPosition, v int64) { p.logStart = v }},
-		{-1, func(p *logPosition, v int64) { p.logEnd = v }},
-	}
-	if scenario == toTimestamp {
-		queries = append(queries, query{millis, func(p *logPosition, v int64) { p.atTimestamp = v }})
-	}
-	for _, q := range queries {
-		if len(partitions) == 0 {
-			break
-		}
-		got, err := listOffsets(ctx, cl, o, partitions, q.timestamp)
-		if err != nil {
-			return resetPlan{}, err
-		}
-		for tp, v := range got {
-			p := positions[tp]
-			q.set(&p, v)
-			positions[tp] = p
-		}
+	positions, err := logPositions(ctx, cl, o, partitions, scenario, millis)
+	if err != nil {
+		return resetPlan{}, err
 	}
 	for tp, v := range current {
 		if p, ok := positions[tp]; ok {
@@ -253,6 +225,47 @@ func planGroupReset(ctx context.Context, cl *kgo.Client, adm *kadm.Client, tool 
 		}
 	}
 	return planReset(scenario, n, partitions, positions)
+}
+
+// logPositions is what ListOffsets (listOffsets) tells of partitions that scenario needs, as
+// Kafka's OffsetsUtils asks: the log start offset to reset to it or to clamp (toEarliest,
+// toOffset, shiftBy), the log end offset for every other scenario, and for toTimestamp the first
+// offset at or after millis. What it is not asked or does not tell, and the group's current
+// offset, stay unknown.
+func logPositions(ctx context.Context, cl *kgo.Client, o options, partitions []topicPartition, scenario resetScenario, millis int64) (map[topicPartition]logPosition, error) {
+	positions := make(map[topicPartition]logPosition, len(partitions))
+	for _, tp := range partitions {
+		positions[tp] = unknownPosition
+	}
+	if len(partitions) == 0 {
+		return positions, nil
+	}
+	type query struct {
+		timestamp int64
+		set       func(*logPosition, int64)
+	}
+	var queries []query
+	if scenario == toEarliest || scenario == toOffset || scenario == shiftBy {
+		queries = append(queries, query{-2, func(p *logPosition, v int64) { p.logStart = v }})
+	}
+	if scenario != toEarliest {
+		queries = append(queries, query{-1, func(p *logPosition, v int64) { p.logEnd = v }})
+	}
+	if scenario == toTimestamp {
+		queries = append(queries, query{millis, func(p *logPosition, v int64) { p.atTimestamp = v }})
+	}
+	for _, q := range queries {
+		got, err := listOffsets(ctx, cl, o, partitions, q.timestamp)
+		if err != nil {
+			return nil, err
+		}
+		for tp, v := range got {
+			p := positions[tp]
+			q.set(&p, v)
+			positions[tp] = p
+		}
+	}
+	return positions, nil
 }
 
 // planFromFile works out the reset plan of group from the CSV file --from-file names: each
@@ -275,24 +288,13 @@ func planFromFile(ctx context.Context, cl *kgo.Client, adm *kadm.Client, o optio
 	if err := checkPartitionsValid(ctx, adm, o, partitions, nil); err != nil {
 		return resetPlan{}, err
 	}
-	starts, err := listOffsets(ctx, cl, o, partitions, -2)
-	if err != nil {
-		return resetPlan{}, err
-	}
-	ends, err := listOffsets(ctx, cl, o, partitions, -1)
+	positions, err := logPositions(ctx, cl, o, partitions, toOffset, 0)
 	if err != nil {
 		return resetPlan{}, err
 	}
 	var plan resetPlan
 	for _, tp := range partitions {
-		position := logPosition{logStart: -1, logEnd: -1, atTimestamp: -1, current: -1}
-		if v, ok := starts[tp]; ok {
-			position.logStart = v
-		}
-		if v, ok := ends[tp]; ok {
-			position.logEnd = v
-		}
-		one, err := planReset(toOffset, requested[tp], []topicPartition{tp}, map[topicPartition]logPosition{tp: position})
+		one, err := planReset(toOffset, requested[tp], []topicPartition{tp}, positions)
 		if err != nil {
 			return resetPlan{}, err
 		}
@@ -304,17 +306,11 @@ func planFromFile(ctx context.Context, cl *kgo.Client, adm *kadm.Client, o optio
 
 // parseTopicArg reads a --topic of the form topic:0,1,2 as Kafka's tools do.
 func parseTopicArg(arg string) ([]topicPartition, error) {
-	parts := strings.Split(arg, ":")
-	for len(parts) > 0 && parts[len(parts)-1] == "" { // Java's split drops trailing empty strings
-		parts = parts[:len(parts)-1]
-	}
+	parts := javaSplit(arg, ":")
 	if len(parts) != 2 {
 		return nil, illegalArgumentError{"Invalid topic arg '" + arg + "', expected topic name and partitions"}
 	}
-	ps := strings.Split(parts[1], ",")
-	for len(ps) > 0 && ps[len(ps)-1] == "" {
-		ps = ps[:len(ps)-1]
-	}
+	ps := javaSplit(parts[1], ",")
 	var tps []topicPartition
 	for _, p := range ps {
 		n, err := strconv.ParseInt(p, 10, 32)
@@ -330,7 +326,7 @@ func parseTopicArg(arg string) ([]topicPartition, error) {
 // of their topics. A topic that does not exist is Kafka's admin client's
 // UNKNOWN_TOPIC_OR_PARTITION "Topic <t> not found.".
 func resetTopicPartitions(ctx context.Context, adm *kadm.Client, o options) ([]topicPartition, kadm.TopicDetails, error) {
-	tps, details, notFound, err := topicPartitionsOf(ctx, adm, o, o.topics)
+	tps, details, notFound, err := topicPartitionsOf(ctx, adm, o)
 	if err != nil || len(notFound) == 0 {
 		return tps, details, err
 	}
@@ -366,13 +362,13 @@ func topicNotFound(name string) error {
 	return &errors.KafkaError{Code: kerr.UnknownTopicOrPartition.Code, Message: "Topic " + name + " not found."}
 }
 
-// topicPartitionsOf is the partitions topic arguments name: those of topic:0,1 and every
+// topicPartitionsOf is the partitions --topic names: those of topic:0,1 and every
 // partition of a bare topic name (Metadata), with the Metadata of every topic named. notFound
 // is the bare names, in order, whose Metadata has no partitions to give: not there, or an error.
-func topicPartitionsOf(ctx context.Context, adm *kadm.Client, o options, args []string) (tps []topicPartition, details kadm.TopicDetails, notFound []string, err error) {
+func topicPartitionsOf(ctx context.Context, adm *kadm.Client, o options) (tps []topicPartition, details kadm.TopicDetails, notFound []string, err error) {
 	var names []string
 	topics := map[string]bool{}
-	for _, arg := range args {
+	for _, arg := range o.topics {
 		if !strings.Contains(arg, ":") {
 			names = append(names, arg)
 			topics[arg] = true
@@ -451,13 +447,13 @@ func checkPartitionsValid(ctx context.Context, adm *kadm.Client, o options, part
 
 // currentOffsets is the group's current offset of each partition it has one for, -1 where it
 // has none: a consumer group's committed offsets (OffsetFetch), a share group's
-// share-partition start offsets (DescribeShareGroupOffsets).
+// share-partition start offsets (shareStarts), a partition answered with an error left out.
 func currentOffsets(ctx context.Context, cl *kgo.Client, adm *kadm.Client, o options, tool groupTool, group string) (map[topicPartition]int64, error) {
-	ctx, cancel := o.requestCtx(ctx)
-	defer cancel()
 	current := map[topicPartition]int64{}
 	if tool == consumerTool {
-		fetched, err := adm.FetchOffsets(ctx, group)
+		rctx, cancel := o.requestCtx(ctx)
+		defer cancel()
+		fetched, err := adm.FetchOffsets(rctx, group)
 		if err != nil {
 			return nil, o.timedOut(err)
 		}
@@ -471,24 +467,13 @@ func currentOffsets(ctx context.Context, cl *kgo.Client, adm *kadm.Client, o opt
 		}
 		return current, nil
 	}
-	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
-	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
-	rg.GroupID = group
-	req.Groups = append(req.Groups, rg)
-	resp, err := req.RequestWith(ctx, cl)
+	starts, err := shareStarts(ctx, cl, o, group)
 	if err != nil {
-		return nil, o.timedOut(err)
+		return nil, err
 	}
-	for _, g := range resp.Groups {
-		if err := errors.FromKafka(g.ErrorCode, g.ErrorMessage); err != nil {
-			return nil, err
-		}
-		for _, t := range g.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode == 0 {
-					current[topicPartition{t.Topic, p.Partition}] = max(-1, p.StartOffset)
-				}
-			}
+	for tp, s := range starts {
+		if s.err == nil {
+			current[tp] = max(-1, s.startOffset)
 		}
 	}
 	return current, nil

@@ -83,13 +83,14 @@ func (o options) singleGroup() bool { return len(o.groups) == 1 }
 var resetScenarios = []string{"to-offset", "to-datetime", "to-earliest", "to-latest", "to-current", "from-file", "by-duration", "shift-by"}
 
 // checkOffsetActions checks the options of --reset-offsets, --delete-offsets and --delete as
-// kafka-share-groups.sh's checkArgs does, with its messages; given are the options on the
+// kafka-share-groups.sh's checkArgs does, with its messages; o.given are the options on the
 // command line (an option given an empty value counts, as joptsimple's has). --reset-offsets
 // takes --group or --all-groups, as kafka-consumer-groups.sh's checkArgs has it. Without
 // --dry-run or --execute it passes: the group decides, when the tool knows its type, whether
 // that is an error (share tool) or a dry run (consumer tool). Several --group pass too:
 // neither tool's checkArgs refuses them (errMultipleGroups).
-func checkOffsetActions(o options, given map[string]bool) error {
+func checkOffsetActions(o options) error {
+	given := o.given
 	if o.deleteGroups {
 		switch {
 		case !given["group"] && !given["all-groups"]:

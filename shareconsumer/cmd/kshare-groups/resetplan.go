@@ -46,6 +46,9 @@ type logPosition struct {
 	current          int64
 }
 
+// unknownPosition is a partition's logPosition before anything about it is known.
+var unknownPosition = logPosition{logStart: -1, logEnd: -1, atTimestamp: -1, current: -1}
+
 // newOffset is one line of a reset plan.
 type newOffset struct {
 	topicPartition
@@ -95,7 +98,7 @@ func planReset(scenario resetScenario, n int64, partitions []topicPartition, off
 	for _, tp := range partitions {
 		o, ok := offsets[tp]
 		if !ok {
-			o = logPosition{logStart: -1, logEnd: -1, atTimestamp: -1, current: -1}
+			o = unknownPosition
 		}
 		var (
 			offset int64
@@ -154,14 +157,20 @@ func (p *resetPlan) clamp(tp topicPartition, offset int64, o logPosition) int64 
 	return offset
 }
 
-// parseDateTime reads --to-datetime as Kafka's Utils.getDateTime does: 'YYYY-MM-DDThh:mm:ss.sss'
-// with an optional zone (Z, ±hh, ±hhmm or ±hh:mm); without a zone the time is UTC.
-func parseDateTime(s string) (time.Time, error) {
-	// Java's split, which Kafka uses, drops trailing empty parts: "2020-01-01T" has one.
-	parts := strings.Split(s, "T")
+// javaSplit splits s around sep as Kafka's tools do with Java's String.split, which drops
+// trailing empty strings. Unlike Java's, an empty s gives no strings rather than one.
+func javaSplit(s, sep string) []string {
+	parts := strings.Split(s, sep)
 	for len(parts) > 0 && parts[len(parts)-1] == "" {
 		parts = parts[:len(parts)-1]
 	}
+	return parts
+}
+
+// parseDateTime reads --to-datetime as Kafka's Utils.getDateTime does: 'YYYY-MM-DDThh:mm:ss.sss'
+// with an optional zone (Z, ±hh, ±hhmm or ±hh:mm); without a zone the time is UTC.
+func parseDateTime(s string) (time.Time, error) {
+	parts := javaSplit(s, "T") // "2020-01-01T" has one part, not two
 	if len(parts) < 2 {
 		return time.Time{}, stderrors.New("Error parsing timestamp. It does not contain a 'T' according to ISO8601 format")
 	}
@@ -220,10 +229,7 @@ func parseISODuration(s string) (time.Duration, error) {
 // only (what --export writes for them). It returns the requested offset of each partition by
 // group. Empty lines at the end are ignored, as Java's String.split drops them.
 func parseResetPlanCSV(text, group string, singleGroup bool) (map[string]map[topicPartition]int64, error) {
-	lines := strings.Split(text, "\n")
-	for len(lines) > 0 && lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
+	lines := javaSplit(text, "\n")
 	plan := map[string]map[topicPartition]int64{}
 	withGroup := !singleGroup || len(lines) > 0 && parseResetPlanLine(lines[0], false, group, plan) != nil
 	for i, line := range lines {

@@ -247,18 +247,33 @@ func (s security) tlsConfig() (*tls.Config, error) {
 // the line breaks) still reads.
 var pemCertificate = regexp.MustCompile(`-+BEGIN\s+CERTIFICATE-+\s*([a-zA-Z0-9/+=\s]*)-+END\s+CERTIFICATE-+`)
 
+// pemDERs decodes every match of re in text, whose first group is base64 broken anywhere by
+// whitespace: one DER per match, so that a caller can count them before it looks at err, the
+// error of the first match that does not decode.
+func pemDERs(re *regexp.Regexp, text string) ([][]byte, error) {
+	var ders [][]byte
+	var firstErr error
+	for _, m := range re.FindAllStringSubmatch(text, -1) {
+		der, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(m[1]), ""))
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		ders = append(ders, der)
+	}
+	return ders, firstErr
+}
+
 // certPool reads every certificate in pemText; Kafka's message when there is none.
 func certPool(pemText []byte) (*x509.CertPool, error) {
 	pool := x509.NewCertPool()
-	found := pemCertificate.FindAllSubmatch(pemText, -1)
-	if len(found) == 0 {
+	ders, err := pemDERs(pemCertificate, string(pemText))
+	if len(ders) == 0 {
 		return nil, errors.New("No matching CERTIFICATE entries in PEM file")
 	}
-	for _, m := range found {
-		der, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(string(m[1])), ""))
-		if err != nil {
-			return nil, fmt.Errorf("Invalid PEM truststore configs: %w", err)
-		}
+	if err != nil {
+		return nil, fmt.Errorf("Invalid PEM truststore configs: %w", err)
+	}
+	for _, der := range ders {
 		cert, err := x509.ParseCertificate(der)
 		if err != nil {
 			return nil, fmt.Errorf("Invalid PEM truststore configs: %w", err)

@@ -171,10 +171,10 @@ func (t groupTool) fail(stdout, stderr io.Writer, err error) int {
 // kafka-share-groups.sh prints the message, kafka-consumer-groups.sh the message and the usage,
 // both on stderr. It returns the exit code, 1.
 func (t groupTool) refuse(stderr io.Writer, err error) int {
-	fmt.Fprintln(stderr, err)
 	if t == consumerTool {
-		fmt.Fprint(stderr, usage())
+		return usageFailure(stderr, err.Error())
 	}
+	fmt.Fprintln(stderr, err)
 	return 1
 }
 
